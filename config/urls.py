@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+handler400 = "config.api.api_aware_400"
+handler403 = "config.api.api_aware_403"
+handler404 = "config.api.api_aware_404"
+handler500 = "config.api.api_aware_500"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("identity_app.api.urls")),
+    path("api/", include("memory_app.api.urls")),
+    path("", include(("memory_app.web.urls", "web"), namespace="web")),
+]

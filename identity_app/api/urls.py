@@ -1,0 +1,14 @@
+from config.api import api_route
+from identity_app.api import views
+
+urlpatterns = [
+    api_route(r"users/me/profile", views.ProfileView.as_view(), "profile"),
+    api_route(r"projects", views.ProjectListView.as_view(), "project-list"),
+    api_route(r"projects/(?P<project_id>[\w-]+)", views.ProjectDetailView.as_view(), "project-detail"),
+    api_route(r"projects/(?P<project_id>[\w-]+)/members", views.MemberListView.as_view(), "project-members"),
+    api_route(
+        r"projects/(?P<project_id>[\w-]+)/members/(?P<user_id>\d+)",
+        views.MemberDetailView.as_view(),
+        "project-member-detail",
+    ),
+]

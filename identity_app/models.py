@@ -1,0 +1,148 @@
+import hashlib
+import zoneinfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from identity_app.ids import new_id
+
+SECRET_KEY_MARKERS = ("password", "secret", "token", "api_key", "credential")
+
+
+def find_secret_key(value, path: str = "") -> str | None:
+    """Return the path of the first key that looks like a credential, at any depth."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if any(marker in str(key).lower() for marker in SECRET_KEY_MARKERS):
+                return here
+            found = find_secret_key(inner, here)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found = find_secret_key(inner, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def validate_timezone(value: str) -> None:
+    if not value or value not in zoneinfo.available_timezones():
+        raise ValidationError(f"{value!r} is not a valid IANA time zone name.", code="invalid")
+
+
+def validate_preferences(value) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("preferences must be a JSON object.", code="invalid")
+    found = find_secret_key(value)
+    if found:
+        raise ValidationError(
+            f"preferences may not store credentials (key {found!r}).", code="secret_key"
+        )
+
+
+class Profile(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile"
+    )
+    display_name = models.CharField(max_length=150, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    preferences = models.JSONField(default=dict, blank=True, validators=[validate_preferences])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        permissions = [("run_agents", "Can act as a service principal that runs agents")]
+
+    def __str__(self):
+        return self.display_name or self.user.get_username()
+
+
+def new_project_id() -> str:
+    return new_id("prj")
+
+
+class Project(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_project_id, editable=False)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, max_length=4000)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self):
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=Role.values), name="membership_role_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["user", "project"], name="membership_user_idx")]
+
+    def __str__(self):
+        return f"{self.user_id}@{self.project_id}:{self.role}"
+
+
+def hash_token(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class ApiToken(models.Model):
+    """An API key. Only its SHA-256 is stored; the key itself is shown once at issue time."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False)
+    name = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.user_id})"
+
+
+class ChatBinding(models.Model):
+    """A private chat address (e.g. ``milky:private:10001``) that belongs to a user.
+
+    The bound user may read that chat's memories in the UI; service principals act for
+    any chat regardless of bindings.
+    """
+
+    chat_key = models.CharField(max_length=200, unique=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "chat_key"], name="chatbinding_user_idx")]
+
+    def __str__(self):
+        return f"{self.chat_key} → {self.user_id}"

@@ -1,0 +1,55 @@
+"""Project roles → permissions, and the one check every adapter uses."""
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from config.errors import NotFound, PermissionDenied
+from identity_app.models import Membership, Project, Role
+
+READ = "read"
+CREATE_TASK = "create_task"
+MANAGE = "manage"
+
+ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
+    Role.OWNER: frozenset({READ, CREATE_TASK, MANAGE}),
+    Role.ADMIN: frozenset({READ, CREATE_TASK, MANAGE}),
+    Role.MEMBER: frozenset({READ, CREATE_TASK}),
+    Role.VIEWER: frozenset({READ}),
+}
+
+RUN_AGENTS_PERM = "identity_app.run_agents"
+
+
+def role_permissions(role: str | None) -> frozenset[str]:
+    return ROLE_PERMISSIONS.get(role, frozenset())
+
+
+def is_service_principal(user: AbstractBaseUser) -> bool:
+    return bool(user and user.is_authenticated and user.is_active and user.has_perm(RUN_AGENTS_PERM))
+
+
+def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:
+    """Return the project if ``user`` holds ``permission`` in it.
+
+    A non-member gets NotFound (the project's existence is not revealed); a member without
+    the permission gets PermissionDenied.
+    """
+    if not user or not user.is_authenticated:
+        raise NotFound("Project not found.")
+    membership = (
+        Membership.objects.select_related("project")
+        .filter(project_id=str(project_id), user=user)
+        .first()
+    )
+    if membership is None:
+        raise NotFound("Project not found.")
+    if permission not in role_permissions(membership.role):
+        raise PermissionDenied(
+            f"Your role '{membership.role}' in this project lacks the '{permission}' permission."
+        )
+    return membership.project
+
+
+def project_ids_with_permission(*, user: AbstractBaseUser, permission: str = READ):
+    """A queryset of project ids where ``user`` holds ``permission`` (for filters/subqueries)."""
+    roles = [role for role, perms in ROLE_PERMISSIONS.items() if permission in perms]
+    return Membership.objects.filter(user=user, role__in=roles).values("project_id")

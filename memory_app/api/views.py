@@ -1,0 +1,147 @@
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from identity_app.api.serializers import ProfileOutput
+from memory_app import selectors, services
+from memory_app.api.serializers import (
+    IdentityContextOutput,
+    MemoryCreateInput,
+    MemoryOutput,
+    MemorySupersedeInput,
+)
+from memory_app.filters import MemoryFilter
+from memory_app.identity_context import identity_context_build
+from memory_app.models import Origin, Tier
+
+
+def _validated(serializer_class, request):
+    data = serializer_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    return data.validated_data
+
+
+class MyMemoryListView(generics.ListAPIView):
+    serializer_class = MemoryOutput
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = MemoryFilter
+
+    def get_queryset(self):
+        return selectors.user_memories(user=self.request.user).order_by("-created_at", "-id")
+
+    @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
+    def post(self, request):
+        memory = services.memory_create(
+            actor=request.user, tier=Tier.USER, origin=Origin.API, **_validated(MemoryCreateInput, request)
+        )
+        return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+
+
+class MyMemoryDetailView(APIView):
+    @extend_schema(responses=MemoryOutput)
+    def get(self, request, memory_id):
+        return Response(MemoryOutput(selectors.user_memory_get(user=request.user, memory_id=memory_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, memory_id):
+        services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.USER)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyMemorySupersedeView(APIView):
+    @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
+    def post(self, request, memory_id):
+        new = services.memory_supersede(
+            actor=request.user, memory_id=memory_id, tier=Tier.USER, **_validated(MemorySupersedeInput, request)
+        )
+        return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
+
+
+class MyMemoryChainView(APIView):
+    @extend_schema(responses=MemoryOutput(many=True))
+    def get(self, request, memory_id):
+        memory = selectors.user_memory_get(user=request.user, memory_id=memory_id)
+        return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
+
+
+class ProjectMemoryListView(generics.ListAPIView):
+    serializer_class = MemoryOutput
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = MemoryFilter
+
+    def get_queryset(self):
+        return selectors.project_memories(
+            user=self.request.user, project_id=self.kwargs["project_id"]
+        ).order_by("-created_at", "-id")
+
+    @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
+    def post(self, request, project_id):
+        memory = services.memory_create(
+            actor=request.user,
+            tier=Tier.PROJECT,
+            project_id=project_id,
+            origin=Origin.API,
+            **_validated(MemoryCreateInput, request),
+        )
+        return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectMemoryDetailView(APIView):
+    @extend_schema(responses=MemoryOutput)
+    def get(self, request, project_id, memory_id):
+        memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        return Response(MemoryOutput(memory).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, project_id, memory_id):
+        # Visibility first so a non-member cannot learn anything from the error.
+        selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.PROJECT, project_id=project_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProjectMemorySupersedeView(APIView):
+    @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
+    def post(self, request, project_id, memory_id):
+        selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        new = services.memory_supersede(
+            actor=request.user,
+            memory_id=memory_id,
+            tier=Tier.PROJECT,
+            project_id=project_id,
+            **_validated(MemorySupersedeInput, request),
+        )
+        return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectMemoryChainView(APIView):
+    @extend_schema(responses=MemoryOutput(many=True))
+    def get(self, request, project_id, memory_id):
+        memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
+
+
+class IdentityContextView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("project_id", str, required=False)],
+        responses=IdentityContextOutput,
+    )
+    def get(self, request):
+        project_id = request.query_params.get("project_id") or None
+        if project_id is not None and len(project_id) > 40:
+            raise ValidationError({"project_id": ["Too long."]})
+        ctx = identity_context_build(user=request.user, project_id=project_id)
+        return Response(
+            {
+                "profile": ProfileOutput(ctx.profile).data,
+                "memories": {
+                    "user": MemoryOutput(ctx.user_memories, many=True).data,
+                    "project": MemoryOutput(ctx.project_memories, many=True).data,
+                },
+                "identity_context": ctx.identity_context,
+                "project_summary_context": ctx.project_summary_context,
+            }
+        )

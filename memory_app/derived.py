@@ -1,0 +1,13 @@
+"""Derived data kept in step with ``Memory`` rows (search index, embeddings).
+
+Called by the memory services inside their transaction, so a memory and what is derived
+from it are written or forgotten together.
+"""
+
+
+def on_memories_written(*, created, changed) -> None:
+    """New rows were created and/or existing rows changed status or scope."""
+
+
+def on_memories_deleted(memory_ids: list[str]) -> None:
+    """Rows are about to be physically deleted; remove everything derived from them."""

@@ -1,0 +1,225 @@
+"""Conversations, messages, tool calls and agent runs (seed Y, SPEC §5).
+
+Written by service principals on behalf of a user; a user reads their own.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from identity_app.ids import new_id
+from identity_app.models import Project
+
+__all__ = [
+    "AgentRun",
+    "Conversation",
+    "ConversationSource",
+    "ConversationStatus",
+    "Message",
+    "MessageRole",
+    "MessageType",
+    "RunKind",
+    "RunStatus",
+    "ToolCall",
+    "UserSettings",
+    "TOP_LEVEL_RUN_KINDS",
+]
+
+
+class UserSettings(models.Model):
+    """Per-user switches of the main agent; ``enable_memory`` is the one switch for MEMORY.md."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_settings"
+    )
+    enable_memory = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "user settings"
+
+    def __str__(self):
+        return f"settings of {self.user_id}"
+
+
+class ConversationStatus(models.TextChoices):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class ConversationSource(models.TextChoices):
+    CHAT = "chat"
+    API = "api"
+    AGENT_CALL = "agent_call"
+    AGENT_EVALUATION = "agent_evaluation"
+    SUBAGENT = "subagent"
+    CRON = "cron"
+
+
+def new_conversation_id() -> str:
+    return new_id("thr")
+
+
+class Conversation(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_conversation_id, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
+    )
+    title = models.CharField(max_length=300, blank=True)
+    status = models.CharField(
+        max_length=16, choices=ConversationStatus.choices, default=ConversationStatus.ACTIVE
+    )
+    source = models.CharField(
+        max_length=32, choices=ConversationSource.choices, default=ConversationSource.CHAT
+    )
+    # Set for persisted sub-agent child threads; those never show up in history tools.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    session_key = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "status", "-updated_at"], name="conv_owner_idx"),
+        ]
+
+    def __str__(self):
+        return self.title or self.id
+
+
+class MessageRole(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class MessageType(models.TextChoices):
+    TEXT = "text"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    IMAGE = "image"
+    FILE = "file"
+    EVENT = "event"
+    INTER_RUN = "inter_run"
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(
+        "AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    type = models.CharField(max_length=16, choices=MessageType.choices, default=MessageType.TEXT)
+    content = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    attachments = models.JSONField(default=list, blank=True)
+    images = models.JSONField(default=list, blank=True)
+    feedback = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["conversation", "created_at", "id"], name="message_conv_idx")]
+
+    def __str__(self):
+        return f"{self.role}/{self.type} in {self.conversation_id}"
+
+
+class ToolCall(models.Model):
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_calls")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="tool_calls")
+    name = models.CharField(max_length=200)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.TextField(blank=True)
+    status = models.CharField(max_length=32, blank=True, default="")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["conversation", "created_at"], name="toolcall_conv_idx")]
+
+    def __str__(self):
+        return f"{self.name} ({self.status})"
+
+
+class RunKind(models.TextChoices):
+    CHAT = "chat"
+    RESUME = "resume"
+    SUBAGENT = "subagent"
+    COORDINATOR = "coordinator"
+    CHECKPOINT = "checkpoint"
+
+
+TOP_LEVEL_RUN_KINDS = frozenset({RunKind.CHAT, RunKind.RESUME})
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+def new_run_id() -> str:
+    return new_id("run")
+
+
+class AgentRun(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    request_id = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.CHAT)
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
+    )
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    prompt = models.TextField(blank=True)
+    goal = models.TextField(blank=True, null=True)
+    # Lease: the worker that owns the run, until when, and which generation of token is valid.
+    worker_id = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_generation = models.PositiveIntegerField(default=0)
+    run_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    # Timing and usage.
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    # Auto-memory per-run overrides (null = inherit the user's setting) and processing marker.
+    auto_memory_generate = models.BooleanField(null=True, blank=True)
+    auto_memory_use = models.BooleanField(null=True, blank=True)
+    auto_memory_processed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="run_user_idx"),
+            models.Index(
+                fields=["status", "auto_memory_processed_at", "finished_at"],
+                name="run_automemory_sweep_idx",
+            ),
+        ]
+
+    @property
+    def is_top_level(self) -> bool:
+        return self.kind in TOP_LEVEL_RUN_KINDS
+
+    def __str__(self):
+        return f"{self.id} ({self.kind}, {self.status})"

@@ -1,0 +1,3 @@
+"""Models of the scoped part (see its issue)."""
+
+__all__: list[str] = []

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Start the service on the embedded SQLite default (unless DATABASE_URL is set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HOST=${1:-127.0.0.1}
+PORT=${2:-8000}
+export DEBUG=${DEBUG:-1}
+PY=.venv/bin/python
+$PY manage.py migrate --noinput >/dev/null
+if [ -n "${DJANGO_SUPERUSER_USERNAME:-}" ] && [ -n "${DJANGO_SUPERUSER_PASSWORD:-}" ]; then
+  $PY manage.py shell -c "
+import os
+from django.contrib.auth import get_user_model
+user, _ = get_user_model().objects.get_or_create(username=os.environ['DJANGO_SUPERUSER_USERNAME'])
+user.is_staff = user.is_superuser = True
+user.set_password(os.environ['DJANGO_SUPERUSER_PASSWORD'])
+user.save()
+" >/dev/null
+  login_hint="Log in as '$DJANGO_SUPERUSER_USERNAME' with the password from DJANGO_SUPERUSER_PASSWORD."
+else
+  login_hint="No account yet? In another terminal run:
+    DEBUG=1 .venv/bin/python manage.py createsuperuser
+  (or start with DJANGO_SUPERUSER_USERNAME=admin DJANGO_SUPERUSER_PASSWORD=... make run)"
+fi
+cat <<MSG
+
+Memory service on http://$HOST:$PORT/
+  web UI    http://$HOST:$PORT/
+  admin     http://$HOST:$PORT/admin/
+  API docs  http://$HOST:$PORT/api/docs/
+$login_hint
+  API token: DEBUG=1 .venv/bin/python manage.py issue_token USERNAME
+
+MSG
+exec $PY manage.py runserver "$HOST:$PORT"

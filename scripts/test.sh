@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The whole suite on PostgreSQL and on SQLite, plus the browser tests in headless Chromium.
+#
+# PostgreSQL: $DATABASE_URL if set; else the server on 127.0.0.1:5432 if one answers; else a
+# throwaway cluster started from the installed PostgreSQL binaries (installed with apt-get
+# when missing and we are root). Chromium the same way (Debian package `chromium`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+scripts/ensure_env.sh requirements-dev.txt
+
+as_root_apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing $* with apt-get ..."
+    apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    return 1
+  fi
+}
+
+# --- Chromium ---------------------------------------------------------------------------
+if [ -z "${CHROMIUM_PATH:-}" ]; then
+  CHROMIUM_PATH=$(command -v chromium || command -v chromium-browser || true)
+  if [ -z "$CHROMIUM_PATH" ]; then
+    as_root_apt_install chromium || { echo "Chromium is missing and cannot be installed; set CHROMIUM_PATH." >&2; exit 1; }
+    CHROMIUM_PATH=$(command -v chromium)
+  fi
+fi
+export CHROMIUM_PATH
+
+# --- PostgreSQL -------------------------------------------------------------------------
+PG_TMP=""
+cleanup() {
+  if [ -n "$PG_TMP" ]; then
+    run_pg "$PG_BIN/pg_ctl" -D "$PG_TMP/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$PG_TMP"
+  fi
+}
+trap cleanup EXIT
+
+run_pg() {  # initdb/postgres refuse to run as root
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_answers() {
+  "$ROOT/.venv/bin/python" - "$1" <<'PY'
+import sys, psycopg
+try:
+    psycopg.connect(sys.argv[1], connect_timeout=3).close()
+except Exception:
+    sys.exit(1)
+PY
+}
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  if pg_answers "postgresql://postgres@127.0.0.1:5432/postgres"; then
+    DATABASE_URL="postgresql://postgres@127.0.0.1:5432/postgres"
+  else
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
+    if [ -z "$PG_BIN" ]; then
+      as_root_apt_install postgresql || { echo "No PostgreSQL available; set DATABASE_URL." >&2; exit 1; }
+      PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+    fi
+    PG_TMP=$(mktemp -d /tmp/memsvc-pg.XXXXXX)
+    [ "$(id -u)" = 0 ] && chown postgres "$PG_TMP"
+    PG_PORT=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    run_pg "$PG_BIN/initdb" -D "$PG_TMP/data" -U postgres -A trust >/dev/null
+    run_pg "$PG_BIN/pg_ctl" -D "$PG_TMP/data" -l "$PG_TMP/log" -w \
+      -o "-p $PG_PORT -k $PG_TMP -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
+    DATABASE_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+    echo "Started a throwaway PostgreSQL cluster on port $PG_PORT"
+  fi
+fi
+
+# A test database name of our own, so two checkouts on one server never collide.
+DATABASE_TEST_NAME=${DATABASE_TEST_NAME:-test_memsvc_$(echo "$ROOT" | sha256sum | cut -c1-10)}
+export DATABASE_TEST_NAME
+
+status=0
+echo "=== PostgreSQL ($(echo "$DATABASE_URL" | sed -E 's#://[^@]*@#://#')) ==="
+DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "$@" || status=$?
+echo "=== SQLite ==="
+env -u DATABASE_URL .venv/bin/python -m pytest "$@" || status=$((status ? status : $?))
+exit $status

@@ -1,0 +1,22 @@
+"""Test settings: the production module plus explicit test overrides."""
+
+import os
+import tempfile
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("WORKSPACE_ROOT", tempfile.mkdtemp(prefix="memsvc-ws-"))
+
+from config.settings import *  # noqa: E402,F401,F403
+
+ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+LOGGING["root"]["level"] = "WARNING"  # noqa: F405
