@@ -12,6 +12,6 @@ class Injection:
     block: str  # the identity block itself (marked as data, not instructions)
 
 
-def identity_injection_for_run(*, run) -> Injection | None:
-    """Return the injection for ``run`` or None when nothing is to be injected."""
+def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
+    """Return the injection for ``run`` at ``round_number`` (1 = first round), or None."""
     return None
