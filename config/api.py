@@ -138,3 +138,22 @@ class StrictInputMixin:
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return super().to_internal_value(data)
+
+
+def _strict_char_field():
+    from rest_framework import serializers
+
+    class StrictCharField(serializers.CharField):
+        """A CharField that refuses numbers, booleans and other non-strings instead of coercing."""
+
+        default_error_messages = {"not_a_string": "Must be a string."}
+
+        def to_internal_value(self, data):
+            if not isinstance(data, str):
+                self.fail("not_a_string")
+            return super().to_internal_value(data)
+
+    return StrictCharField
+
+
+StrictCharField = _strict_char_field()

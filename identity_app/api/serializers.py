@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.api import StrictInputMixin
+from config.api import StrictCharField, StrictInputMixin
 from identity_app.models import Membership, Profile, Project, Role
 
 
@@ -13,8 +13,8 @@ class ProfileOutput(serializers.ModelSerializer):
 
 
 class ProfileInput(StrictInputMixin, serializers.Serializer):
-    display_name = serializers.CharField(max_length=150, allow_blank=True, required=False)
-    timezone = serializers.CharField(max_length=64, required=False)
+    display_name = StrictCharField(max_length=150, allow_blank=True, required=False)
+    timezone = StrictCharField(max_length=64, required=False)
     preferences = serializers.JSONField(required=False)
 
     def validate_preferences(self, value):
@@ -35,13 +35,13 @@ class ProjectOutput(serializers.ModelSerializer):
 
 
 class ProjectInput(StrictInputMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(max_length=4000, allow_blank=True, required=False, default="")
+    name = StrictCharField(max_length=200)
+    description = StrictCharField(max_length=4000, allow_blank=True, required=False, default="")
 
 
 class ProjectUpdateInput(StrictInputMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
-    description = serializers.CharField(max_length=4000, allow_blank=True, required=False)
+    name = StrictCharField(max_length=200, required=False)
+    description = StrictCharField(max_length=4000, allow_blank=True, required=False)
 
 
 class MemberOutput(serializers.ModelSerializer):
@@ -54,7 +54,7 @@ class MemberOutput(serializers.ModelSerializer):
 
 
 class MemberAddInput(StrictInputMixin, serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+    username = StrictCharField(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
 
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.api import StrictInputMixin
+from config.api import StrictCharField, StrictInputMixin
 from memory_app.models import Kind, Memory
 from memory_app.models.memory import MAX_CONTENT_CHARS
 
@@ -36,22 +36,22 @@ class JSONObjectField(serializers.JSONField):
 
 class MemoryCreateInput(StrictInputMixin, serializers.Serializer):
     kind = serializers.ChoiceField(choices=Kind.choices)
-    content = serializers.CharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
-    source_thread_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
 
 
 class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
-    content = serializers.CharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
     metadata = JSONObjectField(required=False)
     evidence = JSONObjectField(required=False)
-    source_thread_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True)
 
 
 class IdentityContextOutput(serializers.Serializer):
     profile = serializers.DictField()
     memories = serializers.DictField(child=MemoryOutput(many=True))
-    identity_context = serializers.CharField()
-    project_summary_context = serializers.CharField()
+    identity_context = StrictCharField()
+    project_summary_context = StrictCharField()

@@ -1,0 +1,77 @@
+import pytest
+
+from identity_app.models import Membership, Project, Role
+from tests.factories import MembershipFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def members(project):
+    return sorted(Membership.objects.filter(project=project).values_list("user__username", "role"))
+
+
+def test_create_project_makes_creator_owner(api, alice):
+    response = api(alice).post("/api/projects", {"name": "Zeus"}, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["id"].startswith("prj_") and body["role"] == "owner"
+    assert members(Project.objects.get(pk=body["id"])) == [("alice", "owner")]
+
+
+def test_project_list_shows_only_memberships(api, alice, mallory, project):
+    assert [p["id"] for p in api(alice).get("/api/projects").json()["results"]] == [project.pk]
+    assert api(mallory).get("/api/projects").json()["results"] == []
+
+
+def test_non_member_project_detail_and_members_404(api, mallory, project):
+    client = api(mallory)
+    assert client.get(f"/api/projects/{project.pk}").status_code == 404
+    assert client.get(f"/api/projects/{project.pk}/members").status_code == 404
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json").status_code == 404
+    assert ("mallory", "member") not in members(project)
+
+
+def test_owner_manages_members(api, alice, mallory, project):
+    client = api(alice)
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory", "role": "viewer"}, format="json").status_code == 201
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json").status_code == 409
+    assert client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "member"}, format="json").status_code == 200
+    assert ("mallory", "member") in members(project)
+    assert client.delete(f"/api/projects/{project.pk}/members/{mallory.pk}").status_code == 204
+    assert ("mallory", "member") not in members(project)
+
+
+def test_member_without_manage_gets_403(api, bob, mallory, project):
+    before = members(project)
+    response = api(bob).post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json")
+    assert response.status_code == 403
+    assert api(bob).put(f"/api/projects/{project.pk}", {"name": "renamed"}, format="json").status_code == 403
+    assert members(project) == before
+    assert Project.objects.get(pk=project.pk).name == "Apollo"
+
+
+def test_last_owner_cannot_leave_or_be_demoted(api, alice, project):
+    client = api(alice)
+    assert client.delete(f"/api/projects/{project.pk}/members/{alice.pk}").status_code == 409
+    assert client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "member"}, format="json").status_code == 409
+    assert ("alice", "owner") in members(project)
+
+
+def test_admin_cannot_remove_owner(api, alice, mallory, project):
+    MembershipFactory(project=project, user=mallory, role=Role.ADMIN)
+    assert api(mallory).delete(f"/api/projects/{project.pk}/members/{alice.pk}").status_code == 409
+    assert ("alice", "owner") in members(project)
+
+
+@pytest.mark.parametrize("body", [{"name": ""}, {"name": 5}, {"name": "x" * 201}, {"nme": "typo"}, {}])
+def test_bad_project_input_is_400(api, alice, body):
+    assert api(alice).post("/api/projects", body, format="json").status_code == 400
+    assert not Project.objects.exists()
+
+
+def test_unknown_role_and_user_are_400(api, alice, project):
+    before = members(project)
+    client = api(alice)
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "ghost"}, format="json").status_code == 400
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "bob", "role": "god"}, format="json").status_code == 400
+    assert members(project) == before
