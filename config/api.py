@@ -157,3 +157,8 @@ def _strict_char_field():
 
 
 StrictCharField = _strict_char_field()
+
+
+def is_schema_generation(view) -> bool:
+    """True while drf-spectacular introspects a view (no real request or URL kwargs)."""
+    return getattr(view, "swagger_fake_view", False)

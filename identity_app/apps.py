@@ -5,3 +5,6 @@ class IdentityAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "identity_app"
     verbose_name = "Identity"
+
+    def ready(self):
+        from identity_app import schema  # noqa: F401 - registers the OpenAPI auth extension

@@ -1,0 +1,67 @@
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_manage(*args, env_overrides):
+    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    env.update(env_overrides)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+PRODUCTION_ENV = {
+    "DEBUG": "0",
+    "SECRET_KEY": "a-long-random-production-secret-key-with-enough-entropy-0123456789abcdef",
+    "ALLOWED_HOSTS": "memory.example.com",
+}
+
+
+def test_check_deploy_has_no_warnings_with_production_env(tmp_path):
+    result = run_manage("check", "--deploy", "--fail-level", "WARNING", env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_secret_key_is_required_without_debug(tmp_path):
+    result = run_manage("check", env_overrides={"DEBUG": "0", "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
+    assert result.returncode != 0
+    assert "SECRET_KEY is required" in result.stderr
+
+
+def test_bad_boolean_env_fails_loudly(tmp_path):
+    result = run_manage("check", env_overrides={**PRODUCTION_ENV, "DEBUG": "maybe"})
+    assert result.returncode != 0 and "DEBUG must be a boolean" in result.stderr
+
+
+def test_sqlite_default_uses_wal_and_immediate(tmp_path):
+    code = (
+        "from django.db import connection; c = connection.cursor(); "
+        "c.execute('PRAGMA journal_mode'); print(c.fetchone()[0]); "
+        "print(connection.settings_dict['OPTIONS']['transaction_mode'])"
+    )
+    result = run_manage("shell", "-c", code, env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wal", "IMMEDIATE"]
+
+
+@pytest.mark.django_db
+def test_schema_and_docs_work_offline(client, alice):
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    text = schema.content.decode()
+    for path in ("/api/users/me/memories", "/api/projects/{project_id}/identity-memories", "/api/users/me/identity-context"):
+        assert path in text
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    html = docs.content.decode()
+    external = re.findall(r'(?:src|href)=["\'](https?://[^"\']+)', html)
+    assert external == []
+    assert "swagger-ui" in html
