@@ -55,8 +55,9 @@ PY
 }
 
 if [ -z "${DATABASE_URL:-}" ]; then
-  if pg_answers "postgresql://postgres@127.0.0.1:5432/postgres"; then
-    DATABASE_URL="postgresql://postgres@127.0.0.1:5432/postgres"
+  LOCAL_PG=${LOCAL_PG_URL:-postgresql://postgres@127.0.0.1:5432/postgres}
+  if pg_answers "$LOCAL_PG"; then
+    DATABASE_URL="$LOCAL_PG"
   else
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
     if [ -z "$PG_BIN" ]; then

@@ -106,3 +106,11 @@ def test_project_memory_rejects_non_identity_kind(api, alice, project):
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_kind"
     assert not Memory.objects.exists()
+
+
+def test_project_list_query_count_is_bounded(api, alice, project, django_assert_max_num_queries):
+    client = api(alice)
+    for i in range(30):
+        ProjectMemoryFactory(project=project, content=f"m{i}")
+    with django_assert_max_num_queries(8):
+        assert client.get(base(project)).json()["count"] == 30

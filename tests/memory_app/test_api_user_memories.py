@@ -185,3 +185,11 @@ def test_user_memory_constraint_rejects_inconsistent_rows(alice, project):
         Memory.objects.create(scope_type=Tier.USER, scope_id=str(alice.pk), owner=alice, project=project, kind="fact", content="x")
     with pytest.raises(IntegrityError), transaction.atomic():
         Memory.objects.create(scope_type=Tier.GLOBAL, scope_id="chat-x", kind="fact", content="x")
+
+
+def test_list_query_count_does_not_grow_with_rows(api, alice, django_assert_max_num_queries):
+    client = api(alice)
+    for i in range(30):
+        UserMemoryFactory(owner=alice, content=f"m{i}")
+    with django_assert_max_num_queries(6):
+        assert client.get(BASE).json()["count"] == 30
