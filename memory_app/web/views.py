@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import QueryDict
@@ -21,11 +22,12 @@ from config.errors import DomainError
 from identity_app.models import Membership, Project
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role, projects_visible
+from identity_app.services import project_create
 from memory_app import selectors, services
 from memory_app.filters import MemoryFilter
 from memory_app.models import Memory, Origin, Status, Tier
 from memory_app.web.errors import form_error_status, web_errors
-from memory_app.web.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilterForm
+from memory_app.web.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilterForm, ProjectCreateForm
 
 PAGE_SIZE = 20
 PROJECTS_PAGE_SIZE = 50
@@ -262,10 +264,26 @@ def _projects_with_role(user):
 
 
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def projects(request):
+    form = ProjectCreateForm()
+    status = 200
+    if request.method == "POST":
+        form = ProjectCreateForm(request.POST)
+        if form.is_valid():
+            try:
+                project = project_create(actor=request.user, **form.cleaned_data)
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+                status = 400
+            else:
+                messages.success(request, f"Project {project.name} created; you are its owner.")
+                return redirect("web:project_memories", project.pk)
+        else:
+            status = 400
     page = Paginator(_projects_with_role(request.user), PROJECTS_PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "memory_app/projects.html", {"page": page})
+    return render(request, "memory_app/projects.html", {"page": page, "form": form}, status=status)
 
 
 @login_required

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from identity_app.models import Role
+from identity_app.models import Membership, Project, Role
 from memory_app.models import Memory, Origin, Status, Tier
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserFactory
 
@@ -176,3 +176,20 @@ def test_memory_of_another_project_is_404_under_this_project(web, alice, project
 
 def test_unknown_project_is_404(web, alice):
     assert web(alice).get(reverse("web:project_memories", args=["prj_missing"])).status_code == 404
+
+
+def test_create_project_makes_me_owner(web, mallory):
+    response = web(mallory).post(reverse("web:projects"), {"name": "Gemini", "description": "second try"})
+    project = Project.objects.get(name="Gemini")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("web:project_memories", args=[project.pk])
+    assert Membership.objects.get(project=project).user == mallory
+    assert Membership.objects.get(project=project).role == Role.OWNER
+
+
+@pytest.mark.parametrize("data", [{"name": ""}, {"name": "x" * 201}, {"name": "ok", "description": "d" * 4001}])
+def test_create_project_rejects_bad_input(web, mallory, data):
+    response = web(mallory).post(reverse("web:projects"), data)
+    assert response.status_code == 400
+    assert 'class="errorlist' in response.text
+    assert not Project.objects.exists()
