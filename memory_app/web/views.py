@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods
 from config.errors import DomainError
 from identity_app.models import Membership, Project
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
-from identity_app.selectors import membership_role, projects_visible
+from identity_app.selectors import membership_role, profile_get, projects_visible
 from identity_app.services import project_create
 from memory_app import selectors, services
 from memory_app.filters import MemoryFilter
@@ -32,6 +32,7 @@ from memory_app.web.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilt
 PAGE_SIZE = 20
 PROJECTS_PAGE_SIZE = 50
 HOME_PROJECTS = 10
+MAX_QUERY_CHARS = 200  # MemoryFilter's limit for ``q``
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _filter_params(request) -> QueryDict:
     """The list filters that were actually filled in (empty selects mean "any")."""
     params = QueryDict(mutable=True)
     for name in ("q", "kind", "status"):
-        value = request.GET.get(name, "").strip()
+        value = request.GET.get(name, "").strip()[:MAX_QUERY_CHARS]
         if value:
             params[name] = value
     return params
@@ -325,6 +326,7 @@ def home(request):
         request,
         "memory_app/home.html",
         {
+            "display_name": profile_get(user=request.user).display_name or request.user.get_username(),
             "latest": latest,
             "active_count": selectors.user_memories(user=request.user).filter(status=Status.ACTIVE).count(),
             "projects": list(_projects_with_role(request.user)[:HOME_PROJECTS]),

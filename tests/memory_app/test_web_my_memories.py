@@ -226,3 +226,10 @@ def test_unknown_id_is_404(web, alice):
 def test_detail_rejects_post(web, alice):
     memory = UserMemoryFactory(owner=alice)
     assert web(alice).post(reverse("web:my_memory", args=[memory.pk])).status_code == 405
+
+
+def test_overlong_search_is_cut_not_ignored(web, alice):
+    UserMemoryFactory(owner=alice, content="needle " + "n" * 300)
+    UserMemoryFactory(owner=alice, content="haystack")
+    text = web(alice).get(reverse("web:my_memories"), {"q": "needle " + "n" * 400}).text
+    assert "haystack" not in text and "needle" in text
