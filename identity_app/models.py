@@ -35,7 +35,8 @@ def validate_timezone(value: str) -> None:
 
 def validate_preferences(value) -> None:
     if not isinstance(value, dict):
-        raise ValidationError("preferences must be a JSON object.", code="invalid")
+        # Not code="invalid": JSONField would replace the message with its own "valid JSON" text.
+        raise ValidationError("preferences must be a JSON object.", code="not_object")
     found = find_secret_key(value)
     if found:
         raise ValidationError(

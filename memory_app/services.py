@@ -60,8 +60,24 @@ def _validate_json_object(value, name: str) -> dict:
     return value
 
 
-def _require_write(*, actor: AbstractBaseUser, memory: Memory) -> None:
+def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
+    """Admin review: active staff holding the ``change_memory`` permission may correct or
+    forget a memory of any tier (only through ``staff_review=True`` in the admin)."""
+    return bool(
+        actor
+        and actor.is_authenticated
+        and actor.is_active
+        and actor.is_staff
+        and actor.has_perm("memory_app.change_memory")
+    )
+
+
+def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
     """SPEC §2 write rule. Hidden rows are 404; visible but not writable rows are 403."""
+    if staff_review:
+        if not staff_may_review_memories(actor):
+            raise PermissionDenied("Only staff with the change_memory permission may review memories.")
+        return
     tier = memory.scope_type
     if tier == Tier.USER:
         if memory.owner_id != actor.pk:
@@ -160,19 +176,22 @@ def memory_supersede(
     metadata: dict | None = None,
     evidence: dict | None = None,
     source_thread_id: str | None = None,
+    staff_review: bool = False,
 ) -> Memory:
     """Replace an active memory by a new row; the old row becomes ``superseded`` → new.
 
     ``tier``/``project_id`` restrict which rows the caller's route may address, so an id of
     another tier or project is a 404. Two concurrent supersedes of one row: the row lock
     serializes them and the second sees a non-active row → 409.
+    ``staff_review=True`` (the admin only) replaces the tier write rule by
+    ``staff_may_review_memories``.
     """
     content = _validate_content(content)
     metadata = _validate_json_object(metadata, "metadata") if metadata is not None else None
     evidence = _validate_json_object(evidence, "evidence") if evidence is not None else None
     with transaction.atomic():
         old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=old)
+        _require_write(actor=actor, memory=old, staff_review=staff_review)
         if old.status != Status.ACTIVE:
             raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
         new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
@@ -206,6 +225,7 @@ def memory_forget(
     memory_id: str,
     tier: str | None = None,
     project_id: str | None = None,
+    staff_review: bool = False,
 ) -> list[str]:
     """Physically delete a memory **and the older versions it replaced**.
 
@@ -216,7 +236,7 @@ def memory_forget(
     """
     with transaction.atomic():
         memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=memory)
+        _require_write(actor=actor, memory=memory, staff_review=staff_review)
         doomed = [memory.pk]
         frontier = [memory.pk]
         for _ in range(MAX_CHAIN_LENGTH):
