@@ -35,7 +35,17 @@ def profile_update(
     return profile
 
 
+MAX_DESCRIPTION_CHARS = 4000
+
+
+def _check_description(description) -> None:
+    # TextField.max_length is not enforced by full_clean(); the service enforces it for every adapter.
+    if description is not _UNSET and len(description or "") > MAX_DESCRIPTION_CHARS:
+        raise InvalidInput(f"description is longer than {MAX_DESCRIPTION_CHARS} characters.", code="too_large")
+
+
 def project_create(*, actor: AbstractBaseUser, name: str, description: str = "") -> Project:
+    _check_description(description)
     with transaction.atomic():
         project = Project(name=name, description=description, created_by=actor)
         project.full_clean()
@@ -45,6 +55,7 @@ def project_create(*, actor: AbstractBaseUser, name: str, description: str = "")
 
 
 def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET) -> Project:
+    _check_description(description)
     with transaction.atomic():
         project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
         project = Project.objects.select_for_update().get(pk=project.pk)
@@ -66,7 +77,7 @@ def _user_by_username(username: str) -> AbstractBaseUser:
     return user
 
 
-def _ensure_an_owner_remains(project: Project) -> None:
+def ensure_an_owner_remains(project: Project) -> None:
     if not Membership.objects.filter(project=project, role=Role.OWNER).exists():
         raise Conflict("A project must keep at least one owner.", code="last_owner")
 
@@ -98,7 +109,7 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str) -> Mem
             raise Conflict("Only an owner may demote an owner.", code="owner_required")
         membership.role = role
         membership.save(update_fields=["role"])
-        _ensure_an_owner_remains(project)
+        ensure_an_owner_remains(project)
     return membership
 
 
@@ -112,7 +123,7 @@ def membership_remove(*, actor, project_id: str, user_id: int) -> None:
         if membership.role == Role.OWNER and actor_role(actor, project) != Role.OWNER:
             raise Conflict("Only an owner may remove an owner.", code="owner_required")
         membership.delete()
-        _ensure_an_owner_remains(project)
+        ensure_an_owner_remains(project)
 
 
 def actor_role(actor, project: Project) -> str | None:

@@ -98,6 +98,7 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name_plural = "memories"
         ordering = ["-created_at", "-id"]
         indexes = [
             # "latest active in a scope": the query behind every context and list.

@@ -10,10 +10,6 @@ from playwright.sync_api import sync_playwright
 from memory_app.models import Memory, Status, Tier
 from tests.factories import UserFactory
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls below are plain
-# synchronous test code, not async code.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM_ARGS = [
@@ -28,7 +24,10 @@ PASSWORD = "pw-for-tests-123"
 
 
 @pytest.fixture
-def page():
+def page(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests
+    # are plain synchronous test code, not async code. Scoped to the test, never global.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"), args=CHROMIUM_ARGS
