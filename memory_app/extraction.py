@@ -50,7 +50,8 @@ _ZH_RULES: list[tuple[str, re.Pattern, int]] = [
     ("fact", re.compile(r"(?:我们|我)(?:使用|在用|用的是|采用)(.+)"), 1),
     ("preference", re.compile(r"我(?:喜欢|偏好|更喜欢|希望)(.+)"), 1),
 ]
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# Western punctuation ends a sentence only before whitespace ("example.com", "v1.2" stay whole).
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 
 
 # "… for billing", "… in the backend" (EN) and "… 做缓存", "… 用于部署" (ZH) name the target of

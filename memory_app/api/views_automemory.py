@@ -29,11 +29,18 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data)
+
+
 class AutoMemorySettingsInput(StrictInputMixin, serializers.Serializer):
     generate = StrictBooleanField(required=False)
     use = StrictBooleanField(required=False)
-    extract_model = serializers.CharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
-    consolidation_model = serializers.CharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
+    extract_model = StrictCharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
+    consolidation_model = StrictCharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
     min_idle_minutes = StrictIntegerField(required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_idle_minutes"])
     min_duration_seconds = StrictIntegerField(
         required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_duration_seconds"]

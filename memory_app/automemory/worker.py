@@ -24,7 +24,7 @@ from memory_app import services
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.settings import auto_memory_settings_get, effective_flags
-from memory_app.extraction import Candidate, Extractor, get_extractor, normalize_key
+from memory_app.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
 from memory_app.models import (
     IDENTITY_KINDS,
     TOP_LEVEL_RUN_KINDS,
@@ -298,7 +298,8 @@ def _clean_candidates(candidates: list[Candidate], *, contact_info: bool) -> lis
     for candidate in candidates:
         if candidate.kind not in IDENTITY_KINDS or not candidate.subject_key:
             continue
-        content = redact(candidate.content.replace("\x00", ""), contact_info=contact_info).text.strip()
+        content = candidate.content.replace("\x00", "")[:MAX_CANDIDATE_CHARS]
+        content = redact(content, contact_info=contact_info).text.strip()
         if len(content) < 4:
             continue
         by_key.pop(candidate.subject_key, None)
@@ -390,6 +391,7 @@ def round_run(
         try:
             results.append(run_process(run_id=run_id, token=token, attempt=attempt, extractor=extractor, now=now))
         except DomainError as exc:
+            logger.warning("auto-memory run failed", extra={"run_id": run_id, "error_class": type(exc).__name__})
             _claim_release(run_id=run_id, token=token, error_class=type(exc).__name__)
             results.append(RunResult(run_id=run_id, outcome=AutoMemoryOutcome.FAILED, error_class=type(exc).__name__))
     return results
