@@ -128,6 +128,13 @@ def _claim_release(*, run_id: str, token: str, error_class: str = "") -> None:
     )
 
 
+def _claim_defer(*, run_id: str, token: str, until: datetime) -> None:
+    """Keep the run away from sweeps until ``until``; a deferral is not a failed attempt."""
+    AutoMemoryClaim.objects.filter(run_id=run_id, token=token).update(
+        expires_at=until, worker_id="deferred", attempts=F("attempts") - 1
+    )
+
+
 # --- reading a run -------------------------------------------------------------------------
 def _run_messages_q(run: AgentRun, now: datetime) -> Q:
     """The run's messages: those tagged with it, or untagged ones written while it ran."""
@@ -323,8 +330,10 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
     text = run_text(run, now=now)
     stop: GateResult | None = first_stop(gate_inputs(run, text=text, now=now), user_settings)
     if stop is not None and stop.gate == "idle":
-        # Not final yet: the run stays unprocessed and is looked at again in a later round.
-        _claim_release(run_id=run_id, token=token)
+        # Not final yet: the run stays unprocessed; the claim is kept as a deferral until the
+        # run will be idle long enough, so waiting runs do not fill every round's batch.
+        ready_at = (run.finished_at or now) + timedelta(minutes=user_settings.min_idle_minutes)
+        _claim_defer(run_id=run_id, token=token, until=ready_at)
         if not AutoMemoryLogEntry.objects.filter(run_ref=run.pk, gate="idle").exists():
             _log(run, AutoMemoryOutcome.SKIPPED, gate="idle", reason=stop.reason, details=stop.values)
         return RunResult(run_id=run_id, outcome="deferred", gate="idle", reason=stop.reason, values=stop.values)

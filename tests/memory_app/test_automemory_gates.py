@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from memory_app.automemory import gates
 from memory_app.automemory.worker import round_run
-from memory_app.models import AgentRun, AutoMemoryLogEntry, Message, MessageRole, MessageType, RunKind
+from memory_app.models import AgentRun, AutoMemoryClaim, AutoMemoryLogEntry, Message, MessageRole, MessageType, RunKind
 from tests.memory_app.automemory_helpers import LONG_TALK, AgentRunFactory, auto_memories, enable, finished_run
 
 
@@ -96,12 +96,26 @@ def test_idle_gate_stops_run_and_keeps_it_for_later(alice, project):
     assert entry.details["min_idle_seconds"] == 600 and 170 < entry.details["idle_seconds"] < 200
     run.refresh_from_db()
     assert run.auto_memory_processed_at is None and not auto_memories().exists()
-    _round()  # still too recent: no second log line
+    # Deferred until it is idle long enough: later rounds before that do not even look at it.
+    assert round_run(worker_id="test", now=timezone.now() + timedelta(minutes=6)) == []
     assert AutoMemoryLogEntry.objects.filter(run_ref=run.pk).count() == 1
-    # Later the run has settled and is extracted.
-    AgentRun.objects.filter(pk=run.pk).update(finished_at=timezone.now() - timedelta(minutes=10, seconds=5))
-    assert [r.outcome for r in _round()] == ["extracted"]
+    # Once settled, the run is extracted (the wait was not counted as a failed attempt).
+    [result] = round_run(worker_id="test", now=timezone.now() + timedelta(minutes=7, seconds=5))
+    assert result.outcome == "extracted"
     assert auto_memories(project).count() == 2
+    assert not AutoMemoryClaim.objects.exists()
+
+
+@pytest.mark.django_db
+def test_waiting_runs_do_not_fill_the_batch(alice, bob, project):
+    enable(alice, min_idle_minutes=60 * 24)
+    enable(bob)
+    waiting = [finished_run(user=alice, project=project) for _ in range(3)]
+    ready = finished_run(user=bob, project=project, finished_at=timezone.now() - timedelta(minutes=30))
+    assert {r.outcome for r in round_run(worker_id="test", limit=3)} == {"deferred"}
+    [result] = round_run(worker_id="test", limit=3)
+    assert (result.run_id, result.outcome) == (ready.pk, "extracted")
+    assert all(AgentRun.objects.get(pk=r.pk).auto_memory_processed_at is None for r in waiting)
 
 
 @pytest.mark.django_db

@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import override_settings
 
+from memory_app.automemory import worker
 from memory_app.automemory.worker import round_run
 from memory_app.extraction import DeterministicExtractor, ExtractorError, HttpExtractor, get_extractor
 from memory_app.models import AutoMemoryLogEntry, Memory
@@ -175,3 +176,22 @@ def test_worker_logs_http_failure_with_error_class(alice, project, model_server)
     assert not Memory.objects.exists()
     run.refresh_from_db()
     assert run.auto_memory_processed_at is None  # retried in a later round
+
+
+@pytest.mark.django_db
+def test_failing_endpoint_is_retried_then_given_up(alice, project, model_server):
+    enable(alice, min_length_chars=10)
+    run = finished_run(user=alice, project=project)
+    model_server.status, model_server.raw = 502, b"{}"
+    for attempt in range(1, worker.MAX_ATTEMPTS + 1):
+        [result] = round_run(worker_id="test", extractor=extractor(model_server))
+        assert (result.outcome, result.error_class) == ("failed", "ExtractorError")
+        run.refresh_from_db()
+        assert (run.auto_memory_processed_at is None) == (attempt < worker.MAX_ATTEMPTS)
+    assert round_run(worker_id="test", extractor=extractor(model_server)) == []
+    assert len(model_server.requests) == worker.MAX_ATTEMPTS
+    entries = AutoMemoryLogEntry.objects.filter(run_ref=run.pk)
+    assert set(entries.values_list("outcome", "error_class")) == {("failed", "ExtractorError")}
+    assert entries.count() == worker.MAX_ATTEMPTS
+    assert "given up" in entries.order_by("-id").first().reason
+    assert not Memory.objects.exists()
