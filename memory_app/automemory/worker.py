@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from config.errors import DomainError, NotFound, PermissionDenied
+from config.errors import NotFound, PermissionDenied
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
 from memory_app import services
@@ -321,12 +321,18 @@ def _clean_candidates(candidates: list[Candidate], *, contact_info: bool) -> lis
 
 # --- one run, one round --------------------------------------------------------------------
 def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, now: datetime) -> RunResult:
-    run = AgentRun.objects.select_related("user").get(pk=run_id)
+    run = AgentRun.objects.select_related("user", "conversation").get(pk=run_id)
     user_settings = auto_memory_settings_get(user=run.user)
     if not effective_flags(run=run, user_settings=user_settings).generate:
         _claim_release(run_id=run_id, token=token)  # switched off since the sweep
         return RunResult(run_id=run_id, outcome="deferred", reason="generate is off")
 
+    if run.conversation.owner_id != run.user_id:
+        # Never read another user's thread on this user's behalf.
+        foreign = RunResult(
+            run_id=run_id, outcome=AutoMemoryOutcome.SKIPPED, reason="the run's thread belongs to another user"
+        )
+        return _finish_without_memories(run_id=run_id, token=token, result=foreign)
     text = run_text(run, now=now)
     stop: GateResult | None = first_stop(gate_inputs(run, text=text, now=now), user_settings)
     if stop is not None and stop.gate == "idle":
@@ -361,7 +367,7 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
         # Outside any transaction: this may be an HTTP call to a model.
         raw = extractor.extract(redacted.text, max_items=MAX_CANDIDATES)
     except Exception as exc:  # noqa: BLE001 - any extractor failure is logged, never fatal to the round
-        return _extraction_failed(run=run, token=token, attempt=attempt, exc=exc)
+        return _run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc)
     candidates = _clean_candidates(raw, contact_info=user_settings.redact_contact_info)
     try:
         return _write_memories(run_id=run_id, token=token, candidates=candidates, extractor_name=extractor.name)
@@ -371,16 +377,20 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
         return _finish_without_memories(run_id=run_id, token=token, result=skipped)
 
 
-def _extraction_failed(*, run: AgentRun, token: str, attempt: int, exc: Exception) -> RunResult:
-    error_class = type(exc).__name__
-    logger.warning("auto-memory extraction failed", extra={"run_id": run.pk, "error_class": error_class})
-    result = RunResult(run_id=run.pk, outcome=AutoMemoryOutcome.FAILED, error_class=error_class)
+def _run_failed(*, run_id: str, token: str, attempt: int, exc: Exception) -> RunResult:
+    """Log the failure (error class only: a message may quote conversation text) and either
+    give the run back for a later round or, after ``MAX_ATTEMPTS``, give it up."""
+    error_class = type(exc).__name__[:200]
+    logger.warning("auto-memory run failed", extra={"run_id": run_id, "error_class": error_class})
+    result = RunResult(run_id=run_id, outcome=AutoMemoryOutcome.FAILED, error_class=error_class)
     if attempt >= MAX_ATTEMPTS:
-        result.reason = f"extraction failed {attempt} times; given up"
-        return _finish_without_memories(run_id=run.pk, token=token, result=result)
-    result.reason = f"extraction failed (attempt {attempt} of {MAX_ATTEMPTS}); will retry"
-    _log(run, AutoMemoryOutcome.FAILED, reason=result.reason, error_class=error_class)
-    _claim_release(run_id=run.pk, token=token, error_class=error_class)
+        result.reason = f"failed {attempt} times; given up"
+        return _finish_without_memories(run_id=run_id, token=token, result=result)
+    result.reason = f"failed (attempt {attempt} of {MAX_ATTEMPTS}); will retry"
+    run = AgentRun.objects.filter(pk=run_id).first()
+    if run is not None:
+        _log(run, AutoMemoryOutcome.FAILED, reason=result.reason, error_class=error_class)
+    _claim_release(run_id=run_id, token=token, error_class=error_class)
     return result
 
 
@@ -397,12 +407,17 @@ def round_run(
     extractor = extractor or get_extractor()
     results = []
     for run_id, token, attempt in runs_claim(worker_id=worker_id, limit=limit, now=now, user=user):
+        if attempt > MAX_ATTEMPTS:
+            # Taken over after the claim expired too often: a run that kills its worker.
+            crashed = RunResult(
+                run_id=run_id, outcome=AutoMemoryOutcome.FAILED, reason="worker stopped while processing; given up"
+            )
+            results.append(_finish_without_memories(run_id=run_id, token=token, result=crashed))
+            continue
         try:
             results.append(run_process(run_id=run_id, token=token, attempt=attempt, extractor=extractor, now=now))
-        except DomainError as exc:
-            logger.warning("auto-memory run failed", extra={"run_id": run_id, "error_class": type(exc).__name__})
-            _claim_release(run_id=run_id, token=token, error_class=type(exc).__name__)
-            results.append(RunResult(run_id=run_id, outcome=AutoMemoryOutcome.FAILED, error_class=type(exc).__name__))
+        except Exception as exc:  # noqa: BLE001 - one bad run must not stop the round; logged, retried
+            results.append(_run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc))
     return results
 
 

@@ -21,7 +21,7 @@ from memory_app.models import (
     Tier,
 )
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory
-from tests.memory_app.automemory_helpers import auto_memories, enable, finished_run
+from tests.memory_app.automemory_helpers import all_stored_text, auto_memories, enable, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -234,15 +234,42 @@ def test_a_failure_while_writing_leaves_no_half_written_memories(alice, project,
         return real_create(**kwargs)
 
     monkeypatch.setattr(services, "memory_create", create_then_crash)
-    with pytest.raises(RuntimeError):
-        _round()
+    [result] = _round()
+    assert (result.outcome, result.error_class) == ("failed", "RuntimeError")
     assert len(calls) == 2
-    assert not Memory.objects.exists() and not AutoMemoryLogEntry.objects.exists()
+    assert not Memory.objects.exists()
+    assert list(AutoMemoryLogEntry.objects.values_list("outcome", "error_class")) == [("failed", "RuntimeError")]
+    assert "worker killed" not in all_stored_text()
     run.refresh_from_db()
     assert run.auto_memory_processed_at is None
     monkeypatch.setattr(services, "memory_create", real_create)
-    [result] = round_run(worker_id="next", now=timezone.now() + timedelta(seconds=worker.CLAIM_SECONDS + 1))
+    [result] = _round()
     assert result.outcome == "extracted" and auto_memories().count() == 2
+
+
+def test_a_run_that_keeps_killing_its_worker_is_given_up(alice, project):
+    enable(alice)
+    run = finished_run(user=alice, project=project)
+    moment = timezone.now()
+    for _ in range(worker.MAX_ATTEMPTS):  # claimed, then the worker dies every time
+        assert len(runs_claim(worker_id="doomed", limit=10, now=moment)) == 1
+        moment += timedelta(seconds=worker.CLAIM_SECONDS + 1)
+    [result] = round_run(worker_id="next", now=moment)
+    assert result.outcome == "failed" and "given up" in result.reason
+    run.refresh_from_db()
+    assert run.auto_memory_processed_at is not None
+    assert not Memory.objects.exists()
+    assert AutoMemoryLogEntry.objects.get(run_ref=run.pk).outcome == "failed"
+
+
+def test_run_whose_thread_belongs_to_another_user_is_not_read(alice, mallory, project):
+    enable(alice)
+    run = finished_run(user=alice, project=project)
+    run.conversation.owner = mallory
+    run.conversation.save()
+    [result] = _round()
+    assert result.outcome == "skipped" and "another user" in result.reason
+    assert not Memory.objects.exists()
 
 
 def test_assistant_messages_are_read_and_tool_output_is_not(alice, project):
@@ -272,3 +299,11 @@ def test_memory_worker_command_once(alice, project, capsys):
     call_command("memory_worker", "--once")
     assert "1 runs (extracted=1)" in capsys.readouterr().out
     assert auto_memories().count() == 2
+
+
+@pytest.mark.parametrize("args", [["--once", "--interval", "0"], ["--once", "--batch", "0"]])
+def test_memory_worker_command_rejects_bad_arguments(args):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("memory_worker", *args)

@@ -1,13 +1,17 @@
 """``python manage.py memory_worker``: the auto-memory extraction loop (SPEC §6)."""
 
+import logging
 import os
 import socket
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, close_old_connections
 
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
 from memory_app.extraction import get_extractor
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -25,7 +29,16 @@ class Command(BaseCommand):
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         extractor = get_extractor()
         while True:
-            results = round_run(worker_id=worker_id, limit=batch, extractor=extractor)
+            try:
+                results = round_run(worker_id=worker_id, limit=batch, extractor=extractor)
+            except DatabaseError as exc:
+                if once:
+                    raise
+                # The database went away: keep looping; claims that were taken expire.
+                logger.warning("auto-memory round failed", extra={"error_class": type(exc).__name__})
+                close_old_connections()
+                time.sleep(interval)
+                continue
             counts: dict[str, int] = {}
             for result in results:
                 counts[result.outcome] = counts.get(result.outcome, 0) + 1
