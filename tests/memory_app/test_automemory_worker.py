@@ -307,3 +307,25 @@ def test_memory_worker_command_rejects_bad_arguments(args):
 
     with pytest.raises(CommandError):
         call_command("memory_worker", *args)
+
+
+def test_untagged_messages_belong_to_the_run_that_was_running(alice, project):
+    from memory_app.models import Message
+
+    enable(alice, min_length_chars=10)
+    now = timezone.now()
+    first = finished_run(
+        user=alice, project=project, text="", prompt="",
+        started_at=now - timedelta(hours=3), finished_at=now - timedelta(hours=2),
+    )
+    second = finished_run(
+        user=alice, project=project, text="", prompt="", conversation=first.conversation,
+        started_at=now - timedelta(minutes=70), finished_at=now - timedelta(minutes=60),
+    )
+    for content, at in (("We use Redis for caching.", now - timedelta(minutes=150)), ("We use Kafka for events.", now - timedelta(minutes=65))):
+        message = Message.objects.create(conversation=first.conversation, role=MessageRole.USER, content=content)
+        Message.objects.filter(pk=message.pk).update(created_at=at)
+    results = {r.run_id: r for r in _round()}
+    assert set(results) == {first.pk, second.pk}
+    by_run = {m.evidence["run_id"]: m.content for m in auto_memories()}
+    assert by_run == {first.pk: "We use Redis for caching.", second.pk: "We use Kafka for events."}
