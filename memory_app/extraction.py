@@ -80,6 +80,15 @@ def _subject(kind: str, phrase: str) -> str:
     return f"{kind}:{' '.join(core)}"
 
 
+_QUESTION_START = re.compile(r"^(?:do|does|did|should|shall|can|could|would|will|are|is|have|why|what|which|how)\b", re.I)
+
+
+def _is_question(sentence: str) -> bool:
+    """Questions ("should we use X?", "我们用 X 吗？") state nothing."""
+    stripped = sentence.rstrip()
+    return stripped.endswith(("?", "？", "吗", "吗。")) or bool(_QUESTION_START.match(stripped))
+
+
 class DeterministicExtractor:
     """Explicit statements in English and Chinese ("we use X", "always …", "决定 …")."""
 
@@ -90,7 +99,7 @@ class DeterministicExtractor:
         seen: set[str] = set()
         for sentence in _SENTENCE_SPLIT.split(text or ""):
             sentence = sentence.strip(" \t-*>#")
-            if len(sentence) < 4:
+            if len(sentence) < 4 or _is_question(sentence):
                 continue
             for kind, pattern, group in _EN_RULES + _ZH_RULES:
                 match = pattern.search(sentence)

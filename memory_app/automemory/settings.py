@@ -34,7 +34,9 @@ def _validate_settings(changes: dict) -> dict:
         if name in BOOL_FIELDS and not isinstance(value, bool):
             raise InvalidInput(f"{name} must be true or false.", code="invalid_settings")
         if name in MODEL_FIELDS and (not isinstance(value, str) or len(value) > MODEL_NAME_MAX):
-            raise InvalidInput(f"{name} must be a string of at most {MODEL_NAME_MAX} characters.", code="invalid_settings")
+            raise InvalidInput(
+                f"{name} must be a string of at most {MODEL_NAME_MAX} characters.", code="invalid_settings"
+            )
         if name in THRESHOLD_FIELDS:
             limit = AUTO_MEMORY_LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:

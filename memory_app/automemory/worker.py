@@ -94,7 +94,9 @@ def _claim_one(*, run_id: str, worker_id: str, now: datetime) -> tuple[str, int]
     expires = now + timedelta(seconds=CLAIM_SECONDS)
     try:
         with transaction.atomic():
-            AutoMemoryClaim.objects.create(run_id=run_id, token=token, worker_id=worker_id, expires_at=expires, attempts=1)
+            AutoMemoryClaim.objects.create(
+                run_id=run_id, token=token, worker_id=worker_id, expires_at=expires, attempts=1
+            )
         return token, 1
     except IntegrityError:
         pass
