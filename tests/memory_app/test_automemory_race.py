@@ -56,3 +56,39 @@ def test_two_workers_process_each_run_exactly_once():
     assert Counter(AutoMemoryLogEntry.objects.values_list("run_ref", flat=True)) == Counter({r.pk: 1 for r in runs})
     assert not AgentRun.objects.filter(auto_memory_processed_at__isnull=True).exists()
     assert not AutoMemoryClaim.objects.exists()
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_run_locked_by_another_worker_is_skipped_not_waited_for():
+    from django.db import transaction
+
+    user = UserFactory(username="locker")
+    project = ProjectFactory()
+    MembershipFactory(project=project, user=user, role=Role.OWNER)
+    enable(user, min_length_chars=10)
+    locked = finished_run(user=user, project=project, text="We use Redis for caching.")
+    free = finished_run(user=user, project=project, text="We use Kafka for events.")
+    holding, done = threading.Event(), threading.Event()
+
+    def hold_lock():
+        try:
+            with transaction.atomic():
+                AgentRun.objects.select_for_update().get(pk=locked.pk)
+                holding.set()
+                done.wait(10)  # if the round waited for this lock, it would only see the run after this
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold_lock)
+    thread.start()
+    assert holding.wait(10)
+    try:
+        results = round_run(worker_id="other", limit=10)
+    finally:
+        done.set()
+        thread.join(20)
+    assert [(r.run_id, r.outcome) for r in results] == [(free.pk, "extracted")]
+    locked.refresh_from_db()
+    assert locked.auto_memory_processed_at is None
+    assert [(r.run_id, r.outcome) for r in round_run(worker_id="other", limit=10)] == [(locked.pk, "extracted")]
