@@ -156,6 +156,15 @@ LOGOUT_REDIRECT_URL = "login"
 # --- Product settings -----------------------------------------------------------------------
 WORKSPACE_ROOT = Path(env_str("WORKSPACE_ROOT", str(BASE_DIR / "var" / "workspaces")))
 
+# Auto-memory extraction: "deterministic" (no model) or "openai" (an OpenAI-compatible endpoint).
+AUTO_MEMORY_EXTRACTOR = env_str("AUTO_MEMORY_EXTRACTOR", "deterministic")
+if AUTO_MEMORY_EXTRACTOR not in ("deterministic", "openai"):
+    raise ImproperlyConfigured("AUTO_MEMORY_EXTRACTOR must be 'deterministic' or 'openai'")
+AUTO_MEMORY_LLM_BASE_URL = env_str("AUTO_MEMORY_LLM_BASE_URL", "")
+AUTO_MEMORY_LLM_MODEL = env_str("AUTO_MEMORY_LLM_MODEL", "")
+AUTO_MEMORY_LLM_API_KEY = env_str("AUTO_MEMORY_LLM_API_KEY", "")
+AUTO_MEMORY_LLM_TIMEOUT = env_int("AUTO_MEMORY_LLM_TIMEOUT", 30)
+
 # --- Security (production defaults; DEBUG relaxes the ones that need HTTPS) -----------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)

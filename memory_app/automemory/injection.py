@@ -1,8 +1,20 @@
 """Identity-memory injection into a run's first round (SPEC §5 item 4). Implemented by the
 auto-memory part; the context assembler calls ``identity_injection_for_run`` and treats any
-exception it raises as fail-open (context without the block, a warning, a log line)."""
+exception it raises as fail-open (context without the block, a warning, a log line).
+``injection_or_warning`` does exactly that for callers that want it done here."""
 
+import logging
 from dataclasses import dataclass
+
+from config.errors import NotFound, PermissionDenied
+from memory_app.automemory.settings import effective_flags
+from memory_app.identity_context import render_identity_text
+from memory_app.models import RunKind
+from memory_app.selectors import latest_active_project_memories, latest_active_user_memories
+
+logger = logging.getLogger(__name__)
+
+INJECTION_FAILED_WARNING = "identity memories could not be added to this context"
 
 
 @dataclass(frozen=True)
@@ -12,6 +24,41 @@ class Injection:
     block: str  # the identity block itself (marked as data, not instructions)
 
 
+def _injects(run, round_number: int) -> bool:
+    # Only a new top-level run, on its first round: a resume/checkpoint continues a context
+    # that already has the block; coordinators and sub-agents never get the user's memories.
+    return round_number == 1 and run.kind == RunKind.CHAT and effective_flags(run=run).use
+
+
 def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
-    """Return the injection for ``run`` at ``round_number`` (1 = first round), or None."""
-    return None
+    """Return the injection for ``run`` at ``round_number`` (1 = first round), or None.
+
+    The stored prompt and goal are never changed: the returned strings are copies.
+    """
+    if not _injects(run, round_number):
+        return None
+    user_memories = latest_active_user_memories(user=run.user)
+    project_memories = []
+    if run.project_id:
+        try:
+            project_memories = latest_active_project_memories(user=run.user, project_id=run.project_id)
+        except (NotFound, PermissionDenied):
+            project_memories = []  # the user lost access to the project: nothing of it is shown
+    if not user_memories and not project_memories:
+        return None
+    block = render_identity_text(profile=None, user_memories=user_memories, project_memories=project_memories)
+    prompt = f"{block}\n\n{run.prompt or ''}"
+    goal = f"{block}\n\n{run.goal}" if run.goal else run.goal
+    return Injection(prompt=prompt, goal=goal, block=block)
+
+
+def injection_or_warning(*, run, round_number: int) -> tuple[Injection | None, str | None]:
+    """Fail-open wrapper: on any failure, no block, a warning for the response and a log line."""
+    try:
+        return identity_injection_for_run(run=run, round_number=round_number), None
+    except Exception as exc:  # noqa: BLE001 - fail-open is the contract here (SPEC §5 item 4)
+        logger.warning(
+            "identity injection failed; context returned without it",
+            extra={"run_id": getattr(run, "pk", None), "error_class": type(exc).__name__},
+        )
+        return None, INJECTION_FAILED_WARNING

@@ -1,0 +1,49 @@
+"""``python manage.py memory_worker``: the auto-memory extraction loop (SPEC §6)."""
+
+import logging
+import os
+import socket
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, close_old_connections
+
+from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.extraction import get_extractor
+
+logger = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = "Extract project memories from finished runs; loops until stopped (--once: one round)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="run one round and exit")
+        parser.add_argument("--interval", type=float, default=30.0, help="seconds between rounds (default 30)")
+        parser.add_argument("--batch", type=int, default=SWEEP_BATCH, help="runs per round (default 50)")
+        parser.add_argument("--worker-id", default="", help="name of this worker in claims")
+
+    def handle(self, *args, once, interval, batch, worker_id, **options):
+        if interval <= 0 or not 1 <= batch <= 1000:
+            raise CommandError("--interval must be > 0 and --batch between 1 and 1000.")
+        worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        extractor = get_extractor()
+        while True:
+            try:
+                results = round_run(worker_id=worker_id, limit=batch, extractor=extractor)
+            except DatabaseError as exc:
+                if once:
+                    raise
+                # The database went away: keep looping; claims that were taken expire.
+                logger.warning("auto-memory round failed", extra={"error_class": type(exc).__name__})
+                close_old_connections()
+                time.sleep(interval)
+                continue
+            counts: dict[str, int] = {}
+            for result in results:
+                counts[result.outcome] = counts.get(result.outcome, 0) + 1
+            summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to do"
+            self.stdout.write(f"auto-memory round: {len(results)} runs ({summary})")
+            if once:
+                return
+            time.sleep(interval)
