@@ -90,7 +90,7 @@ class RunContextMismatch(PermissionDenied):
     code = "run_context_mismatch"
 
 
-def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, thread_id=None, request_id=None, worker_id=None) -> AgentRun:
+def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: dict | None = None) -> AgentRun:
     """Everything a tool call must prove about its run, in one place."""
     if run is None:
         raise RunNotAuthorized("This run token is not valid for this run.")
@@ -98,9 +98,11 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, thread_i
     if not run.is_top_level:
         raise NotTopLevelRun("Memory tools are only available to top-level chat and resume runs.")
     # Optional assertions from the runtime about the context it is executing in.
-    expected = {"thread": (thread_id, run.conversation_id), "request": (request_id, run.request_id), "worker": (worker_id, run.worker_id)}
-    for label, (claimed, actual) in expected.items():
-        if claimed is not None and claimed != actual:
+    claims = claims or {}
+    actual = {"thread_id": run.conversation_id, "request_id": run.request_id, "worker_id": run.worker_id}
+    for label, value in actual.items():
+        claimed = claims.get(label)
+        if claimed is not None and claimed != value:
             raise RunContextMismatch(f"The {label} of this call does not match the run.")
     if run.conversation.owner_id != run.user_id:
         raise RunContextMismatch("The run's thread belongs to another user.")
@@ -154,11 +156,9 @@ def _validate_tool_text(value, name: str, *, required: bool) -> str | None:
 def remember_memory(
     *,
     credential: RunCredential,
-    content,
+    content=None,
     replaces=None,
-    thread_id: str | None = None,
-    request_id: str | None = None,
-    worker_id: str | None = None,
+    claims: dict | None = None,
 ) -> dict:
     """Append to or correct the caller's MEMORY.md. The whole check-and-write runs in one
     transaction under the per-user lock; any failure refuses and leaves the file as it was."""
@@ -173,9 +173,7 @@ def remember_memory(
                 .filter(pk=credential.run_id)
                 .first()
             )
-            run = _check_tool_run(
-                run=run, credential=credential, thread_id=thread_id, request_id=request_id, worker_id=worker_id
-            )
+            run = _check_tool_run(run=run, credential=credential, claims=claims)
             # Re-read under the lock: a switch turned off mid-run stops this write.
             if not memory_enabled_for(user_id=run.user_id):
                 raise MemoryDisabled("Memory is turned off for this user.")
@@ -227,9 +225,9 @@ def _apply(*, current: str, content: str, replaces: str | None) -> tuple[str, st
 
 
 # --- history tools --------------------------------------------------------------------------
-def _tool_run(*, credential: RunCredential, **claims) -> AgentRun:
+def _tool_run(*, credential: RunCredential, claims: dict | None) -> AgentRun:
     run = AgentRun.objects.select_related("conversation").filter(pk=credential.run_id).first()
-    run = _check_tool_run(run=run, credential=credential, **claims)
+    run = _check_tool_run(run=run, credential=credential, claims=claims)
     if not memory_enabled_for(user_id=run.user_id):
         raise MemoryDisabled("Memory is turned off for this user.")
     return run
@@ -243,18 +241,24 @@ def _int_arg(value, name: str, default: int | None) -> int | None:
     return value
 
 
-def search_thread_messages(*, credential: RunCredential, query=None, limit=None, **claims) -> dict:
+def search_thread_messages(*, credential: RunCredential, query=None, limit=None, claims: dict | None = None) -> dict:
     if not isinstance(query, str):
         raise InvalidInput("query must be a string.", code="invalid_arguments")
     limit = _int_arg(limit, "limit", conversations.SEARCH_MAX_HITS)
     if not 1 <= limit <= conversations.SEARCH_MAX_HITS:
         raise InvalidInput(f"limit must be between 1 and {conversations.SEARCH_MAX_HITS}.", code="invalid_arguments")
-    run = _tool_run(credential=credential, **claims)
+    run = _tool_run(credential=credential, claims=claims)
     return {"result": "ok", **conversations.history_search(user_id=run.user_id, query=query, limit=limit)}
 
 
 def read_thread_messages(
-    *, credential: RunCredential, thread_id=None, limit=None, before_message_id=None, include_tools=False, **claims
+    *,
+    credential: RunCredential,
+    thread_id=None,
+    limit=None,
+    before_message_id=None,
+    include_tools=False,
+    claims: dict | None = None,
 ) -> dict:
     limit = _int_arg(limit, "limit", conversations.READ_MAX_MESSAGES)
     if not 1 <= limit <= conversations.READ_MAX_MESSAGES:
@@ -262,7 +266,7 @@ def read_thread_messages(
     before_message_id = _int_arg(before_message_id, "before_message_id", None)
     if not isinstance(include_tools, bool):
         raise InvalidInput("include_tools must be a boolean.", code="invalid_arguments")
-    run = _tool_run(credential=credential, **claims)
+    run = _tool_run(credential=credential, claims=claims)
     return {
         "result": "ok",
         **conversations.history_read(
@@ -296,4 +300,4 @@ def tool_call(*, credential: RunCredential, name: str, arguments, claims: dict) 
     unknown = sorted(set(arguments) - _ARGUMENTS[name])
     if unknown:
         raise InvalidInput(f"Unknown arguments: {', '.join(unknown)}.", code="invalid_arguments")
-    return _HANDLERS[name](credential=credential, **arguments, **claims)
+    return _HANDLERS[name](credential=credential, claims=claims, **arguments)
