@@ -57,19 +57,30 @@ class RunCredential:
     token_hash: str
 
 
-def run_credential_from_token(token: str) -> RunCredential | None:
-    """The credential for ``token`` when it is the current token of its run, else None."""
+def run_authenticate(token: str):
+    """``(user, credential)`` when ``token`` is the current token of its run, else None."""
     parts = token.split(".")
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 300:
         return None
     run_id, generation = parts[0], int(parts[1])
-    row = AgentRun.objects.filter(pk=run_id).values("user_id", "lease_generation", "run_token_hash").first()
-    if row is None or row["lease_generation"] != generation:
+    run = (
+        AgentRun.objects.select_related("user")
+        .only("id", "user", "lease_generation", "run_token_hash")
+        .filter(pk=run_id)
+        .first()
+    )
+    if run is None or run.lease_generation != generation:
         return None
     token_hash = hash_run_token(token)
-    if not row["run_token_hash"] or not hmac.compare_digest(row["run_token_hash"], token_hash):
+    if not run.run_token_hash or not hmac.compare_digest(run.run_token_hash, token_hash):
         return None
-    return RunCredential(run_id=run_id, user_id=row["user_id"], generation=generation, token_hash=token_hash)
+    credential = RunCredential(run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash)
+    return run.user, credential
+
+
+def run_credential_from_token(token: str) -> RunCredential | None:
+    found = run_authenticate(token)
+    return found[1] if found else None
 
 
 def credential_require_run(*, credential: RunCredential | None, run_id: str) -> RunCredential:

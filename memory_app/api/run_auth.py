@@ -1,9 +1,10 @@
 """``Authorization: Run <token>`` for the run-scoped endpoints only (context, tools, heartbeat,
 finish). A run token never authenticates anything else."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
-from memory_app.runs import RunCredential, run_credential_from_token
+from memory_app.runs import RunCredential, run_authenticate
 
 
 class RunTokenAuthentication(authentication.BaseAuthentication):
@@ -19,12 +20,10 @@ class RunTokenAuthentication(authentication.BaseAuthentication):
             token = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid run token.") from None
-        credential = run_credential_from_token(token)
-        if credential is None:
+        found = run_authenticate(token)
+        if found is None:
             raise exceptions.AuthenticationFailed("Invalid run token, or it was replaced by a newer claim.")
-        from memory_app.models import AgentRun
-
-        user = AgentRun.objects.select_related("user").only("user").get(pk=credential.run_id).user
+        user, credential = found
         if not user.is_active:
             raise exceptions.AuthenticationFailed("Invalid run token.")
         return user, credential
@@ -36,3 +35,11 @@ class RunTokenAuthentication(authentication.BaseAuthentication):
 class HasRunCredential(permissions.BasePermission):
     def has_permission(self, request, view):
         return isinstance(request.auth, RunCredential)
+
+
+class RunTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "memory_app.api.run_auth.RunTokenAuthentication"
+    name = "runToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization", "description": "Run <run_token>"}

@@ -188,6 +188,8 @@ class ConversationListView(generics.ListAPIView):
     serializer_class = ConversationOutput
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Conversation.objects.none()
         return conversations.conversations_visible(user=self.request.user).order_by("-updated_at", "-id")
 
     @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})
@@ -207,6 +209,8 @@ class MessageListView(generics.ListAPIView):
     serializer_class = MessageOutput
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Message.objects.none()
         return conversations.conversation_messages(user=self.request.user, conversation_id=self.kwargs["conversation_id"])
 
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
@@ -222,6 +226,8 @@ class RunListView(generics.ListAPIView):
     serializer_class = RunOutput
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return AgentRun.objects.none()
         return runs.runs_visible(user=self.request.user).order_by("-created_at", "-id")
 
     @extend_schema(request=RunCreateInput, responses={201: RunOutput})
