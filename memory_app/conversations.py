@@ -157,6 +157,26 @@ def message_create(
     return message
 
 
+def conversation_update(
+    *, actor: AbstractBaseUser, conversation_id: str, title: str | None = None, status: str | None = None
+) -> Conversation:
+    """Rename or archive/delete/restore a conversation: its owner or a service principal."""
+    if status is not None and status not in ConversationStatus.values:
+        raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
+    with transaction.atomic(durable=True):
+        conversation = conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        fields = []
+        if title is not None:
+            conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
+        if status is not None:
+            conversation.status, fields = status, [*fields, "status"]
+        if fields:
+            conversation.save(update_fields=[*fields, "updated_at"])
+    return conversation
+
+
 def _tool_call_fields(call) -> dict:
     if not isinstance(call, dict):
         raise InvalidInput("each tool call must be a JSON object.", code="invalid_tool_calls")
@@ -208,8 +228,9 @@ SEARCH_MAX_HITS = 10
 SEARCH_HIT_BYTES = 512
 SEARCH_RESPONSE_BYTES = 16 * 1024
 SEARCH_QUERY_MAX_CHARS = 1000
-SEARCH_CANDIDATES = 2000
-SEARCH_SCORING_CHARS = 4000
+# Ranking runs over the most recent matching messages, each scored on its first characters.
+SEARCH_CANDIDATES = 1000
+SEARCH_SCORING_CHARS = 3000
 
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * 1024
@@ -302,10 +323,11 @@ def _bm25(query_terms: list[str], docs: list[list[str]], *, k1: float = 1.2, b: 
         return []
     avg = sum(len(d) for d in docs) / n or 1.0
     unique = set(query_terms)
-    df = {t: sum(1 for d in docs if t in d) for t in unique}
+    counted = [Counter(doc) for doc in docs]
+    df = {t: sum(1 for counts in counted if t in counts) for t in unique}
     scores = []
-    for doc in docs:
-        counts, length, score = Counter(doc), len(doc), 0.0
+    for doc, counts in zip(docs, counted):
+        length, score = len(doc), 0.0
         for term in unique:
             tf = counts.get(term, 0)
             if not tf:

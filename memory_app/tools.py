@@ -1,6 +1,7 @@
 """The three main-agent tools (SPEC §5). The caller's identity is the run token only; no tool
 takes a uid, path, worker or thread-owner argument."""
 
+import logging
 import re
 import unicodedata
 
@@ -15,6 +16,8 @@ from memory_app.notes import memory_enabled_for
 from memory_app.runs import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.text import utf8_len
 from memory_app.workspace import MEMORY_FILE, Workspace
+
+logger = logging.getLogger(__name__)
 
 REMEMBER_MAX_BYTES = 4 * 1024
 MEMORY_FILE_MAX_BYTES = 128 * 1024
@@ -199,10 +202,13 @@ def remember_memory(
                 size = len(data)
             else:
                 size = len(current_read.content)
-    except DomainError:
+    except DomainError as exc:
+        logger.info("remember_memory refused for run %s: %s", credential.run_id, exc.code)
         raise
     except DatabaseError as exc:
+        logger.warning("remember_memory refused for run %s: database error %s", credential.run_id, exc.__class__.__name__)
         raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
+    logger.info("remember_memory %s for user %s by run %s (%d bytes)", result, credential.user_id, credential.run_id, size)
     return {"result": result, "bytes": size}
 
 

@@ -199,10 +199,22 @@ class ConversationListView(generics.ListAPIView):
         return Response(ConversationOutput(conversation).data, status=status.HTTP_201_CREATED)
 
 
+class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
+    title = StrictCharField(max_length=300, required=False, allow_blank=True)
+    status = StrictCharField(max_length=16, required=False)
+
+
 class ConversationDetailView(APIView):
     @extend_schema(responses=ConversationOutput)
     def get(self, request, conversation_id):
         return Response(ConversationOutput(conversations.conversation_get(user=request.user, conversation_id=conversation_id)).data)
+
+    @extend_schema(request=ConversationUpdateInput, responses=ConversationOutput)
+    def patch(self, request, conversation_id):
+        conversation = conversations.conversation_update(
+            actor=request.user, conversation_id=conversation_id, **_validated(ConversationUpdateInput, request)
+        )
+        return Response(ConversationOutput(conversation).data)
 
 
 class MessageListView(generics.ListAPIView):

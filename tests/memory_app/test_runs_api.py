@@ -240,3 +240,19 @@ def test_message_input_limits(api, svc, alice):
     ):
         assert service.post(url, body, format="json").status_code == 400, body
     assert Message.objects.count() == 0
+
+
+def test_owner_archives_conversation_and_it_leaves_history(api, svc, alice, mallory, make_run, run_api):
+    from memory_app import conversations
+
+    thread = conversations.conversation_create(actor=svc, username="alice", title="old")
+    conversations.message_create(actor=svc, conversation_id=thread.pk, role="user", content="archived needle")
+    handle = make_run(alice)
+    search = f"/api/runs/{handle.id}/tools/search_thread_messages"
+    assert len(run_api(handle.token).post(search, {"query": "needle"}, format="json").json()["results"]) == 1
+    assert api(mallory).patch(f"/api/conversations/{thread.pk}", {"status": "archived"}, format="json").status_code == 404
+    response = api(alice).patch(f"/api/conversations/{thread.pk}", {"status": "archived", "title": "Old"}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "archived"
+    assert run_api(handle.token).post(search, {"query": "needle"}, format="json").json()["results"] == []
+    assert api(alice).patch(f"/api/conversations/{thread.pk}", {"status": "gone"}, format="json").status_code == 400
+    assert Conversation.objects.get(pk=thread.pk).status == "archived"
