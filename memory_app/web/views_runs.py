@@ -37,6 +37,9 @@ def _http_errors(view):
 @login_required
 @require_http_methods(["GET", "POST"])
 def workspace(request):
+    if request.method == "POST" and request.POST.get("name") not in WORKSPACE_FILES:
+        messages.error(request, "Unknown workspace file.")
+        return redirect("web:workspace")
     name = request.POST.get("name") or request.GET.get("name") or MEMORY_FILE
     if name not in WORKSPACE_FILES:
         name = MEMORY_FILE

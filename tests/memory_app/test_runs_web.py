@@ -29,8 +29,12 @@ def test_workspace_editor_saves_and_deletes(alice, workspace_root):
 
 def test_workspace_editor_ignores_unknown_names_and_reports_errors(alice, workspace_root):
     client = _login(alice)
-    client.post("/workspace/", {"name": "../../etc/passwd", "content": "x", "action": "save"})
-    assert [p.name for p in workspace_root.rglob("*") if p.is_file()] == ["MEMORY.md"]  # fell back to MEMORY.md
+    for name in ("../../etc/passwd", "NOTES.md", ""):
+        response = client.post("/workspace/", {"name": name, "content": "attack", "action": "save"}, follow=True)
+        assert "Unknown workspace file." in response.content.decode()
+    assert [p for p in workspace_root.rglob("*") if p.is_file()] == []
+    assert client.get("/workspace/?name=../../etc/passwd").status_code == 200  # shows MEMORY.md instead
+    client.post("/workspace/", {"name": "MEMORY.md", "content": "x", "action": "save"})
     response = client.post("/workspace/", {"name": "MEMORY.md", "content": "字" * 50000, "action": "save"}, follow=True)
     assert "larger than" in response.content.decode()
     assert memory_path(workspace_root, alice).read_text() == "x"
