@@ -15,6 +15,7 @@ and prints p50/p95 latency and writes per second.
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -72,6 +73,7 @@ def main():
     finally:
         connections.close_all()
         connection.creation.destroy_test_db(old_name, verbosity=0)
+        shutil.rmtree(os.environ["WORKSPACE_ROOT"], ignore_errors=True)
 
 
 def run_benchmarks(args, Client, connections):

@@ -220,3 +220,33 @@ def test_racing_claims_have_exactly_one_winner(make_run, alice, svc):
     run = AgentRun.objects.get(pk=handle.id)
     assert run.lease_generation == 2 and runs.run_credential_from_token(winners[0]) is not None
     assert runs.run_credential_from_token(handle.token) is None
+
+
+def test_lock_timeout_refuses_and_keeps_the_file(make_run, alice, workspace_root, monkeypatch):
+    """A real lock failure (the lock stays held past the timeout) is a refusal, not a lock-free write."""
+    from memory_app import locks
+
+    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- keep me\n")
+    before = memory_path(workspace_root, alice).read_bytes()
+    credential = make_run(alice).credential
+    monkeypatch.setattr(locks, "LOCK_TIMEOUT_MS", 200)
+    holding, release = threading.Event(), threading.Event()
+
+    @_in_thread
+    def hold():
+        with transaction.atomic():
+            user_lock_acquire(user_id=alice.pk)
+            holding.set()
+            assert release.wait(timeout=30)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        holder = pool.submit(hold)
+        assert holding.wait(timeout=10)
+        try:
+            with pytest.raises(tools.LockFailed) as info:
+                tools.remember_memory(credential=credential, content="must not land")
+        finally:
+            release.set()
+            holder.result(timeout=10)
+    assert info.value.code == "memory_lock_failed"
+    assert memory_path(workspace_root, alice).read_bytes() == before

@@ -288,3 +288,13 @@ def test_unknown_tool_is_404(run_api, make_run, alice):
     handle = make_run(alice)
     response = run_api(handle.token).post(f"/api/runs/{handle.id}/tools/edit_file", {"path": "/etc/passwd"}, format="json")
     assert (response.status_code, response.json()["error"]["code"]) == (404, "unknown_tool")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_user_lock_needs_a_transaction(alice):
+    from memory_app.locks import LockFailed, user_lock_acquire, user_lock_key
+
+    with pytest.raises(LockFailed):
+        user_lock_acquire(user_id=alice.pk)
+    keys = {user_lock_key(uid) for uid in range(1, 2000)}
+    assert len(keys) == 1999 and all(-(2**63) <= k < 2**63 for k in keys)
