@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.utils import timezone
 
 from memory_app.models import AgentRun, Conversation, Message, ToolCall, UserSettings
+from memory_app.runs import run_lease_state
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -49,8 +50,6 @@ class AgentRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="lease")
     def lease_state(self, run):
-        from memory_app.api.views_runs import run_lease_state
-
         return run_lease_state(run)
 
 

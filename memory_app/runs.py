@@ -7,6 +7,7 @@ the stored hash, so a token from before a take-over no longer authenticates anyt
 
 import hashlib
 import hmac
+import json
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -251,8 +252,6 @@ def run_heartbeat(*, credential: RunCredential, lease_seconds: int = 60) -> Agen
 
 
 def _validate_usage(usage) -> dict:
-    import json
-
     if usage is None:
         return {}
     if not isinstance(usage, dict):
@@ -287,6 +286,15 @@ def run_finish(*, credential: RunCredential, status: str, usage: dict | None = N
 
 
 # --- reads ------------------------------------------------------------------------------
+def run_lease_state(run: AgentRun) -> str:
+    """``held`` (running, lease live), ``expired`` (running, claimable) or ``released``."""
+    if run.status != RunStatus.RUNNING:
+        return "released"
+    if run.lease_expires_at is None or run.lease_expires_at <= timezone.now():
+        return "expired"
+    return "held"
+
+
 def runs_visible(*, user: AbstractBaseUser):
     """Runs a caller may read: their own; service principals read all."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")

@@ -110,17 +110,7 @@ class RunOutput(serializers.ModelSerializer):
         ]
 
     def get_lease_state(self, run) -> str:
-        return run_lease_state(run)
-
-
-def run_lease_state(run: AgentRun) -> str:
-    from django.utils import timezone
-
-    if run.status != "running":
-        return "released"
-    if run.lease_expires_at is None or run.lease_expires_at <= timezone.now():
-        return "expired"
-    return "held"
+        return runs.run_lease_state(run)
 
 
 class RunCreateInput(StrictInputMixin, serializers.Serializer):

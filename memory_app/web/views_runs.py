@@ -13,7 +13,6 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, NotFound, PermissionDenied
 from memory_app import conversations, notes, runs
-from memory_app.api.views_runs import run_lease_state
 from memory_app.workspace import MEMORY_FILE, WORKSPACE_FILES
 
 PAGE_SIZE = 25
@@ -98,7 +97,7 @@ def conversation_detail(request, conversation_id):
     return render(
         request,
         "runs/conversation_detail.html",
-        {"conversation": conversation, "page": page, "runs": [(r, run_lease_state(r)) for r in run_list]},
+        {"conversation": conversation, "page": page, "runs": [(r, runs.run_lease_state(r)) for r in run_list]},
     )
 
 
@@ -106,4 +105,4 @@ def conversation_detail(request, conversation_id):
 @_http_errors
 def run_detail(request, run_id):
     run = runs.run_get(user=request.user, run_id=run_id)
-    return render(request, "runs/run_detail.html", {"run": run, "lease_state": run_lease_state(run)})
+    return render(request, "runs/run_detail.html", {"run": run, "lease_state": runs.run_lease_state(run)})
