@@ -1,0 +1,38 @@
+"""The per-user lock that serializes every read-modify-write of a user's workspace files and
+memory switch (SPEC §5): PostgreSQL ``pg_advisory_xact_lock`` keyed by the uid; on SQLite the
+IMMEDIATE transaction (see settings) already holds the database write lock from BEGIN."""
+
+import hashlib
+
+from django.db import DatabaseError, connection
+
+from config.errors import ServiceUnavailable
+
+LOCK_TIMEOUT_MS = 15000
+
+
+class LockFailed(ServiceUnavailable):
+    code = "memory_lock_failed"
+
+
+def user_lock_key(user_id: int) -> int:
+    """A signed 64-bit advisory-lock key derived from the uid (namespaced so other advisory
+    locks in the database cannot collide with it by accident)."""
+    digest = hashlib.sha256(f"memory-service:user-workspace:{int(user_id)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def user_lock_acquire(*, user_id: int) -> None:
+    """Take the per-user lock for the rest of the current transaction. Must run inside
+    ``transaction.atomic``; any failure raises ``LockFailed`` (the caller never writes
+    without the lock)."""
+    if not connection.in_atomic_block:
+        raise LockFailed("The per-user lock needs a transaction.")
+    if connection.vendor != "postgresql":
+        return  # SQLite: BEGIN IMMEDIATE already took the database write lock.
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{LOCK_TIMEOUT_MS}ms"])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [user_lock_key(user_id)])
+    except DatabaseError as exc:
+        raise LockFailed(f"Could not take the per-user lock: {exc.__class__.__name__}.") from exc

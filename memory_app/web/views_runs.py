@@ -1,0 +1,108 @@
+"""End-user pages: the notes-file editor, the memory switch, conversations and runs."""
+
+import functools
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from config.errors import DomainError, NotFound, PermissionDenied
+from memory_app import conversations, notes, runs
+from memory_app.workspace import MEMORY_FILE, WORKSPACE_FILES
+
+PAGE_SIZE = 25
+
+
+def _http_errors(view):
+    """Domain errors from selectors become the matching HTTP error pages."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound:
+            raise Http404 from None
+        except PermissionDenied:
+            raise DjangoPermissionDenied from None
+
+    return wrapper
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace(request):
+    if request.method == "POST" and request.POST.get("name") not in WORKSPACE_FILES:
+        messages.error(request, "Unknown workspace file.")
+        return redirect("web:workspace")
+    name = request.POST.get("name") or request.GET.get("name") or MEMORY_FILE
+    if name not in WORKSPACE_FILES:
+        name = MEMORY_FILE
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "delete":
+                notes.workspace_file_delete(user=request.user, name=name)
+                messages.success(request, f"{name} deleted.")
+            else:
+                # Browsers send CRLF line endings from a textarea; store plain newlines.
+                content = request.POST.get("content", "").replace("\r\n", "\n")
+                notes.workspace_file_write(user=request.user, name=name, content=content)
+                messages.success(request, f"{name} saved.")
+            return redirect(f"{reverse('web:workspace')}?name={name}")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+    file, error = None, None
+    try:
+        file = notes.workspace_file_get(user=request.user, name=name)
+    except DomainError as exc:
+        error = exc.message
+    return render(
+        request,
+        "runs/workspace.html",
+        {"name": name, "names": WORKSPACE_FILES, "file": file, "error": error, "max_bytes": notes.MAX_WORKSPACE_FILE_BYTES},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_page(request):
+    if request.method == "POST":
+        enabled = request.POST.get("enable_memory") == "on"
+        notes.user_settings_update(user=request.user, enable_memory=enabled)
+        messages.success(request, "Memory is now " + ("on." if enabled else "off."))
+        return redirect("web:settings")
+    return render(request, "runs/settings.html", {"settings": notes.user_settings_get(user=request.user)})
+
+
+@login_required
+@_http_errors
+def conversation_list(request):
+    qs = conversations.conversations_visible(user=request.user).order_by("-updated_at", "-id")
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "runs/conversations.html", {"page": page})
+
+
+@login_required
+@_http_errors
+def conversation_detail(request, conversation_id):
+    conversation = conversations.conversation_get(user=request.user, conversation_id=conversation_id)
+    page = Paginator(
+        conversations.conversation_messages(user=request.user, conversation_id=conversation_id), 50
+    ).get_page(request.GET.get("page"))
+    run_list = runs.runs_visible(user=request.user).filter(conversation=conversation).order_by("-created_at")[:50]
+    return render(
+        request,
+        "runs/conversation_detail.html",
+        {"conversation": conversation, "page": page, "runs": [(r, runs.run_lease_state(r)) for r in run_list]},
+    )
+
+
+@login_required
+@_http_errors
+def run_detail(request, run_id):
+    run = runs.run_get(user=request.user, run_id=run_id)
+    return render(request, "runs/run_detail.html", {"run": run, "lease_state": runs.run_lease_state(run)})
