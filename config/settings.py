@@ -208,6 +208,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryKindEnum": "memory_app.models.memory.Kind.choices",
+        "RunKindEnum": "memory_app.models.runs.RunKind.choices",
+        "ProjectRoleEnum": "identity_app.models.Role.choices",
+        "MessageRoleEnum": "memory_app.models.runs.MessageRole.choices",
+    },
 }
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024)

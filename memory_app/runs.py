@@ -301,8 +301,11 @@ def runs_visible(*, user: AbstractBaseUser):
     return qs if is_service_principal(user) else qs.filter(user=user)
 
 
-def run_get(*, user: AbstractBaseUser, run_id: str) -> AgentRun:
-    run = runs_visible(user=user).filter(pk=run_id).first()
+def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:
+    """A run the caller may read, else 404. ``own_only``: the caller's own runs only, even for
+    service principals (settings that belong to the run's user, like auto-memory flags)."""
+    qs = AgentRun.objects.select_related("conversation", "user", "project").filter(user=user) if own_only else runs_visible(user=user)
+    run = qs.filter(pk=str(run_id)[:40]).first()
     if run is None:
         raise NotFound("Run not found.")
     return run

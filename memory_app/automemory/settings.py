@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from config.errors import InvalidInput, NotFound
+from config.errors import InvalidInput
 from memory_app.models import AUTO_MEMORY_LIMITS, AgentRun, AutoMemorySettings
 from memory_app.models.automemory import MODEL_NAME_MAX
+from memory_app.runs import run_get
 
 _UNSET = object()
 BOOL_FIELDS = ("generate", "use", "redact_contact_info")
@@ -56,21 +57,13 @@ def auto_memory_settings_update(*, user, changes: dict) -> AutoMemorySettings:
     return row
 
 
-def run_of_user_get(*, user, run_id: str) -> AgentRun:
-    """A run of ``user``; another user's run (or an unknown id) is 404."""
-    run = AgentRun.objects.filter(pk=str(run_id)[:40], user=user).select_related("project").first()
-    if run is None:
-        raise NotFound("Run not found.")
-    return run
-
-
 def run_auto_memory_flags_set(*, actor, run_id: str, generate=_UNSET, use=_UNSET) -> AgentRun:
     """Set a run's overrides; ``None`` means inherit the user's setting, omitted = unchanged."""
     for name, value in (("generate", generate), ("use", use)):
         if value is not _UNSET and value is not None and not isinstance(value, bool):
             raise InvalidInput(f"{name} must be true, false or null.", code="invalid_flags")
     with transaction.atomic():
-        owned = run_of_user_get(user=actor, run_id=run_id)
+        owned = run_get(user=actor, run_id=run_id, own_only=True)
         run = AgentRun.objects.select_for_update().get(pk=owned.pk)
         fields = []
         if generate is not _UNSET:

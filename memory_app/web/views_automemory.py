@@ -13,6 +13,7 @@ from memory_app.automemory import settings as am_settings
 from memory_app.automemory.selectors import auto_memory_log_for
 from memory_app.models import AUTO_MEMORY_LIMITS, AutoMemoryOutcome
 from memory_app.models.automemory import MODEL_NAME_MAX
+from memory_app.runs import run_get
 
 LOG_PAGE_SIZE = 50
 
@@ -82,7 +83,7 @@ def _choice(value: bool | None) -> str:
 @require_http_methods(["GET", "POST"])
 def run_auto_memory_flags(request, run_id):
     try:
-        run = am_settings.run_of_user_get(user=request.user, run_id=run_id)
+        run = run_get(user=request.user, run_id=run_id, own_only=True)
     except NotFound:
         raise Http404("Run not found.") from None
     form = RunFlagsForm(
