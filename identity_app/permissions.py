@@ -1,6 +1,7 @@
 """Project roles → permissions, and the one check every adapter uses."""
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, Permission
+from django.db.models import Q
 
 from config.errors import NotFound, PermissionDenied
 from identity_app.models import Membership, Project, Role
@@ -24,7 +25,23 @@ def role_permissions(role: str | None) -> frozenset[str]:
 
 
 def is_service_principal(user: AbstractBaseUser) -> bool:
-    return bool(user and user.is_authenticated and user.is_active and user.has_perm(RUN_AGENTS_PERM))
+    """Holds an explicit ``run_agents`` grant (directly or through a group).
+
+    Deliberately not ``has_perm``: that is True for every superuser, and an administrator
+    of the console must not silently become an agent runtime that acts for every user.
+    """
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    cached = getattr(user, "_is_service_principal", None)
+    if cached is None:
+        app_label, codename = RUN_AGENTS_PERM.split(".")
+        cached = (
+            Permission.objects.filter(content_type__app_label=app_label, codename=codename)
+            .filter(Q(user=user) | Q(group__user=user))
+            .exists()
+        )
+        user._is_service_principal = cached
+    return cached
 
 
 def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db import IntegrityError, transaction
 
-from config.errors import Conflict, InvalidInput, NotFound
+from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.models import ApiToken, Membership, Profile, Project, Role, hash_token
 from identity_app.permissions import MANAGE, project_require_permission
 
@@ -82,11 +82,19 @@ def ensure_an_owner_remains(project: Project) -> None:
         raise Conflict("A project must keep at least one owner.", code="last_owner")
 
 
+def _require_owner_for_owner_changes(*, actor, project: Project, roles) -> None:
+    """Granting, changing or removing the owner role takes an owner; a project admin must not
+    be able to promote themselves and then remove the original owner."""
+    if Role.OWNER in roles and actor_role(actor, project) != Role.OWNER:
+        raise PermissionDenied("Only an owner may grant, change or remove the owner role.", code="owner_required")
+
+
 def membership_add(*, actor, project_id: str, username: str, role: str) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
         project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role,))
         user = _user_by_username(username)
         try:
             with transaction.atomic():
@@ -105,8 +113,7 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str) -> Mem
         membership = Membership.objects.filter(project=project, user_id=user_id).first()
         if membership is None:
             raise NotFound("Member not found.")
-        if role != Role.OWNER and membership.role == Role.OWNER and actor_role(actor, project) != Role.OWNER:
-            raise Conflict("Only an owner may demote an owner.", code="owner_required")
+        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role, membership.role))
         membership.role = role
         membership.save(update_fields=["role"])
         ensure_an_owner_remains(project)
@@ -120,8 +127,7 @@ def membership_remove(*, actor, project_id: str, user_id: int) -> None:
         membership = Membership.objects.filter(project=project, user_id=user_id).first()
         if membership is None:
             raise NotFound("Member not found.")
-        if membership.role == Role.OWNER and actor_role(actor, project) != Role.OWNER:
-            raise Conflict("Only an owner may remove an owner.", code="owner_required")
+        _require_owner_for_owner_changes(actor=actor, project=project, roles=(membership.role,))
         membership.delete()
         ensure_an_owner_remains(project)
 
@@ -145,4 +151,5 @@ def token_issue(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, st
 def user_grant_service(*, user: AbstractBaseUser) -> None:
     perm = Permission.objects.get(codename="run_agents", content_type__app_label="identity_app")
     user.user_permissions.add(perm)
+    user.__dict__.pop("_is_service_principal", None)  # drop the cached answer
 

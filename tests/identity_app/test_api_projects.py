@@ -59,8 +59,28 @@ def test_last_owner_cannot_leave_or_be_demoted(api, alice, project):
 
 def test_admin_cannot_remove_owner(api, alice, mallory, project):
     MembershipFactory(project=project, user=mallory, role=Role.ADMIN)
-    assert api(mallory).delete(f"/api/projects/{project.pk}/members/{alice.pk}").status_code == 409
+    response = api(mallory).delete(f"/api/projects/{project.pk}/members/{alice.pk}")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "owner_required"
     assert ("alice", "owner") in members(project)
+
+
+def test_admin_cannot_grant_owner_then_take_over(api, alice, bob, mallory, project):
+    MembershipFactory(project=project, user=mallory, role=Role.ADMIN)
+    client = api(mallory)
+    before = members(project)
+    assert client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "owner"}, format="json").status_code == 403
+    assert client.put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code == 403
+    assert client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "viewer"}, format="json").status_code == 403
+    from tests.factories import UserFactory
+
+    UserFactory(username="eve")
+    assert client.post(f"/api/projects/{project.pk}/members", {"username": "eve", "role": "owner"}, format="json").status_code == 403
+    assert members(project) == before
+
+
+def test_owner_may_grant_owner(api, alice, bob, project):
+    assert api(alice).put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code == 200
+    assert ("bob", "owner") in members(project)
 
 
 @pytest.mark.parametrize("body", [{"name": ""}, {"name": 5}, {"name": "x" * 201}, {"nme": "typo"}, {}])
@@ -75,3 +95,23 @@ def test_unknown_role_and_user_are_400(api, alice, project):
     assert client.post(f"/api/projects/{project.pk}/members", {"username": "ghost"}, format="json").status_code == 400
     assert client.post(f"/api/projects/{project.pk}/members", {"username": "bob", "role": "god"}, format="json").status_code == 400
     assert members(project) == before
+
+
+def test_superuser_is_not_implicitly_a_service_principal(admin, svc):
+    from identity_app.permissions import is_service_principal
+
+    assert admin.is_superuser and not is_service_principal(admin)
+    assert is_service_principal(svc)
+
+
+def test_service_grant_through_a_group_counts(db):
+    from django.contrib.auth.models import Group, Permission
+
+    from identity_app.permissions import is_service_principal
+    from tests.factories import UserFactory
+
+    bot = UserFactory(username="bot")
+    group = Group.objects.create(name="runtimes")
+    group.permissions.add(Permission.objects.get(codename="run_agents"))
+    bot.groups.add(group)
+    assert is_service_principal(bot)
