@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.functions import Left
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -324,6 +325,17 @@ def runs_visible(*, user: AbstractBaseUser):
     """Runs a caller may read: their own; service principals read all."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")
     return qs if is_service_principal(user) else qs.filter(user=user)
+
+
+def runs_list(*, user: AbstractBaseUser, text_chars: int):
+    """``runs_visible`` for a list: only the first ``text_chars`` characters of ``prompt`` and
+    ``goal`` are loaded (``prompt_head``, ``goal_head``)."""
+    return (
+        runs_visible(user=user)
+        .annotate(prompt_head=Left("prompt", text_chars), goal_head=Left("goal", text_chars))
+        .defer("prompt", "goal")
+        .order_by("-created_at", "-id")
+    )
 
 
 def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:

@@ -170,17 +170,19 @@ class RunListOutput(RunOutput):
     class Meta(RunOutput.Meta):
         fields = [*RunOutput.Meta.fields, "prompt_truncated", "goal_truncated"]
 
+    # ``prompt_head``/``goal_head``: the first RUN_LIST_TEXT_BYTES + 1 characters (runs.runs_list),
+    # enough to know whether the cut below shortened the text.
     def get_prompt(self, run) -> str:
-        return truncate_json_text(run.prompt or "", RUN_LIST_TEXT_BYTES)[0]
+        return truncate_json_text(run.prompt_head or "", RUN_LIST_TEXT_BYTES)[0]
 
     def get_goal(self, run) -> str | None:
-        return None if run.goal is None else truncate_json_text(run.goal, RUN_LIST_TEXT_BYTES)[0]
+        return None if run.goal_head is None else truncate_json_text(run.goal_head, RUN_LIST_TEXT_BYTES)[0]
 
     def get_prompt_truncated(self, run) -> bool:
-        return truncate_json_text(run.prompt or "", RUN_LIST_TEXT_BYTES)[1]
+        return truncate_json_text(run.prompt_head or "", RUN_LIST_TEXT_BYTES)[1]
 
     def get_goal_truncated(self, run) -> bool:
-        return run.goal is not None and truncate_json_text(run.goal, RUN_LIST_TEXT_BYTES)[1]
+        return run.goal_head is not None and truncate_json_text(run.goal_head, RUN_LIST_TEXT_BYTES)[1]
 
 
 class RunCreateInput(StrictInputMixin, serializers.Serializer):
@@ -323,7 +325,7 @@ class RunListView(generics.ListAPIView):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return AgentRun.objects.none()
-        return runs.runs_visible(user=self.request.user).order_by("-created_at", "-id")
+        return runs.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
 
     @extend_schema(request=RunCreateInput, responses={201: RunOutput})
     def post(self, request):

@@ -36,14 +36,10 @@ def _http_errors(view):
 @login_required
 @require_http_methods(["GET", "POST"])
 def workspace(request):
-    if request.method == "POST" and request.POST.get("name") not in WORKSPACE_FILES:
-        messages.error(request, "Unknown workspace file.")
-        return redirect("web:workspace")
-    name = request.POST.get("name") or request.GET.get("name") or MEMORY_FILE
-    if name not in WORKSPACE_FILES:
-        name = MEMORY_FILE
     unsaved = None
     if request.method == "POST":
+        # The name rule is the service's: an unknown name is refused there, never replaced.
+        name = request.POST.get("name", "")
         # The version the form was opened on: a change made meanwhile (a note the agent saved)
         # is a conflict, never silently overwritten.
         base = request.POST.get("base_sha256") or None
@@ -65,8 +61,14 @@ def workspace(request):
             )
             if request.POST.get("action") != "delete":
                 unsaved = content
+        except NotFound as exc:
+            messages.error(request, exc.message)
+            return redirect("web:workspace")
         except DomainError as exc:
             messages.error(request, exc.message)
+    else:
+        name = request.GET.get("name")
+        name = name if name in WORKSPACE_FILES else MEMORY_FILE  # the tabs; anything else shows MEMORY.md
     file, error = None, None
     try:
         file = notes.workspace_file_get(user=request.user, name=name)

@@ -138,3 +138,13 @@ def test_run_list_is_capped_and_detail_has_the_full_prompt(api, svc, alice):
     assert all(r["goal_truncated"] and r["goal"].endswith(TRUNCATION_MARKER) for r in data["results"])
     detail = api(alice).get(f"/api/runs/{first_id}")
     assert detail.status_code == 200 and detail.json()["prompt"] == prompt
+
+
+def test_run_list_keeps_short_texts_whole(api, svc, alice, make_run):
+    make_run(alice, prompt="short prompt", goal=None)
+    make_run(alice, prompt="", goal="a goal")
+    results = api(alice).get("/api/runs").json()["results"]
+    assert {(r["prompt"], r["goal"], r["prompt_truncated"], r["goal_truncated"]) for r in results} == {
+        ("short prompt", None, False, False),
+        ("", "a goal", False, False),
+    }
