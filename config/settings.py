@@ -213,6 +213,7 @@ SPECTACULAR_SETTINGS = {
         "RunKindEnum": "memory_app.models.runs.RunKind.choices",
         "ProjectRoleEnum": "identity_app.models.Role.choices",
         "MessageRoleEnum": "memory_app.models.runs.MessageRole.choices",
+        "RunStatusEnum": "memory_app.models.runs.RunStatus.choices",
     },
 }
 

@@ -1,10 +1,10 @@
 """Admin of the runs part: runs with their lease state, read-only conversations and messages."""
 
 from django.contrib import admin
-from django.utils import timezone
 
 from memory_app.models import AgentRun, Conversation, Message, ToolCall, UserSettings
-from memory_app.runs import run_lease_state
+from memory_app.notes import user_settings_update
+from memory_app.runs import run_lease_state, runs_with_lease_state
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -20,6 +20,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+LEASE_STATES = ("held", "expired", "released")
+
+
 class LeaseStateFilter(admin.SimpleListFilter):
     title = "lease"
     parameter_name = "lease"
@@ -28,13 +31,8 @@ class LeaseStateFilter(admin.SimpleListFilter):
         return [("held", "held"), ("expired", "expired (claimable)"), ("released", "released")]
 
     def queryset(self, request, queryset):
-        now = timezone.now()
-        if self.value() == "held":
-            return queryset.filter(status="running", lease_expires_at__gt=now)
-        if self.value() == "expired":
-            return queryset.filter(status="running", lease_expires_at__lte=now)
-        if self.value() == "released":
-            return queryset.exclude(status="running")
+        if self.value() in LEASE_STATES:
+            return runs_with_lease_state(queryset, self.value())
         return queryset
 
 
@@ -83,13 +81,27 @@ class MessageAdmin(ReadOnlyAdmin):
 
 @admin.register(UserSettings)
 class UserSettingsAdmin(admin.ModelAdmin):
+    """The memory switch. Rows are never deleted here: a missing row means the default (on), so
+    deleting an "off" row would silently turn memory back on. Every change goes through
+    ``user_settings_update`` (per-user lock), exactly like the API and the settings page."""
+
     list_display = ["user", "enable_memory", "updated_at"]
     list_select_related = ["user"]
     raw_id_fields = ["user"]
     search_fields = ["user__username"]
+    fields = ["user", "enable_memory"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["user"] if obj is not None else []
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # Not wrapped in the admin's own transaction: the service opens the outermost one and
+        # holds the per-user lock in it until it commits.
+        return self._changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
-        # Through the service, so the switch takes the per-user lock like every other writer.
-        from memory_app.notes import user_settings_update
-
-        user_settings_update(user=obj.user, enable_memory=obj.enable_memory)
+        row = user_settings_update(user=obj.user, enable_memory=obj.enable_memory)
+        obj.pk, obj.updated_at, obj._state.adding = row.pk, row.updated_at, False

@@ -13,7 +13,7 @@ from config.errors import InvalidInput
 from memory_app.automemory import injection as identity_injection
 from memory_app.models import AgentRun
 from memory_app.notes import memory_enabled_for
-from memory_app.runs import RunCredential, RunNotAuthorized, RunNotRunning
+from memory_app.runs import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.scoped import context as scoped_context
 from memory_app.text import truncate_utf8
 from memory_app.tools import TOOL_SCHEMAS
@@ -68,10 +68,10 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
     run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
-    if run is None or run.user_id != credential.user_id:
+    if run is None:
         raise RunNotAuthorized("This run token is not valid for this run.")
-    if run.status != "running":
-        raise RunNotRunning(f"The run is {run.status}, not running.")
+    # The one lease-owner check: a finished run or an expired lease gets no context.
+    run_check_lease(run=run, credential=credential)
 
     workspace = Workspace(run.user_id)
     warnings: list[str] = []

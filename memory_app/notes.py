@@ -4,12 +4,15 @@ User edits take the same per-user lock and the same atomic publish path as the a
 ``remember_memory`` tool, so an edit and a tool write never overwrite each other.
 """
 
+import hashlib
+import hmac
+import re
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from config.errors import InvalidInput, TooLarge
+from config.errors import Conflict, InvalidInput, TooLarge
 from memory_app.locks import user_lock_acquire
 from memory_app.models import UserSettings
 from memory_app.text import utf8_len
@@ -17,6 +20,7 @@ from memory_app.workspace import Workspace, validate_workspace_name
 
 # Source and result of MEMORY.md are capped at 128 KiB (SPEC §5); the other two files share it.
 MAX_WORKSPACE_FILE_BYTES = 128 * 1024
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -25,17 +29,31 @@ class WorkspaceFile:
     content: str
     size: int
     exists: bool
+    sha256: str  # of the bytes on disk (of no bytes when the file does not exist)
 
 
-def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
-    validate_workspace_name(name)
-    read = Workspace(user.pk).read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
+class WorkspaceEditConflict(Conflict):
+    code = "conflict"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_whole(workspace: Workspace, name: str):
+    read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
     if read.truncated:
         raise TooLarge(
             f"{name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes; edit it on disk.",
             code="workspace_file_too_large",
         )
-    return WorkspaceFile(name, read.content.decode("utf-8", errors="replace"), read.size, read.exists)
+    return read
+
+
+def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
+    validate_workspace_name(name)
+    read = _read_whole(Workspace(user.pk), name)
+    return WorkspaceFile(name, read.content.decode("utf-8", errors="replace"), read.size, read.exists, _sha256(read.content))
 
 
 def validate_workspace_content(content) -> str:
@@ -48,21 +66,53 @@ def validate_workspace_content(content) -> str:
     return content
 
 
-def workspace_file_write(*, user: AbstractBaseUser, name: str, content: str) -> WorkspaceFile:
+def validate_base_sha256(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _SHA256_RE.fullmatch(value):
+        raise InvalidInput("base_sha256 must be 64 lowercase hex characters.", code="invalid_base_sha256")
+    return value
+
+
+def _check_base(workspace: Workspace, name: str, base_sha256: str | None) -> None:
+    """Under the per-user lock: the file is still the version the editor started from."""
+    if base_sha256 is None:
+        return
+    read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
+    if read.truncated or not hmac.compare_digest(_sha256(read.content), base_sha256):
+        raise WorkspaceEditConflict(
+            f"{name} changed since you opened it (for example the agent saved a note); nothing was "
+            "changed. Reload it and apply your edit again."
+        )
+
+
+def workspace_file_write(
+    *, user: AbstractBaseUser, name: str, content: str, base_sha256: str | None = None
+) -> WorkspaceFile:
+    """Publish ``content``. With ``base_sha256`` (the hash the editor read) the write happens
+    only if the file is still that version, checked under the per-user lock; otherwise
+    ``409 conflict`` and the file is untouched. Without it the content overwrites the file."""
     validate_workspace_name(name)
     content = validate_workspace_content(content)
+    base_sha256 = validate_base_sha256(base_sha256)
     data = content.encode("utf-8")
     with transaction.atomic(durable=True):
         user_lock_acquire(user_id=user.pk)
-        Workspace(user.pk).replace_authorized_file(name, data)
-    return WorkspaceFile(name, content, len(data), True)
+        workspace = Workspace(user.pk)
+        _check_base(workspace, name, base_sha256)
+        workspace.replace_authorized_file(name, data)
+    return WorkspaceFile(name, content, len(data), True, _sha256(data))
 
 
-def workspace_file_delete(*, user: AbstractBaseUser, name: str) -> bool:
+def workspace_file_delete(*, user: AbstractBaseUser, name: str, base_sha256: str | None = None) -> bool:
+    """Remove a file; ``base_sha256`` as for ``workspace_file_write``."""
     validate_workspace_name(name)
+    base_sha256 = validate_base_sha256(base_sha256)
     with transaction.atomic(durable=True):
         user_lock_acquire(user_id=user.pk)
-        return Workspace(user.pk).delete_file(name)
+        workspace = Workspace(user.pk)
+        _check_base(workspace, name, base_sha256)
+        return workspace.delete_file(name)
 
 
 def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:

@@ -16,11 +16,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.functions import Left
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission
+from memory_app.conversations import conversation_is_main_thread
 from memory_app.models import AgentRun, Conversation, ConversationStatus, RunKind, RunStatus
+from memory_app.models.runs import TOP_LEVEL_RUN_KINDS
 
 MIN_LEASE_SECONDS = 5
 MAX_LEASE_SECONDS = 3600
@@ -169,6 +172,15 @@ def run_create(
         raise NotFound("Conversation not found for this user.")
     if conversation.status != ConversationStatus.ACTIVE:
         raise Conflict("The conversation is not active.", code="conversation_not_active")
+    if kind in TOP_LEVEL_RUN_KINDS:
+        # A main-agent run gets MEMORY.md, the memory tools and identity injection; a
+        # sub-agent must never pass for one.
+        if parent_run_id:
+            raise InvalidInput(f"A {kind} run cannot have parent_run_id; use kind=subagent.", code="parent_not_allowed")
+        if not conversation_is_main_thread(conversation):
+            raise InvalidInput(
+                f"A {kind} run cannot execute on a sub-agent or agent-call thread.", code="subagent_thread"
+            )
     parent = None
     if parent_run_id:
         parent = AgentRun.objects.filter(pk=parent_run_id, user=user).first()
@@ -295,10 +307,35 @@ def run_lease_state(run: AgentRun) -> str:
     return "held"
 
 
+def runs_with_lease_state(qs, state: str, *, now=None):
+    """``qs`` narrowed to runs whose ``run_lease_state`` is ``state`` (the same rule as a query)."""
+    now = now or timezone.now()
+    running = Q(status=RunStatus.RUNNING)
+    live = Q(lease_expires_at__isnull=False, lease_expires_at__gt=now)
+    if state == "held":
+        return qs.filter(running & live)
+    if state == "expired":
+        return qs.filter(running).exclude(live)
+    if state == "released":
+        return qs.exclude(running)
+    raise InvalidInput("lease state must be held, expired or released.", code="invalid_lease_state")
+
+
 def runs_visible(*, user: AbstractBaseUser):
     """Runs a caller may read: their own; service principals read all."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")
     return qs if is_service_principal(user) else qs.filter(user=user)
+
+
+def runs_list(*, user: AbstractBaseUser, text_chars: int):
+    """``runs_visible`` for a list: only the first ``text_chars`` characters of ``prompt`` and
+    ``goal`` are loaded (``prompt_head``, ``goal_head``)."""
+    return (
+        runs_visible(user=user)
+        .annotate(prompt_head=Left("prompt", text_chars), goal_head=Left("goal", text_chars))
+        .defer("prompt", "goal")
+        .order_by("-created_at", "-id")
+    )
 
 
 def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:

@@ -254,7 +254,8 @@ def search_thread_messages(*, credential: RunCredential, query=None, limit=None,
     if not 1 <= limit <= conversations.SEARCH_MAX_HITS:
         raise InvalidInput(f"limit must be between 1 and {conversations.SEARCH_MAX_HITS}.", code="invalid_arguments")
     run = _tool_run(credential=credential, claims=claims)
-    return {"result": "ok", **conversations.history_search(user_id=run.user_id, query=query, limit=limit)}
+    # The selector's response is the whole tool response (its size cap covers every byte).
+    return conversations.history_search(user_id=run.user_id, query=query, limit=limit)
 
 
 def read_thread_messages(
@@ -273,16 +274,13 @@ def read_thread_messages(
     if not isinstance(include_tools, bool):
         raise InvalidInput("include_tools must be a boolean.", code="invalid_arguments")
     run = _tool_run(credential=credential, claims=claims)
-    return {
-        "result": "ok",
-        **conversations.history_read(
-            user_id=run.user_id,
-            thread_id=thread_id,
-            limit=limit,
-            before_message_id=before_message_id,
-            include_tools=include_tools,
-        ),
-    }
+    return conversations.history_read(
+        user_id=run.user_id,
+        thread_id=thread_id,
+        limit=limit,
+        before_message_id=before_message_id,
+        include_tools=include_tools,
+    )
 
 
 _ARGUMENTS = {

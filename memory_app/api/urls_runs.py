@@ -11,6 +11,7 @@ urlpatterns = [
     api_route(r"conversations", views.ConversationListView.as_view(), "conversations"),
     api_route(rf"conversations/{CONV}", views.ConversationDetailView.as_view(), "conversation-detail"),
     api_route(rf"conversations/{CONV}/messages", views.MessageListView.as_view(), "conversation-messages"),
+    api_route(rf"conversations/{CONV}/messages/(?P<message_id>[0-9]{{1,18}})", views.MessageDetailView.as_view(), "conversation-message"),
     api_route(r"runs", views.RunListView.as_view(), "runs"),
     api_route(rf"runs/{RUN}", views.RunDetailView.as_view(), "run-detail"),
     api_route(rf"runs/{RUN}/claim", views.RunClaimView.as_view(), "run-claim"),

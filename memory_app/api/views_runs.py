@@ -5,11 +5,11 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import StrictInputMixin
-from identity_app.permissions import is_service_principal
+from config.api import DefaultPagination, StrictInputMixin
 from memory_app import context, conversations, notes, runs, tools
 from memory_app.api.run_auth import HasRunCredential, RunTokenAuthentication
 from memory_app.models import AgentRun, Conversation, Message, RunKind, ToolCall
+from memory_app.text import truncate_json_text
 
 
 def _validated(serializer_class, request):
@@ -40,10 +40,26 @@ class WorkspaceFileOutput(serializers.Serializer):
     content = serializers.CharField()
     size = serializers.IntegerField()
     exists = serializers.BooleanField()
+    sha256 = serializers.CharField()
 
 
 class WorkspaceFileInput(StrictInputMixin, serializers.Serializer):
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
+    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+
+
+class WorkspaceDeleteInput(StrictInputMixin, serializers.Serializer):
+    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+
+
+def _base_sha256(request, body_value):
+    """The version an edit is based on: ``base_sha256`` in the body, else ``If-Match``."""
+    if body_value is not None:
+        return body_value
+    header = request.headers.get("If-Match")
+    if header is None:
+        return None
+    return header.strip().removeprefix("W/").strip('"')
 
 
 class SettingsSerializer(StrictInputMixin, serializers.Serializer):
@@ -73,6 +89,18 @@ class ToolCallOutput(serializers.ModelSerializer):
         fields = ["id", "name", "input", "output", "status", "error", "created_at"]
 
 
+# Lists are bounded: at most LIST_MAX_PAGE_SIZE items, and large text fields cut (marked) to
+# LIST_TEXT_BYTES of JSON each; the detail endpoints return the full text.
+LIST_MAX_PAGE_SIZE = 50
+LIST_TEXT_BYTES = 4 * 1024
+RUN_LIST_TEXT_BYTES = 1024
+
+
+class ListPagination(DefaultPagination):
+    page_size = LIST_MAX_PAGE_SIZE
+    max_page_size = LIST_MAX_PAGE_SIZE
+
+
 class MessageOutput(serializers.ModelSerializer):
     tool_calls = ToolCallOutput(many=True, read_only=True)
 
@@ -82,6 +110,24 @@ class MessageOutput(serializers.ModelSerializer):
             "id", "conversation_id", "run_id", "role", "type", "content", "metadata",
             "attachments", "images", "feedback", "tool_calls", "created_at",
         ]
+
+
+class MessageListOutput(serializers.ModelSerializer):
+    """A message in a list: no JSON side fields, tool calls counted, content cut."""
+
+    content = serializers.SerializerMethodField()
+    content_truncated = serializers.SerializerMethodField()
+    tool_call_count = serializers.IntegerField()
+
+    class Meta:
+        model = Message
+        fields = ["id", "conversation_id", "run_id", "role", "type", "content", "content_truncated", "tool_call_count", "created_at"]
+
+    def get_content(self, message) -> str:
+        return truncate_json_text(message.content_head, LIST_TEXT_BYTES)[0]
+
+    def get_content_truncated(self, message) -> bool:
+        return truncate_json_text(message.content_head, LIST_TEXT_BYTES)[1]
 
 
 class MessageCreateInput(StrictInputMixin, serializers.Serializer):
@@ -111,6 +157,32 @@ class RunOutput(serializers.ModelSerializer):
 
     def get_lease_state(self, run) -> str:
         return runs.run_lease_state(run)
+
+
+class RunListOutput(RunOutput):
+    """A run in a list: ``prompt`` and ``goal`` cut (marked); ``GET /api/runs/{id}`` has them whole."""
+
+    prompt = serializers.SerializerMethodField()
+    goal = serializers.SerializerMethodField()
+    prompt_truncated = serializers.SerializerMethodField()
+    goal_truncated = serializers.SerializerMethodField()
+
+    class Meta(RunOutput.Meta):
+        fields = [*RunOutput.Meta.fields, "prompt_truncated", "goal_truncated"]
+
+    # ``prompt_head``/``goal_head``: the first RUN_LIST_TEXT_BYTES + 1 characters (runs.runs_list),
+    # enough to know whether the cut below shortened the text.
+    def get_prompt(self, run) -> str:
+        return truncate_json_text(run.prompt_head or "", RUN_LIST_TEXT_BYTES)[0]
+
+    def get_goal(self, run) -> str | None:
+        return None if run.goal_head is None else truncate_json_text(run.goal_head, RUN_LIST_TEXT_BYTES)[0]
+
+    def get_prompt_truncated(self, run) -> bool:
+        return truncate_json_text(run.prompt_head or "", RUN_LIST_TEXT_BYTES)[1]
+
+    def get_goal_truncated(self, run) -> bool:
+        return run.goal_head is not None and truncate_json_text(run.goal_head, RUN_LIST_TEXT_BYTES)[1]
 
 
 class RunCreateInput(StrictInputMixin, serializers.Serializer):
@@ -146,19 +218,29 @@ def _issued(issued: runs.IssuedRun) -> dict:
 
 # --- workspace and settings -----------------------------------------------------------------
 class WorkspaceFileView(APIView):
+    """``sha256``/``ETag`` name the version read; sending it back as ``base_sha256`` (or
+    ``If-Match``) makes PUT/DELETE refuse with 409 when the file changed meanwhile."""
+
+    @staticmethod
+    def _file_response(file) -> Response:
+        return Response(WorkspaceFileOutput(file).data, headers={"ETag": f'"{file.sha256}"'})
+
     @extend_schema(responses=WorkspaceFileOutput)
     def get(self, request, name):
-        return Response(WorkspaceFileOutput(notes.workspace_file_get(user=request.user, name=name)).data)
+        return self._file_response(notes.workspace_file_get(user=request.user, name=name))
 
     @extend_schema(request=WorkspaceFileInput, responses=WorkspaceFileOutput)
     def put(self, request, name):
         data = _validated(WorkspaceFileInput, request)
-        saved = notes.workspace_file_write(user=request.user, name=name, content=data["content"])
-        return Response(WorkspaceFileOutput(saved).data)
+        saved = notes.workspace_file_write(
+            user=request.user, name=name, content=data["content"], base_sha256=_base_sha256(request, data["base_sha256"])
+        )
+        return self._file_response(saved)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(request=WorkspaceDeleteInput, responses={204: None})
     def delete(self, request, name):
-        notes.workspace_file_delete(user=request.user, name=name)
+        data = _validated(WorkspaceDeleteInput, request)
+        notes.workspace_file_delete(user=request.user, name=name, base_sha256=_base_sha256(request, data["base_sha256"]))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -208,12 +290,15 @@ class ConversationDetailView(APIView):
 
 
 class MessageListView(generics.ListAPIView):
-    serializer_class = MessageOutput
+    serializer_class = MessageListOutput
+    pagination_class = ListPagination
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Message.objects.none()
-        return conversations.conversation_messages(user=self.request.user, conversation_id=self.kwargs["conversation_id"])
+        return conversations.conversation_message_list(
+            user=self.request.user, conversation_id=self.kwargs["conversation_id"], content_chars=LIST_TEXT_BYTES + 1
+        )
 
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
     def post(self, request, conversation_id):
@@ -223,14 +308,24 @@ class MessageListView(generics.ListAPIView):
         return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
 
 
+class MessageDetailView(APIView):
+    @extend_schema(responses=MessageOutput)
+    def get(self, request, conversation_id, message_id):
+        message = conversations.conversation_message_get(
+            user=request.user, conversation_id=conversation_id, message_id=message_id
+        )
+        return Response(MessageOutput(message).data)
+
+
 # --- runs -----------------------------------------------------------------------------------
 class RunListView(generics.ListAPIView):
-    serializer_class = RunOutput
+    serializer_class = RunListOutput
+    pagination_class = ListPagination
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return AgentRun.objects.none()
-        return runs.runs_visible(user=self.request.user).order_by("-created_at", "-id")
+        return runs.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
 
     @extend_schema(request=RunCreateInput, responses={201: RunOutput})
     def post(self, request):
@@ -248,8 +343,6 @@ class RunDetailView(APIView):
 class RunClaimView(APIView):
     @extend_schema(request=RunClaimInput, responses=RunOutput)
     def post(self, request, run_id):
-        if not is_service_principal(request.user):
-            runs.run_get(user=request.user, run_id=run_id)  # 404 unless it is their own
         issued = runs.run_claim(actor=request.user, run_id=run_id, **_validated(RunClaimInput, request))
         return Response(_issued(issued))
 

@@ -219,7 +219,9 @@ class AgentRun(models.Model):
 
     @property
     def is_top_level(self) -> bool:
-        return self.kind in TOP_LEVEL_RUN_KINDS
+        """A main-agent run: ``chat``/``resume`` with no parent run (a run with a parent is a
+        sub-agent whatever its kind says)."""
+        return self.kind in TOP_LEVEL_RUN_KINDS and self.parent_run_id is None
 
     def __str__(self):
         return f"{self.id} ({self.kind}, {self.status})"

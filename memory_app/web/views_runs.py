@@ -36,25 +36,39 @@ def _http_errors(view):
 @login_required
 @require_http_methods(["GET", "POST"])
 def workspace(request):
-    if request.method == "POST" and request.POST.get("name") not in WORKSPACE_FILES:
-        messages.error(request, "Unknown workspace file.")
-        return redirect("web:workspace")
-    name = request.POST.get("name") or request.GET.get("name") or MEMORY_FILE
-    if name not in WORKSPACE_FILES:
-        name = MEMORY_FILE
+    unsaved = None
     if request.method == "POST":
+        # The name rule is the service's: an unknown name is refused there, never replaced.
+        name = request.POST.get("name", "")
+        # The version the form was opened on: a change made meanwhile (a note the agent saved)
+        # is a conflict, never silently overwritten.
+        base = request.POST.get("base_sha256") or None
+        content = request.POST.get("content", "").replace("\r\n", "\n")  # browsers send CRLF
         try:
             if request.POST.get("action") == "delete":
-                notes.workspace_file_delete(user=request.user, name=name)
+                notes.workspace_file_delete(user=request.user, name=name, base_sha256=base)
                 messages.success(request, f"{name} deleted.")
             else:
-                # Browsers send CRLF line endings from a textarea; store plain newlines.
-                content = request.POST.get("content", "").replace("\r\n", "\n")
-                notes.workspace_file_write(user=request.user, name=name, content=content)
+                notes.workspace_file_write(user=request.user, name=name, content=content, base_sha256=base)
                 messages.success(request, f"{name} saved.")
             return redirect(f"{reverse('web:workspace')}?name={name}")
+        except notes.WorkspaceEditConflict:
+            messages.error(
+                request,
+                f"{name} was changed since you opened it (for example your agent saved a note), so your "
+                "change was not saved. The current version is shown below; your text is kept underneath "
+                "so you can apply it again.",
+            )
+            if request.POST.get("action") != "delete":
+                unsaved = content
+        except NotFound as exc:
+            messages.error(request, exc.message)
+            return redirect("web:workspace")
         except DomainError as exc:
             messages.error(request, exc.message)
+    else:
+        name = request.GET.get("name")
+        name = name if name in WORKSPACE_FILES else MEMORY_FILE  # the tabs; anything else shows MEMORY.md
     file, error = None, None
     try:
         file = notes.workspace_file_get(user=request.user, name=name)
@@ -63,7 +77,15 @@ def workspace(request):
     return render(
         request,
         "runs/workspace.html",
-        {"name": name, "names": WORKSPACE_FILES, "file": file, "error": error, "max_bytes": notes.MAX_WORKSPACE_FILE_BYTES},
+        {
+            "name": name,
+            "names": WORKSPACE_FILES,
+            "file": file,
+            "error": error,
+            "unsaved": unsaved,
+            "max_bytes": notes.MAX_WORKSPACE_FILE_BYTES,
+        },
+        status=409 if unsaved is not None else 200,
     )
 
 

@@ -139,6 +139,8 @@ def test_user_lock_serializes_one_user_but_not_different_users(make_run, alice, 
 
 
 def test_user_edit_and_tool_write_do_not_overwrite_each_other(make_run, alice, workspace_root):
+    """The user's editor (read, edit, save with the version it read) races the agent's tool:
+    a save based on a stale version is refused and retried, so neither side loses a line."""
     handle = make_run(alice)
     credential = handle.credential
     barrier = threading.Barrier(2)
@@ -151,13 +153,18 @@ def test_user_edit_and_tool_write_do_not_overwrite_each_other(make_run, alice, w
     @_in_thread
     def user_edits():
         barrier.wait(timeout=30)
+        conflicts = 0
         for i in range(10):
-            with transaction.atomic(durable=True):
-                user_lock_acquire(user_id=alice.pk)
-                current = memory_path(workspace_root, alice).read_text() if memory_path(workspace_root, alice).exists() else ""
-                from memory_app.workspace import Workspace
-
-                Workspace(alice.pk).replace_authorized_file("MEMORY.md", (current + f"user line {i}\n").encode())
+            while True:
+                opened = notes.workspace_file_get(user=alice, name="MEMORY.md")
+                try:
+                    notes.workspace_file_write(
+                        user=alice, name="MEMORY.md", content=opened.content + f"user line {i}\n", base_sha256=opened.sha256
+                    )
+                    break
+                except notes.WorkspaceEditConflict:
+                    conflicts += 1
+        return conflicts
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         a, b = pool.submit(tool_writes), pool.submit(user_edits)

@@ -61,8 +61,8 @@ def test_truncate_utf8_never_exceeds_budget_or_splits_code_points(text, limit):
 
 def test_truncate_utf8_leaves_short_text_alone():
     assert truncate_utf8("中文🙂", 10) == ("中文🙂", False)
-    # No room for the marker: the cut is still on a code point boundary.
-    assert truncate_utf8("中文🙂", 9) == ("中文", True)
+    # No room for the marker: the text is omitted whole, never shown cut without a marker.
+    assert truncate_utf8("中文🙂", 9) == ("", True)
     assert truncate_utf8("中文🙂", 20, marker="~") == ("中文🙂", False)
     assert truncate_utf8("中文🙂abc", 11, marker="~") == ("中文🙂~", True)
     assert truncate_utf8("中文🙂abc", 10, marker="~") == ("中文~", True)
@@ -136,7 +136,7 @@ def test_read_shows_only_visible_messages(run_api, make_run, alice, leaky_histor
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     assert set(data["messages"][0]) == {"id", "role", "created_at", "content", "truncated"}
     if include_tools:
-        assert [set(call) for call in data["tool_calls"]] == [{"id", "name", "input", "output", "status", "error", "truncated"}]
+        assert [set(call) for call in data["tool_calls"]] == [{"id", "name", "input", "output", "status", "error", "truncated", "omitted"}]
     else:
         assert "tool_calls" not in data
 

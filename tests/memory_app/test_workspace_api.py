@@ -1,3 +1,4 @@
+import hashlib
 import pytest
 
 from memory_app.models import UserSettings
@@ -13,7 +14,9 @@ def test_put_get_delete_roundtrip(api, alice, workspace_root):
     assert response.status_code == 200, response.content
     assert memory_path(workspace_root, alice).read_text("utf-8") == "- 喜欢乌龙茶 🍵\n"
     body = client.get("/api/users/me/workspace/MEMORY.md").json()
-    assert body == {"name": "MEMORY.md", "content": "- 喜欢乌龙茶 🍵\n", "size": len("- 喜欢乌龙茶 🍵\n".encode()), "exists": True}
+    expected = "- 喜欢乌龙茶 🍵\n".encode()
+    assert body == {"name": "MEMORY.md", "content": "- 喜欢乌龙茶 🍵\n", "size": len(expected), "exists": True,
+                    "sha256": hashlib.sha256(expected).hexdigest()}
     assert client.delete("/api/users/me/workspace/MEMORY.md").status_code == 204
     assert not memory_path(workspace_root, alice).exists()
     assert client.get("/api/users/me/workspace/MEMORY.md/").json()["exists"] is False
