@@ -156,6 +156,16 @@ LOGOUT_REDIRECT_URL = "login"
 # --- Product settings -----------------------------------------------------------------------
 WORKSPACE_ROOT = Path(env_str("WORKSPACE_ROOT", str(BASE_DIR / "var" / "workspaces")))
 
+# Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
+# OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
+MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "hashed")
+if MEMORY_EMBEDDING_PROVIDER not in ("hashed", "openai"):
+    raise ImproperlyConfigured("MEMORY_EMBEDDING_PROVIDER must be 'hashed' or 'openai'")
+MEMORY_EMBEDDING_URL = env_str("MEMORY_EMBEDDING_URL", "")
+MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-small")
+MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")
+MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 256)
+
 # --- Security (production defaults; DEBUG relaxes the ones that need HTTPS) -----------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
