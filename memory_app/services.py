@@ -99,6 +99,11 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 
 
+def scope_require_write(*, actor: AbstractBaseUser, tier: str, scope_id: str | None = None) -> None:
+    """The create rule of a chat/global scope, for callers that must check before reading it."""
+    _scope_for_create(actor=actor, tier=tier, project_id=None, scope_id=scope_id)
+
+
 def memory_create(
     *,
     actor: AbstractBaseUser,

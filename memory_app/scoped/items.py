@@ -50,9 +50,9 @@ def reject_scope_in_metadata(metadata: dict | None) -> None:
 def scoped_item_create(
     *,
     actor: AbstractBaseUser,
-    session_id: str | None,
     kind: str,
     content: str,
+    session_id: str | None = None,
     metadata: dict | None = None,
     evidence: dict | None = None,
     scope_type: str | None = None,
@@ -77,6 +77,8 @@ def scoped_item_create(
     evidence = dict(evidence or {})
     if session_id:
         evidence.setdefault("source_session_id", session_id)
+    # The write rule first, so nobody can learn from the dedupe answer what a scope holds.
+    services.scope_require_write(actor=actor, tier=scope[0], scope_id=scope[1])
     with transaction.atomic():
         lock_scope(scope)
         if isinstance(content, str) and (existing := find_duplicate(scope=scope, content=content)):

@@ -198,7 +198,7 @@ def keyword_search(*, scope: tuple[str, str], query: str, limit: int) -> list[Hi
 class _VectorCache:
     """Per-process cache of a scope's vector matrix, keyed by the ids of its stored vectors.
 
-    A stored vector row is never updated in place, so equal id lists mean equal matrices;
+    A stored vector row is never updated in place, so equal key lists mean equal matrices;
     the id list itself is read fresh (scope-filtered) on every query.
     """
 
@@ -240,12 +240,16 @@ def _scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
         dim=provider.dim,
     )
     pairs = list(base.order_by("id").values_list("id", "memory_id"))
-    embedding_ids = tuple(p[0] for p in pairs)
+    # Keyed by (vector id, item id): item ids are never reused, so even a vector id reused
+    # after a rolled-back insert (SQLite) cannot bring back a stale vector.
+    embedding_ids = tuple(pairs)
     key = (connection.alias, connection.settings_dict.get("NAME"), scope, provider.name, provider.model)
     cached = vector_cache.get(key, embedding_ids)
     if cached is not None:
         return cached
-    vectors = dict(MemoryEmbedding.objects.filter(id__in=embedding_ids).values_list("id", "vector")) if pairs else {}
+    vectors = (
+        dict(MemoryEmbedding.objects.filter(id__in=[p[0] for p in pairs]).values_list("id", "vector")) if pairs else {}
+    )
     # Rows that vanished between the two reads are dropped; the next query rebuilds.
     kept = [(eid, mid) for eid, mid in pairs if eid in vectors]
     memory_ids = [mid for _, mid in kept]
