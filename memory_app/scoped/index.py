@@ -64,6 +64,9 @@ def embed_memories(memories: list[Memory], *, provider=None) -> int:
     if not todo:
         return 0
     matrix = provider.embed([m.content for m in todo])
+    # An item forgotten while its vector was computed must not fail the batch (FK).
+    alive = set(Memory.objects.filter(pk__in=[m.pk for m in todo]).values_list("pk", flat=True))
+    todo, matrix = [m for m in todo if m.pk in alive], matrix[[i for i, m in enumerate(todo) if m.pk in alive]]
     MemoryEmbedding.objects.bulk_create(
         [
             MemoryEmbedding(

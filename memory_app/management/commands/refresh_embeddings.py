@@ -1,0 +1,42 @@
+"""Store a vector for every active chat/global item that lacks one for the current
+provider/model. Covers all scopes; running it twice adds nothing the second time."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory_app.models import Memory, MemoryEmbedding, Status
+from memory_app.scoped.embeddings import get_provider
+from memory_app.scoped.index import embed_memories
+from memory_app.scoped.scope import SCOPE_TYPES
+
+
+def refresh_embeddings(*, batch_size: int = 256, provider=None) -> int:
+    provider = provider or get_provider()
+    done = 0
+    last_id = ""
+    while True:
+        have = MemoryEmbedding.objects.filter(provider=provider.name, model=provider.model).values("memory_id")
+        batch = list(
+            Memory.objects.filter(scope_type__in=SCOPE_TYPES, status=Status.ACTIVE, pk__gt=last_id)
+            .exclude(pk__in=have)
+            .order_by("pk")
+            .only("id", "content", "scope_type")[:batch_size]
+        )
+        if not batch:
+            return done
+        last_id = batch[-1].pk
+        # No transaction around this: the provider may be remote. bulk_create ignores a
+        # vector stored concurrently, and an item forgotten meanwhile is skipped below.
+        done += embed_memories(batch, provider=provider)
+
+
+class Command(BaseCommand):
+    help = "Embed every active chat/global item that has no vector for the configured provider."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch-size", type=int, default=256)
+
+    def handle(self, *args, batch_size, **options):
+        if not 1 <= batch_size <= 5000:
+            raise CommandError("--batch-size must be between 1 and 5000")
+        count = refresh_embeddings(batch_size=batch_size)
+        self.stdout.write(f"embedded {count} item(s)")
