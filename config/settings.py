@@ -164,7 +164,7 @@ if MEMORY_EMBEDDING_PROVIDER not in ("hashed", "openai"):
 MEMORY_EMBEDDING_URL = env_str("MEMORY_EMBEDDING_URL", "")
 MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-small")
 MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")
-MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 256)
+MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 512)
 
 # --- Security (production defaults; DEBUG relaxes the ones that need HTTPS) -----------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)

@@ -59,9 +59,9 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 class HashedNgramEmbedding:
     name = "hashed-ngram"
     in_process = True
-    min_score = 0.1
+    min_score = 0.15
 
-    def __init__(self, dim: int = 256):
+    def __init__(self, dim: int = 512):
         if dim < 16 or dim > 4096:
             raise ValueError("dim must be between 16 and 4096")
         self.dim = dim
@@ -148,7 +148,7 @@ def get_provider() -> EmbeddingProvider:
             dim=settings.MEMORY_EMBEDDING_DIM,
             api_key=getattr(settings, "MEMORY_EMBEDDING_API_KEY", ""),
         )
-    return HashedNgramEmbedding(dim=getattr(settings, "MEMORY_EMBEDDING_DIM", 256))
+    return HashedNgramEmbedding(dim=getattr(settings, "MEMORY_EMBEDDING_DIM", 512))
 
 
 def to_bytes(vector: np.ndarray) -> bytes:

@@ -30,7 +30,7 @@ def test_hashed_embedding_is_deterministic_normalised_and_fixed_size():
 
 def test_vector_bytes_round_trip():
     vector = HashedNgramEmbedding().embed(["round trip"])[0]
-    assert np.array_equal(from_bytes(to_bytes(vector), 256), vector)
+    assert np.array_equal(from_bytes(to_bytes(vector), 512), vector)
 
 
 class _Handler(BaseHTTPRequestHandler):
