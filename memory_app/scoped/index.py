@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from django.db import connection
 
 from memory_app.models import Memory, MemoryEmbedding, Status
+from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import get_provider, to_bytes
 from memory_app.scoped.scope import SCOPE_TYPES
 
@@ -76,6 +77,8 @@ def embed_memories(memories: list[Memory], *, provider=None) -> int:
         ],
         ignore_conflicts=True,  # a concurrent refresh may have stored the same vector
     )
+    if pgvector.enabled():
+        pgvector.store([(m.pk, provider.name, provider.model, row) for m, row in zip(todo, matrix, strict=True)])
     return len(todo)
 
 

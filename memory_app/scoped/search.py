@@ -18,7 +18,7 @@ Keyword search
 
 Vector search
     Cosine similarity between the query vector and the scope's stored vectors of the
-    current provider/model, in numpy. Only the scope's ids are read on each query; the
+    current provider/model, in numpy (with pgvector, where installed, in SQL). Only the scope's ids are read on each query; the
     vectors (immutable per stored row) are cached per process and scope.
 
 Hybrid
@@ -36,6 +36,7 @@ import numpy as np
 from django.db import connection
 
 from memory_app.models import MemoryEmbedding, Status
+from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
 from memory_app.scoped.scope import cascade_scopes
 
@@ -286,11 +287,14 @@ def vector_search(
     if limit <= 0 or not query.strip():
         return []
     provider = provider or get_provider()
+    if query_vector is None:
+        query_vector = provider.embed([query])[0]
+    if pgvector.enabled():
+        nearest = pgvector.nearest(scope=scope, query_vector=query_vector, provider=provider, limit=limit)
+        return _hits_for(scope, [(mid, sim) for mid, sim in nearest if sim > provider.min_score])
     memory_ids, matrix = _scope_vectors(scope, provider)
     if not memory_ids:
         return []
-    if query_vector is None:
-        query_vector = provider.embed([query])[0]
     sims = matrix @ query_vector
     k = min(limit, len(memory_ids))
     top = np.argpartition(-sims, k - 1)[:k]

@@ -4,6 +4,7 @@ provider/model. Covers all scopes; running it twice adds nothing the second time
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_app.models import Memory, MemoryEmbedding, Status
+from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import get_provider
 from memory_app.scoped.index import embed_memories
 from memory_app.scoped.scope import SCOPE_TYPES
@@ -22,6 +23,8 @@ def refresh_embeddings(*, batch_size: int = 256, provider=None) -> int:
             .only("id", "content", "scope_type")[:batch_size]
         )
         if not batch:
+            if pgvector.enabled():
+                pgvector.fill_missing(provider=provider)
             return done
         last_id = batch[-1].pk
         # No transaction around this: the provider may be remote. bulk_create ignores a
