@@ -71,7 +71,14 @@ def embed_memories(memories: list[Memory], *, provider=None) -> int:
     MemoryEmbedding.objects.bulk_create(
         [
             MemoryEmbedding(
-                memory_id=m.pk, provider=provider.name, model=provider.model, dim=provider.dim, vector=to_bytes(row)
+                memory_id=m.pk,
+                scope_type=m.scope_type,
+                scope_id=m.scope_id,
+                active=m.status == Status.ACTIVE,
+                provider=provider.name,
+                model=provider.model,
+                dim=provider.dim,
+                vector=to_bytes(row),
             )
             for m, row in zip(todo, matrix, strict=True)
         ],
@@ -86,6 +93,11 @@ def index_written(*, created: list[Memory], changed: list[str]) -> None:
     """New rows get an index entry (and a vector); changed rows are re-read and re-indexed."""
     changed_rows = list(Memory.objects.filter(pk__in=list(changed))) if changed else []
     fts_remove([m.pk for m in changed_rows])
+    groups: dict[tuple, list[str]] = {}
+    for m in changed_rows:
+        groups.setdefault((m.scope_type, m.scope_id, m.status == Status.ACTIVE), []).append(m.pk)
+    for (scope_type, scope_id, active), ids in groups.items():
+        MemoryEmbedding.objects.filter(memory_id__in=ids).update(scope_type=scope_type, scope_id=scope_id, active=active)
     fts_add([*created, *changed_rows])
     provider = get_provider()
     if provider.in_process:

@@ -61,8 +61,7 @@ def nearest(*, scope: tuple[str, str], query_vector: np.ndarray, provider, limit
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT e.memory_id, 1 - (e.vec <=> %s::vector) FROM {TABLE} e "
-            "JOIN memory_app_memory m ON m.id = e.memory_id "
-            "WHERE m.scope_type = %s AND m.scope_id = %s AND m.status = 'active' "
+            "WHERE e.scope_type = %s AND e.scope_id = %s AND e.active "
             "AND e.provider = %s AND e.model = %s AND e.vec IS NOT NULL "
             "ORDER BY e.vec <=> %s::vector LIMIT %s",
             [q, scope[0], scope[1], provider.name, provider.model, q, limit],

@@ -181,3 +181,14 @@ def test_hybrid_uses_reciprocal_rank_fusion(svc):
     hits = search.hybrid_search(scope=("chat", A), query="weekly report", limit=5)
     assert hits[0].id == memory.pk
     assert hits[0].score == pytest.approx(2 / (search.RRF_K + 1))
+
+
+def test_vector_rows_follow_the_item_scope_and_status(svc):
+    old = put(svc, "I park on level two", kind="fact", session="milky:1")
+    assert MemoryEmbedding.objects.get(memory=old).scope_type == "global"
+    services.memory_rescope(actor=svc, memory_id=old.pk, from_scope=("global", GLOBAL_SCOPE_ID), to_scope=("chat", A))
+    moved = MemoryEmbedding.objects.get(memory=old)
+    assert (moved.scope_type, moved.scope_id, moved.active) == ("chat", A, True)
+    new = services.memory_supersede(actor=svc, memory_id=old.pk, content="I park on level three")
+    assert MemoryEmbedding.objects.get(memory=old).active is False
+    assert (MemoryEmbedding.objects.get(memory=new).scope_id, MemoryEmbedding.objects.get(memory=new).active) == (A, True)

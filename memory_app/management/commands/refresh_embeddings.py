@@ -20,7 +20,7 @@ def refresh_embeddings(*, batch_size: int = 256, provider=None) -> int:
             Memory.objects.filter(scope_type__in=SCOPE_TYPES, status=Status.ACTIVE, pk__gt=last_id)
             .exclude(pk__in=have)
             .order_by("pk")
-            .only("id", "content", "scope_type")[:batch_size]
+            .only("id", "content", "scope_type", "scope_id", "status")[:batch_size]
         )
         if not batch:
             if pgvector.enabled():
