@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from config.errors import InvalidInput, PermissionDenied
 from memory_app import services
 from memory_app.models import Memory, Origin, Status
-from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_GLOBAL, write_scope
+from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_GLOBAL, resolve_scope_from_session, write_scope
 
 RESERVED_METADATA_KEYS = frozenset({"scope", "scope_type", "scope_id", "scope_key"})
 
@@ -64,6 +64,8 @@ def scoped_item_create(
     second copy (``created`` False).
     """
     reject_scope_in_metadata(metadata)
+    if session_id is not None:
+        resolve_scope_from_session(session_id)  # malformed → 400, even when the scope is explicit
     if scope_type is not None:
         if scope_type != SCOPE_TYPE_GLOBAL:
             raise InvalidInput("Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope")

@@ -127,3 +127,9 @@ def test_chat_bindings_api(api, svc, alice, bob):
     assert api(alice).get("/api/chat-bindings").json()["results"][0]["chat_key"] == A
     assert api(alice).delete(f"/api/chat-bindings/{binding_id}").status_code == 204
     assert not ChatBinding.objects.exists()
+
+
+def test_explicit_global_still_validates_the_session(api, admin):
+    response = post_item(api(admin), content="x y", kind="fact", scope_type="global", session_id="milky:private")
+    assert response.status_code == 400
+    assert not Memory.objects.exists()
