@@ -107,3 +107,31 @@ def index_written(*, created: list[Memory], changed: list[str]) -> None:
 def index_deleted(memory_ids: list[str]) -> None:
     # Vectors and candidates go with the row (foreign-key cascade); the FTS table has none.
     fts_remove(memory_ids)
+
+
+def resync_all() -> dict:
+    """Rebuild the derived index from the items (after a manual restore or bulk SQL).
+
+    Vectors get their item's scope/active copied again; on SQLite the FTS5 table is rebuilt
+    from the active chat/global items. Safe to run at any time; returns row counts.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_app_memoryembedding SET scope_type = m.scope_type, scope_id = m.scope_id, "
+            "active = (m.status = %s) FROM memory_app_memory m WHERE m.id = memory_app_memoryembedding.memory_id "
+            "AND (memory_app_memoryembedding.scope_type <> m.scope_type OR memory_app_memoryembedding.scope_id "
+            "<> m.scope_id OR memory_app_memoryembedding.active <> (m.status = %s))",
+            [Status.ACTIVE, Status.ACTIVE],
+        )
+        vectors = cursor.rowcount
+        fts = 0
+        if connection.vendor == "sqlite":
+            cursor.execute(f"DELETE FROM {FTS_TABLE}")
+            cursor.execute(
+                f"INSERT INTO {FTS_TABLE} (content, memory_id, scope_type, scope_id) "
+                "SELECT content, id, scope_type, scope_id FROM memory_app_memory "
+                "WHERE status = %s AND scope_type IN ('chat', 'global')",
+                [Status.ACTIVE],
+            )
+            fts = cursor.rowcount
+    return {"vectors_fixed": vectors, "fts_rows": fts}

@@ -174,3 +174,23 @@ def test_refresh_embeddings_covers_all_scopes_and_is_idempotent(svc, capsys):
     call_command("refresh_embeddings")
     assert "embedded 0 item(s)" in capsys.readouterr().out
     assert MemoryEmbedding.objects.count() == 2
+
+
+def test_resync_index_repairs_a_restore_done_in_sql(svc, capsys):
+    from django.db import connection
+
+    from memory_app.scoped import search
+
+    item, _ = scoped_item_create(actor=svc, session_id=A, kind="preference", content="I like plums")
+    # A restore by plain SQL (as in the runbook) moves the row back without the services.
+    Memory.objects.filter(pk=item.pk).update(scope_type="global", scope_id="__global__")
+    assert search.cascade_search(scopes=[("global", "__global__")], query="plums", limit=5, mode="vector") == []
+    call_command("refresh_embeddings", "--resync-index")
+    assert "1 vector(s) fixed" in capsys.readouterr().out
+    for mode in ("fts", "vector"):
+        hits = search.cascade_search(scopes=[("global", "__global__")], query="plums", limit=5, mode=mode)
+        assert [h.id for h in hits] == [item.pk], mode
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT scope_type FROM memory_scoped_fts WHERE memory_id = %s", [item.pk])
+            assert cursor.fetchall() == [("global",)]

@@ -2,11 +2,12 @@
 provider/model. Covers all scopes; running it twice adds nothing the second time."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from memory_app.models import Memory, MemoryEmbedding, Status
 from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import get_provider
-from memory_app.scoped.index import embed_memories
+from memory_app.scoped.index import embed_memories, resync_all
 from memory_app.scoped.scope import SCOPE_TYPES
 
 
@@ -37,9 +38,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=256)
+        parser.add_argument(
+            "--resync-index",
+            action="store_true",
+            help="first re-copy every vector's scope from its item and rebuild the SQLite FTS table",
+        )
 
-    def handle(self, *args, batch_size, **options):
+    def handle(self, *args, batch_size, resync_index, **options):
         if not 1 <= batch_size <= 5000:
             raise CommandError("--batch-size must be between 1 and 5000")
+        if resync_index:
+            with transaction.atomic():
+                fixed = resync_all()
+            self.stdout.write(f"resynced: {fixed['vectors_fixed']} vector(s) fixed, {fixed['fts_rows']} FTS row(s)")
         count = refresh_embeddings(batch_size=batch_size)
         self.stdout.write(f"embedded {count} item(s)")
