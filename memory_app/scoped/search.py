@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from memory_app.models import MemoryEmbedding, Status
+from memory_app.models import Memory, MemoryEmbedding, Status
 from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
 from memory_app.scoped.scope import cascade_scopes
@@ -121,42 +121,39 @@ def _fts_phrase(term: str) -> str:
 def _keyword_candidates(scope: tuple[str, str], terms: list[str], cap: int) -> list[tuple]:
     """(id, content, kind) of active rows of ``scope`` containing any term, best first."""
     scope_type, scope_id = scope
-    pre_order = " + ".join(f"(CASE WHEN m.content {{like}} %s THEN {len(t)} ELSE 0 END)" for t in terms)
-    like_params = [f"%{t}%" for t in terms]
+    like_params = [f"%{t}%" for t in terms]  # terms are word characters: no LIKE wildcards
     if connection.vendor == "postgresql":
         # Terms without letter case (Chinese, digits) use LIKE, several times cheaper than
         # ILIKE on UTF-8 text; both are served by the pg_trgm GIN index from three characters.
         ops = ["LIKE" if t.upper() == t.lower() else "ILIKE" for t in terms]
         match_sql = " OR ".join(f"m.content {op} %s" for op in ops)
-        pre_order = " + ".join(
-            f"(CASE WHEN m.content {op} %s THEN {len(t)} ELSE 0 END)" for op, t in zip(ops, terms, strict=True)
-        )
-        sql = (
-            f"SELECT m.id, m.content, m.kind FROM memory_app_memory m "
-            f"WHERE m.scope_type = %s AND m.scope_id = %s AND m.status = %s AND ({match_sql}) "
-            f"ORDER BY ({pre_order}) DESC, m.created_at DESC LIMIT %s"
-        )
-        params = [scope_type, scope_id, Status.ACTIVE, *like_params, *like_params, cap]
+        match_params = like_params
     else:
+        ops = ["LIKE"] * len(terms)  # SQLite's LIKE ignores ASCII case
         long_terms = [t for t in terms if len(t) >= 3]
-        short_terms = [t for t in terms if len(t) < 3]
-        clauses, params = [], [scope_type, scope_id, Status.ACTIVE]
+        clauses, match_params = [], []
         if long_terms:
             clauses.append(
                 f"m.id IN (SELECT memory_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s "
                 "AND scope_type = %s AND scope_id = %s)"
             )
-            params += [" OR ".join(_fts_phrase(t) for t in long_terms), scope_type, scope_id]
-        for term in short_terms:
-            # FTS5 trigrams cannot match fewer than three characters; LIKE within the scope can.
-            clauses.append("m.content LIKE %s")
-            params.append(f"%{term}%")
-        sql = (
-            f"SELECT m.id, m.content, m.kind FROM memory_app_memory m "
-            f"WHERE m.scope_type = %s AND m.scope_id = %s AND m.status = %s AND ({' OR '.join(clauses)}) "
-            f"ORDER BY ({pre_order.format(like='LIKE')}) DESC, m.created_at DESC LIMIT %s"
-        )
-        params += [*like_params, cap]
+            match_params += [" OR ".join(_fts_phrase(t) for t in long_terms), scope_type, scope_id]
+        for term in terms:
+            if len(term) < 3:
+                # FTS5 trigrams cannot match fewer than three characters; LIKE within the scope can.
+                clauses.append("m.content LIKE %s")
+                match_params.append(f"%{term}%")
+        match_sql = " OR ".join(clauses)
+    # Pre-order (only matters when more than ``cap`` rows match): longer terms weigh more.
+    pre_order = " + ".join(
+        f"(CASE WHEN m.content {op} %s THEN {len(t)} ELSE 0 END)" for op, t in zip(ops, terms, strict=True)
+    )
+    sql = (
+        "SELECT m.id, m.content, m.kind FROM memory_app_memory m "
+        f"WHERE m.scope_type = %s AND m.scope_id = %s AND m.status = %s AND ({match_sql}) "
+        f"ORDER BY ({pre_order}) DESC, m.created_at DESC LIMIT %s"
+    )
+    params = [scope_type, scope_id, Status.ACTIVE, *match_params, *like_params, cap]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -271,8 +268,7 @@ def _scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
 
 
 def _hits_for(scope: tuple[str, str], scored_ids: list[tuple[str, float]]) -> list[Hit]:
-    from memory_app.models import Memory  # noqa: PLC0415
-
+    """Hits for ids, re-checked against the items' *current* scope and status."""
     ids = [mid for mid, _ in scored_ids]
     rows = {
         row[0]: row
