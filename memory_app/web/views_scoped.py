@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
+from memory_app.models import Status
 from memory_app.scoped.access import bound_chats, chat_memories as chat_memories_qs
 
 PAGE_SIZE = 25
@@ -17,7 +18,9 @@ def chat_memories(request):
     page = None
     if selected in keys:
         qs = chat_memories_qs(user=request.user, chat_key=selected)
-        status = request.GET.get("status") or "active"
+        status = request.GET.get("status") or Status.ACTIVE
+        if status not in (*Status.values, "all"):
+            status = Status.ACTIVE
         if status != "all":
             qs = qs.filter(status=status)
         page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
