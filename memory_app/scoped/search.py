@@ -27,7 +27,6 @@ Hybrid
 """
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
