@@ -234,15 +234,16 @@ vector_cache = _VectorCache()
 
 
 def _scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
-    base = MemoryEmbedding.objects.filter(
-        scope_type=scope[0],
-        scope_id=scope[1],
-        active=True,
-        provider=provider.name,
-        model=provider.model,
-        dim=provider.dim,
-    )
-    pairs = list(base.order_by("id").values_list("id", "memory_id"))  # index-only on PostgreSQL
+    # Plain cursor: this runs on every vector query and reads the whole scope's id list
+    # (an index-only scan of embedding_scope_idx on PostgreSQL); model rows cost too much here.
+    # A model has one dimension; each vector's size is checked below.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, memory_id FROM {MemoryEmbedding._meta.db_table} WHERE scope_type = %s AND scope_id = %s "
+            "AND active = %s AND provider = %s AND model = %s ORDER BY id",
+            [scope[0], scope[1], True, provider.name, provider.model],
+        )
+        pairs = [tuple(row) for row in cursor.fetchall()]
     # Keyed by (vector id, item id): item ids are never reused, so even a vector id reused
     # after a rolled-back insert (SQLite) cannot bring back a stale vector.
     embedding_ids = tuple(pairs)
@@ -253,8 +254,9 @@ def _scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
     vectors = (
         dict(MemoryEmbedding.objects.filter(id__in=[p[0] for p in pairs]).values_list("id", "vector")) if pairs else {}
     )
-    # Rows that vanished between the two reads are dropped; the next query rebuilds.
-    kept = [(eid, mid) for eid, mid in pairs if eid in vectors]
+    # Rows that vanished between the two reads (or of another dimension) are dropped.
+    size = provider.dim * 4
+    kept = [(eid, mid) for eid, mid in pairs if eid in vectors and len(vectors[eid]) == size]
     memory_ids = [mid for _, mid in kept]
     matrix = (
         np.vstack([from_bytes(vectors[eid], provider.dim) for eid, _ in kept])
