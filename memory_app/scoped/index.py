@@ -91,7 +91,8 @@ def embed_memories(memories: list[Memory], *, provider=None) -> int:
 
 def index_written(*, created: list[Memory], changed: list[str]) -> None:
     """New rows get an index entry (and a vector); changed rows are re-read and re-indexed."""
-    changed_rows = list(Memory.objects.filter(pk__in=list(changed))) if changed else []
+    # Only chat/global rows have derived data (user/project memories are not indexed here).
+    changed_rows = list(Memory.objects.filter(pk__in=list(changed), scope_type__in=SCOPE_TYPES)) if changed else []
     fts_remove([m.pk for m in changed_rows])
     groups: dict[tuple, list[str]] = {}
     for m in changed_rows:
