@@ -165,6 +165,16 @@ AUTO_MEMORY_LLM_MODEL = env_str("AUTO_MEMORY_LLM_MODEL", "")
 AUTO_MEMORY_LLM_API_KEY = env_str("AUTO_MEMORY_LLM_API_KEY", "")
 AUTO_MEMORY_LLM_TIMEOUT = env_int("AUTO_MEMORY_LLM_TIMEOUT", 30)
 
+# Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
+# OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
+MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "hashed")
+if MEMORY_EMBEDDING_PROVIDER not in ("hashed", "openai"):
+    raise ImproperlyConfigured("MEMORY_EMBEDDING_PROVIDER must be 'hashed' or 'openai'")
+MEMORY_EMBEDDING_URL = env_str("MEMORY_EMBEDDING_URL", "")
+MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-small")
+MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")
+MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 512)
+
 # --- Security (production defaults; DEBUG relaxes the ones that need HTTPS) -----------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)

@@ -115,6 +115,11 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 
 
+def scope_require_write(*, actor: AbstractBaseUser, tier: str, scope_id: str | None = None) -> None:
+    """The create rule of a chat/global scope, for callers that must check before reading it."""
+    _scope_for_create(actor=actor, tier=tier, project_id=None, scope_id=scope_id)
+
+
 def memory_create(
     *,
     actor: AbstractBaseUser,
@@ -277,3 +282,53 @@ def project_summary_create(*, actor, project_id: str, content: str, title: str =
         summary.save()
     return summary
 
+
+
+def memory_archive(*, actor: AbstractBaseUser, memory_id: str, tier: str | None = None) -> bool:
+    """Move an active memory to ``archived`` (it leaves every context and search, stays
+    auditable). Returns False when the row was no longer active (a concurrent change won)."""
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=None)
+        _require_write(actor=actor, memory=memory)
+        moved = Memory.objects.filter(pk=memory.pk, status=Status.ACTIVE).update(
+            status=Status.ARCHIVED, updated_at=timezone.now()
+        )
+        if moved:
+            _after_write(created=[], changed=[memory.pk])
+    return bool(moved)
+
+
+def memory_rescope(*, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]) -> Memory:
+    """Move a chat/global memory between those two tiers (scope migration, seed N Phase 4).
+
+    The caller locks and checks the row first; this re-checks ``from_scope`` under the lock
+    so a row changed since then is a Conflict, never a silent move.
+    """
+    if from_scope[0] not in (Tier.CHAT, Tier.GLOBAL) or to_scope[0] not in (Tier.CHAT, Tier.GLOBAL):
+        raise InvalidInput("Only chat and global memories can change scope.", code="invalid_scope")
+    if to_scope[0] == Tier.CHAT and (not to_scope[1] or to_scope[1] == GLOBAL_SCOPE_ID):
+        raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
+    if to_scope[0] == Tier.GLOBAL and to_scope[1] != GLOBAL_SCOPE_ID:
+        raise InvalidInput("The global scope id is __global__.", code="invalid_scope")
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=None, project_id=None)
+        _require_write(actor=actor, memory=memory)
+        if (memory.scope_type, memory.scope_id) != tuple(from_scope):
+            raise Conflict("Memory changed scope concurrently.", code="stale")
+        # Older versions move along, so the supersede chain (and forgetting it) stays whole.
+        moving, frontier = [memory.pk], [memory.pk]
+        for _ in range(MAX_CHAIN_LENGTH):
+            frontier = list(
+                Memory.objects.select_for_update()
+                .filter(superseded_by_id__in=frontier, scope_type=from_scope[0], scope_id=from_scope[1])
+                .values_list("pk", flat=True)
+            )
+            if not frontier:
+                break
+            moving.extend(frontier)
+        Memory.objects.filter(pk__in=moving).update(
+            scope_type=to_scope[0], scope_id=to_scope[1], updated_at=timezone.now()
+        )
+        _after_write(created=[], changed=moving)
+        memory.refresh_from_db()
+    return memory

@@ -1,0 +1,51 @@
+"""Chat bindings: which user a private chat address belongs to (SPEC §1, §2).
+
+A bound user may read that chat's memories; service principals act for every chat without
+one. Bindings are made by staff or by a service principal (a bot knows whose private chat it
+is talking in); a user may remove their own binding.
+"""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from identity_app.models import ChatBinding
+from identity_app.permissions import is_service_principal
+from identity_app.session_keys import ChatAddress
+
+BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
+
+
+def _may_manage(actor: AbstractBaseUser) -> bool:
+    return bool(actor and actor.is_authenticated and (actor.is_staff or is_service_principal(actor)))
+
+
+def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
+    qs = ChatBinding.objects.select_related("user").order_by("chat_key")
+    return qs if _may_manage(user) else qs.filter(user=user)
+
+
+def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str) -> ChatBinding:
+    if not _may_manage(actor):
+        raise PermissionDenied("Only staff and service principals may bind chats.")
+    address = ChatAddress.parse(chat_key)
+    if address.target_type not in BINDABLE_TARGET_TYPES:
+        raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+    try:
+        with transaction.atomic():
+            return ChatBinding.objects.create(chat_key=address.chat_key, user=user)
+    except IntegrityError:
+        raise Conflict(f"{address.chat_key} is already bound.", code="already_bound") from None
+
+
+def chat_binding_delete(*, actor: AbstractBaseUser, binding_id: int) -> None:
+    with transaction.atomic():
+        binding = chat_bindings_visible(user=actor).select_for_update().filter(pk=binding_id).first()
+        if binding is None:
+            raise NotFound("Chat binding not found.")
+        binding.delete()

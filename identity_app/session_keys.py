@@ -1,0 +1,83 @@
+"""Session keys and chat addresses (seed N).
+
+A session key is ``platform:target_type:target_id[:lane_type:lane_id…]``, e.g.
+``milky:private:10001`` or ``milky:private:10001:cron:abc``. The first three parts are the
+chat address; what follows names a lane (cron job, sub-session) inside that chat. A legacy
+two-part key (``milky:10001``) has no target type: it is *untyped* and belongs to no chat.
+
+Parsing is strict: a malformed key is an error, never silently treated as legacy, so a
+caller can never turn a typo into a write to the shared global scope.
+"""
+
+import re
+from dataclasses import dataclass
+
+from config.errors import InvalidInput
+
+MAX_SESSION_KEY_LENGTH = 200
+TARGET_TYPES = frozenset({"private", "group", "channel", "guild", "thread", "dm"})
+UNKNOWN_TARGET_TYPE = "unknown"
+
+_PLATFORM = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9_.@+=-]{1,100}$")
+
+
+class InvalidSessionKey(InvalidInput):
+    code = "invalid_session_key"
+
+
+@dataclass(frozen=True)
+class ChatAddress:
+    platform: str
+    target_type: str  # one of TARGET_TYPES, or "unknown" for legacy keys
+    target_id: str
+
+    @property
+    def is_typed(self) -> bool:
+        return self.target_type in TARGET_TYPES
+
+    @property
+    def chat_key(self) -> str:
+        if not self.is_typed:
+            raise InvalidSessionKey("A legacy address has no chat key.")
+        return f"{self.platform}:{self.target_type}:{self.target_id}"
+
+    @classmethod
+    def parse(cls, value) -> "ChatAddress":
+        """Parse a chat key (exactly three parts, typed)."""
+        key = SessionKey.parse(value)
+        if not key.address.is_typed or key.lanes:
+            raise InvalidSessionKey(f"{value!r} is not a chat key (platform:target_type:target_id).")
+        return key.address
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    raw: str
+    address: ChatAddress
+    lanes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, value) -> "SessionKey":
+        if not isinstance(value, str):
+            raise InvalidSessionKey("A session key must be a string.")
+        if not value or len(value) > MAX_SESSION_KEY_LENGTH or value != value.strip():
+            raise InvalidSessionKey(
+                f"A session key must be 1–{MAX_SESSION_KEY_LENGTH} characters without surrounding spaces."
+            )
+        parts = value.split(":")
+        if len(parts) < 2:
+            raise InvalidSessionKey(f"{value!r} is not a session key (platform:target_type:target_id).")
+        platform = parts[0]
+        if not _PLATFORM.match(platform):
+            raise InvalidSessionKey(f"{value!r}: invalid platform {platform!r}.")
+        for part in parts[1:]:
+            if not _SEGMENT.match(part):
+                raise InvalidSessionKey(f"{value!r}: empty or invalid segment {part!r}.")
+        if parts[1] in TARGET_TYPES:
+            if len(parts) < 3:
+                raise InvalidSessionKey(f"{value!r}: target type {parts[1]!r} without a target id.")
+            address = ChatAddress(platform, parts[1], parts[2])
+            return cls(raw=value, address=address, lanes=tuple(parts[3:]))
+        # Legacy ``platform:target_id[:lanes…]``: the target type is unknown.
+        return cls(raw=value, address=ChatAddress(platform, UNKNOWN_TARGET_TYPE, parts[1]), lanes=tuple(parts[2:]))

@@ -1,0 +1,249 @@
+"""Consolidation after a turn and per-session "dreaming" (seed N Phases 1 and 3).
+
+Candidates come from the shared extractor interface (``memory_app.extraction``); each is
+recorded as a ``MemoryCandidate`` and turned into an item in the scope its kind decides
+(``scope.write_scope``). Every look at existing items — duplicates, same-subject items to
+supersede, duplicates to archive — is filtered by that one scope, so one chat never sees,
+suppresses or archives another chat's items.
+"""
+
+import logging
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from config.errors import InvalidInput, PermissionDenied, TooLarge
+from identity_app.permissions import is_service_principal
+from identity_app.services import user_grant_service
+from memory_app import services
+from memory_app.extraction import Candidate, DeterministicExtractor, Extractor, normalize_key
+from memory_app.models import (
+    KIND_VALUES,
+    CandidateDecision,
+    Conversation,
+    Memory,
+    MemoryCandidate,
+    Message,
+    MessageRole,
+    MessageType,
+    Origin,
+    Status,
+)
+from memory_app.scoped.items import find_duplicate, lock_scope
+from memory_app.scoped.scope import SCOPE_TYPE_CHAT, resolve_scope_from_session, write_scope
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_USERNAME = "memory-consolidation"
+MAX_TURN_MESSAGES = 50
+MAX_TURN_CHARS = 64 * 1024
+MAX_CANDIDATES = 20
+DREAM_MAX_MESSAGES = 200
+ARCHIVE_SCAN_LIMIT = 2000
+
+
+@dataclass
+class ConsolidationReport:
+    session_id: str
+    candidates: list[MemoryCandidate] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        out: dict[str, int] = {}
+        for candidate in self.candidates:
+            out[candidate.decision] = out.get(candidate.decision, 0) + 1
+        out["archived"] = len(self.archived)
+        return out
+
+
+def system_actor() -> AbstractBaseUser:
+    """The service principal that commands and the worker consolidate as."""
+    user, created = get_user_model().objects.get_or_create(username=SYSTEM_USERNAME)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        user_grant_service(user=user)
+        user = get_user_model().objects.get(pk=user.pk)  # drop the cached permissions
+    return user
+
+
+def turn_text(messages: list[dict]) -> str:
+    """The user/assistant text of a turn, validated and bounded."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput("messages must be a non-empty list.", code="invalid_messages")
+    if len(messages) > MAX_TURN_MESSAGES:
+        raise TooLarge(f"At most {MAX_TURN_MESSAGES} messages per turn.")
+    parts = []
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise InvalidInput("Each message needs a string content.", code="invalid_messages")
+        if message.get("role") in (MessageRole.USER, MessageRole.ASSISTANT):
+            parts.append(message["content"])
+    text = "\n".join(parts)
+    if len(text) > MAX_TURN_CHARS:
+        raise TooLarge(f"A turn may hold at most {MAX_TURN_CHARS} characters.")
+    return text
+
+
+def _apply_candidate(*, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate) -> MemoryCandidate:
+    record = MemoryCandidate(
+        session_id=session_id,
+        source=source,
+        extractor=extractor_name,
+        kind=str(candidate.kind)[:16],
+        content=candidate.content,
+        subject_key=(candidate.subject_key or "")[:240],
+        confidence=candidate.confidence,
+        evidence=candidate.evidence or {},
+    )
+    if candidate.kind not in KIND_VALUES or not candidate.content.strip():
+        record.scope_type, record.scope_id = resolve_scope_from_session(session_id)
+        record.decision, record.reason = CandidateDecision.REJECTED, "unknown kind or empty content"
+        record.save(force_insert=True)
+        return record
+    scope = write_scope(session_id=session_id, kind=candidate.kind)
+    record.scope_type, record.scope_id = scope
+    with transaction.atomic():
+        lock_scope(scope)
+        duplicate = find_duplicate(scope=scope, content=candidate.content)
+        same_subject = None
+        if duplicate is None and candidate.subject_key:
+            same_subject = (
+                Memory.objects.filter(
+                    scope_type=scope[0],
+                    scope_id=scope[1],
+                    status=Status.ACTIVE,
+                    kind=candidate.kind,
+                    metadata__subject_key=candidate.subject_key,
+                )
+                .order_by("-created_at", "-id")
+                .first()
+            )
+        metadata = {"subject_key": candidate.subject_key, "extractor": extractor_name}
+        evidence = {**(candidate.evidence or {}), "source_session_id": session_id}
+        if duplicate is not None:
+            record.decision, record.memory = CandidateDecision.DUPLICATE, duplicate
+            record.reason = "same text already active in this scope"
+        elif same_subject is not None:
+            record.memory = services.memory_supersede(
+                actor=actor,
+                memory_id=same_subject.pk,
+                content=candidate.content,
+                origin=Origin.CONSOLIDATION,
+                metadata=metadata,
+                evidence=evidence,
+            )
+            record.decision, record.reason = CandidateDecision.SUPERSEDED, f"newer words for {same_subject.pk}"
+        else:
+            record.memory = services.memory_create(
+                actor=actor,
+                tier=scope[0],
+                scope_id=scope[1],
+                kind=candidate.kind,
+                content=candidate.content,
+                origin=Origin.CONSOLIDATION,
+                metadata=metadata,
+                evidence=evidence,
+            )
+            record.decision = CandidateDecision.CREATED
+        record.save(force_insert=True)
+    return record
+
+
+def consolidate_text(
+    *, actor: AbstractBaseUser, session_id: str, text: str, source: str, extractor: Extractor | None = None
+) -> ConsolidationReport:
+    if not is_service_principal(actor):
+        raise PermissionDenied("Only service principals may consolidate memories.")
+    resolve_scope_from_session(session_id)  # a malformed key fails before anything is written
+    extractor = extractor or DeterministicExtractor()
+    # Extraction may call a model: it runs outside any transaction; writes follow per candidate.
+    candidates = extractor.extract(text, max_items=MAX_CANDIDATES)[:MAX_CANDIDATES]
+    report = ConsolidationReport(session_id=session_id)
+    for candidate in candidates:
+        report.candidates.append(
+            _apply_candidate(
+                actor=actor, session_id=session_id, source=source, extractor_name=extractor.name, candidate=candidate
+            )
+        )
+    return report
+
+
+def consolidate_turn(
+    *, actor: AbstractBaseUser, session_id: str, messages: list[dict], extractor: Extractor | None = None
+) -> ConsolidationReport:
+    return consolidate_text(
+        actor=actor, session_id=session_id, text=turn_text(messages), source="consolidate", extractor=extractor
+    )
+
+
+def _session_text(session_id: str) -> str:
+    rows = list(
+        Message.objects.filter(
+            conversation__session_key=session_id,
+            role__in=[MessageRole.USER, MessageRole.ASSISTANT],
+            type=MessageType.TEXT,
+        )
+        .order_by("-created_at", "-id")
+        .values_list("content", flat=True)[:DREAM_MAX_MESSAGES]
+    )
+    return "\n".join(reversed(rows))[-MAX_TURN_CHARS:]
+
+
+def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> list[str]:
+    """Archive older active items of ``scope`` whose normalized text repeats a newer one."""
+    seen: set[str] = set()
+    doomed: list[str] = []
+    rows = (
+        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE)
+        .order_by("-created_at", "-id")
+        .values_list("id", "content")[:ARCHIVE_SCAN_LIMIT]
+    )
+    for memory_id, content in rows:
+        key = normalize_key(content)
+        if key in seen:
+            doomed.append(memory_id)
+        seen.add(key)
+    archived = []
+    for memory_id in doomed:
+        # memory_archive re-checks the row under its lock; its scope cannot have changed
+        # to another chat because it is addressed by this scope's tier.
+        if services.memory_archive(actor=actor, memory_id=memory_id, tier=scope[0]):
+            archived.append(memory_id)
+    return archived
+
+
+def dream_session(
+    *, actor: AbstractBaseUser, session_id: str, extractor: Extractor | None = None
+) -> ConsolidationReport:
+    """One dreaming pass over a session's recent history.
+
+    New candidates go to the scopes their kinds decide; archiving only ever touches the
+    session's own chat scope (a legacy session has none, and global knowledge is shared, so
+    one session's pass never archives it).
+    """
+    report = consolidate_text(
+        actor=actor, session_id=session_id, text=_session_text(session_id), source="dream", extractor=extractor
+    )
+    own_scope = resolve_scope_from_session(session_id)
+    if own_scope[0] == SCOPE_TYPE_CHAT:
+        report.archived = archive_duplicates(actor=actor, scope=own_scope)
+    return report
+
+
+def sessions_to_dream(*, limit: int = 100) -> list[str]:
+    """Session keys with conversations, most recently active first (bounded)."""
+    rows = (
+        Conversation.objects.exclude(session_key="")
+        .order_by("-updated_at")
+        .values_list("session_key", flat=True)[: limit * 5]
+    )
+    out: list[str] = []
+    for key in rows:
+        if key not in out:
+            out.append(key)
+        if len(out) >= limit:
+            break
+    return out

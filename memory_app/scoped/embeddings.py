@@ -1,0 +1,159 @@
+"""Embedding providers for scoped items.
+
+- ``HashedNgramEmbedding`` (default): deterministic, no model download. Words and their
+  character trigrams (Latin scripts) and characters and bigrams (CJK) are hashed (CRC-32,
+  stable across processes, unlike ``hash()``) into a fixed number of signed buckets; the
+  vector is L2-normalised, so a dot product is the cosine similarity.
+- ``OpenAICompatibleEmbedding``: ``POST {base_url}/embeddings`` of any OpenAI-compatible
+  server (standard library HTTP). It leaves the machine, so it is never called inside a
+  database transaction: its vectors are filled in by ``manage.py refresh_embeddings``.
+
+Vectors are stored per item with the provider and model name (``MemoryEmbedding``) as
+little-endian float32 bytes, which every database stores the same way.
+"""
+
+import json
+import re
+import unicodedata
+import urllib.error
+import urllib.request
+import zlib
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+
+from config.errors import ServiceUnavailable
+
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_RUNS = re.compile(rf"(?P<cjk>[{CJK}]+)|(?P<word>[^\W_{CJK}]+)")
+DTYPE = np.dtype("<f4")
+MAX_BATCH = 64
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+class EmbeddingProvider(Protocol):
+    name: str
+    model: str
+    dim: int
+    in_process: bool  # True: cheap and local, may run inside a write transaction
+    min_score: float  # similarities at or below this are not a match
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """An (n, dim) float32 matrix of L2-normalised rows."""
+
+
+def text_runs(text: str):
+    """(is_cjk, run) pairs of the NFKC-lower-cased text."""
+    text = unicodedata.normalize("NFKC", text or "").lower()
+    for match in _RUNS.finditer(text):
+        yield (match.lastgroup == "cjk", match.group())
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(DTYPE, copy=False)
+
+
+class HashedNgramEmbedding:
+    name = "hashed-ngram"
+    in_process = True
+    min_score = 0.15
+
+    def __init__(self, dim: int = 512):
+        if dim < 16 or dim > 4096:
+            raise ValueError("dim must be between 16 and 4096")
+        self.dim = dim
+        self.model = f"crc32-ngram-{dim}"
+
+    def _features(self, text: str):
+        for is_cjk, run in text_runs(text):
+            if is_cjk:
+                yield from run  # single characters
+                for i in range(len(run) - 1):
+                    yield run[i : i + 2]
+            else:
+                yield "w:" + run
+                padded = f"#{run}#"
+                for i in range(len(padded) - 2):
+                    yield padded[i : i + 3]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        dim = self.dim
+        for row, text in enumerate(texts):
+            vec = out[row]
+            for feature in self._features(text):
+                h = zlib.crc32(feature.encode("utf-8"))
+                vec[h % dim] += 1.0 if (h >> 16) & 1 else -1.0
+        return _normalise(out)
+
+
+class OpenAICompatibleEmbedding:
+    in_process = False
+    min_score = 0.0
+
+    def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http(s) URL")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.dim = dim
+        self.api_key = api_key
+        self.timeout = timeout
+        self.name = "openai-compatible"
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+        request = urllib.request.Request(f"{self.base_url}/embeddings", data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        if self.api_key:
+            request.add_header("Authorization", f"Bearer {self.api_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - URL from settings
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise ServiceUnavailable(f"Embedding service failed: {exc}", code="embedding_unavailable") from exc
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise ServiceUnavailable("Embedding response too large.", code="embedding_unavailable")
+        try:
+            data = json.loads(raw)["data"]
+            vectors = [item["embedding"] for item in sorted(data, key=lambda item: item.get("index", 0))]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ServiceUnavailable("Malformed embedding response.", code="embedding_unavailable") from exc
+        if len(vectors) != len(texts) or any(len(v) != self.dim for v in vectors):
+            raise ServiceUnavailable(
+                f"Embedding response does not hold {len(texts)} vectors of dimension {self.dim}.",
+                code="embedding_unavailable",
+            )
+        return vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), MAX_BATCH):
+            rows.extend(self._post(texts[start : start + MAX_BATCH]))
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        if not np.isfinite(matrix).all():
+            raise ServiceUnavailable("Embedding response holds non-finite values.", code="embedding_unavailable")
+        return _normalise(matrix)
+
+
+def get_provider() -> EmbeddingProvider:
+    kind = getattr(settings, "MEMORY_EMBEDDING_PROVIDER", "hashed")
+    if kind == "openai":
+        return OpenAICompatibleEmbedding(
+            base_url=settings.MEMORY_EMBEDDING_URL,
+            model=settings.MEMORY_EMBEDDING_MODEL,
+            dim=settings.MEMORY_EMBEDDING_DIM,
+            api_key=getattr(settings, "MEMORY_EMBEDDING_API_KEY", ""),
+        )
+    return HashedNgramEmbedding(dim=getattr(settings, "MEMORY_EMBEDDING_DIM", 512))
+
+
+def to_bytes(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=DTYPE).tobytes()
+
+
+def from_bytes(raw, dim: int) -> np.ndarray:
+    return np.frombuffer(bytes(raw), dtype=DTYPE, count=dim)

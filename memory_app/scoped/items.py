@@ -1,0 +1,98 @@
+"""Writing chat/global items for bots (SPEC §3 ``POST /api/memory/items``).
+
+The scope always comes from the session and the kind (``scope.write_scope``); metadata can
+not choose it, and only staff may write to global directly. Duplicates are looked for inside
+the target scope only: the same text in another chat is not a duplicate.
+"""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+
+from config.errors import InvalidInput, PermissionDenied
+from memory_app import services
+from memory_app.models import Memory, Origin, Status
+from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_GLOBAL, resolve_scope_from_session, write_scope
+
+RESERVED_METADATA_KEYS = frozenset({"scope", "scope_type", "scope_id", "scope_key"})
+
+
+def lock_scope(scope: tuple[str, str]) -> None:
+    """Serialize check-then-write inside one scope for the rest of the transaction.
+
+    PostgreSQL: a transaction-level advisory lock on the scope. SQLite: transactions are
+    IMMEDIATE (settings), so the write lock is already held from BEGIN.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory-scope:{scope[0]}:{scope[1]}"])
+
+
+def find_duplicate(*, scope: tuple[str, str], content: str) -> Memory | None:
+    """An active item of ``scope`` with the same text (case-insensitive), if any."""
+    return (
+        Memory.objects.filter(
+            scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE, content__iexact=content.strip()
+        )
+        .order_by("created_at", "id")
+        .first()
+    )
+
+
+def reject_scope_in_metadata(metadata: dict | None) -> None:
+    for key in metadata or {}:
+        if str(key).strip().lower() in RESERVED_METADATA_KEYS:
+            raise InvalidInput(
+                f"metadata may not set {key!r}: the scope follows the session and the kind.",
+                code="scope_in_metadata",
+            )
+
+
+def scoped_item_create(
+    *,
+    actor: AbstractBaseUser,
+    kind: str,
+    content: str,
+    session_id: str | None = None,
+    metadata: dict | None = None,
+    evidence: dict | None = None,
+    scope_type: str | None = None,
+    origin: str = Origin.API,
+) -> tuple[Memory, bool]:
+    """Create an item in the scope of (session, kind); returns (item, created).
+
+    An existing active item with the same text in that scope is returned instead of a
+    second copy (``created`` False).
+    """
+    reject_scope_in_metadata(metadata)
+    if session_id is not None:
+        resolve_scope_from_session(session_id)  # malformed → 400, even when the scope is explicit
+    if scope_type is not None:
+        if scope_type != SCOPE_TYPE_GLOBAL:
+            raise InvalidInput("Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope")
+        if not actor.is_staff:
+            raise PermissionDenied("Only staff may write global items directly.")
+        scope = GLOBAL_SCOPE
+    else:
+        if not session_id:
+            raise InvalidInput("session_id is required.", code="invalid_session_key")
+        scope = write_scope(session_id=session_id, kind=kind)
+    evidence = dict(evidence or {})
+    if session_id:
+        evidence.setdefault("source_session_id", session_id)
+    # The write rule first, so nobody can learn from the dedupe answer what a scope holds.
+    services.scope_require_write(actor=actor, tier=scope[0], scope_id=scope[1])
+    with transaction.atomic():
+        lock_scope(scope)
+        if isinstance(content, str) and (existing := find_duplicate(scope=scope, content=content)):
+            return existing, False
+        memory = services.memory_create(
+            actor=actor,
+            tier=scope[0],
+            scope_id=scope[1],
+            kind=kind,
+            content=content,
+            origin=origin,
+            metadata=metadata,
+            evidence=evidence,
+        )
+    return memory, True

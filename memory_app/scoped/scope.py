@@ -1,0 +1,52 @@
+"""Chat/global scope rules (seed N §3): the one place that decides where a scoped item lives.
+
+- A typed session (``milky:private:10001[:lane…]``) has the chat scope of its address;
+  an untyped legacy session (``milky:10001``) only has the global scope.
+- The kind decides which of the two a new item goes to: personal kinds to the chat, the
+  rest (shared knowledge) to global. A legacy session writes everything to global.
+"""
+
+from identity_app.session_keys import ChatAddress, SessionKey
+from memory_app.models import GLOBAL_SCOPE_ID, Tier
+
+SCOPE_TYPE_GLOBAL = Tier.GLOBAL.value
+SCOPE_TYPE_CHAT = Tier.CHAT.value
+SCOPE_ID_GLOBAL = GLOBAL_SCOPE_ID
+SCOPE_TYPES = (SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL)
+
+CHAT_SCOPED_KINDS = frozenset({"preference", "fact", "task"})
+GLOBAL_SCOPED_KINDS = frozenset({"decision", "procedure", "warning", "summary"})
+
+GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, SCOPE_ID_GLOBAL)
+
+
+def chat_scope_id(address: ChatAddress) -> str:
+    return address.chat_key
+
+
+def resolve_scope_from_session(session_id: str) -> tuple[str, str]:
+    """(scope_type, scope_id) of a session. Raises InvalidSessionKey for malformed keys."""
+    key = SessionKey.parse(session_id)
+    if key.address.is_typed:
+        return SCOPE_TYPE_CHAT, chat_scope_id(key.address)
+    return GLOBAL_SCOPE
+
+
+def scope_for_kind(kind: str) -> str:
+    return SCOPE_TYPE_CHAT if kind in CHAT_SCOPED_KINDS else SCOPE_TYPE_GLOBAL
+
+
+def write_scope(*, session_id: str, kind: str) -> tuple[str, str]:
+    """Where an item of ``kind`` learned in ``session_id`` is written."""
+    session_scope = resolve_scope_from_session(session_id)
+    if scope_for_kind(kind) == SCOPE_TYPE_CHAT and session_scope[0] == SCOPE_TYPE_CHAT:
+        return session_scope
+    return GLOBAL_SCOPE
+
+
+def cascade_scopes(session_id: str) -> list[tuple[str, str]]:
+    """Scopes searched for a session, in priority order: own chat first, then global."""
+    session_scope = resolve_scope_from_session(session_id)
+    if session_scope[0] == SCOPE_TYPE_CHAT:
+        return [session_scope, GLOBAL_SCOPE]
+    return [GLOBAL_SCOPE]
