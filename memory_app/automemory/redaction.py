@@ -15,9 +15,21 @@ def marker(kind: str) -> str:
 
 
 _SECRET_WORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[\s_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key"
 )
+# A key that names a secret: db_password, "apiKey", X-API-Key, AWS_SECRET_ACCESS_KEY, api key …
+_KEY_NAME = rf"[\w.-]*(?:{_SECRET_WORDS})[\w.-]*"
+_KEY = rf"\b({_KEY_NAME})"
+# What separates the key from the value: ``=``, ``:``, ``=>``, ``->`` (a JSON key's closing
+# quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is" …
+_SEP = (
+    r"(\"?\s*(?:[:=]|=>|->)\s*|"
+    r"(?:\s+(?:for|of|on|in|to)\b[^\n.,;:=\"']{0,40}?)?\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*)"
+)
+# The value: quoted (spaces, commas and all, up to the closing quote or the end of the line)
+# or one unquoted word.
+_VALUE = r"(?:([\"'`])[^\n]*?(?:\3|$)|“[^”\n]*(?:”|$)|[^\s\"'`,;]{3,})"
 # (kind, pattern, replacement); a replacement may keep a group (the key name) visible.
 _RULES: list[tuple[str, re.Pattern, str]] = [
     (
@@ -42,20 +54,42 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     ),
     (
         "bearer",
-        re.compile(r"(?i)\b(authorization|proxy-authorization)(\s*[:=]\s*)[\"']?[A-Za-z]+\s+[^\s\"',;]+[\"']?"),
+        # Credential headers: the whole value (scheme and credentials; a cookie to the line end).
+        re.compile(r"(?i)\b((?:set-)?cookie)(\s*:\s*)[^\n]+"),
         r"\1\2" + marker("bearer"),
     ),
-    ("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*"), marker("bearer")),
+    (
+        "bearer",
+        re.compile(
+            r"(?i)\b(authorization|proxy-authorization|x-api-key|x-auth-token|api-key)(\"?\s*[:=]\s*)"
+            r"[\"']?(?:[A-Za-z]+\s+)?[^\s\"',;]+[\"']?"
+        ),
+        r"\1\2" + marker("bearer"),
+    ),
+    ("bearer", re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9\-._~+/]{8,}=*"), marker("bearer")),
+    (
+        "password",
+        # A secret in a URL query: ?token=…, &api_key=…, &sig=… (signed URLs).
+        re.compile(
+            r"(?i)([?&;](?:[\w.-]*(?:token|key|secret|sig|signature|password|passwd|pwd|auth|credential)[\w.-]*)=)"
+            r"[^&#\s\"'<>]+"
+        ),
+        r"\1" + marker("password"),
+    ),
+    (
+        "password",
+        # A configuration line (YAML, .env, INI) whose key names a secret: the rest of the line.
+        re.compile(rf"(?im)^(\s*(?:-\s+|export\s+)?{_KEY_NAME}\s*[:=]\s*)(?![\"'`])\S[^\n]*"),
+        r"\1" + marker("password"),
+    ),
+    ("password", re.compile(rf"(?i){_KEY}{_SEP}{_VALUE}"), r"\1\2" + marker("password")),
     (
         "password",
         re.compile(
-            rf"(?i)\b([\w.-]*(?:{_SECRET_WORDS})[\w.-]*)(\"?\s*(?:[:=]|=>|\bis\b)\s*)([\"']?)[^\s\"',;]{{3,}}\3"
+            r"(密码|口令|密钥|令牌|秘钥|私钥|凭证|凭据)(\s*(?:(?:是|为|都是|改为|设为|设置为)\s*[:：=]?|[:：=])\s*)"
+            r"(?:“[^”\n]*(?:”|$)|「[^」\n]*(?:」|$)|\"[^\"\n]*(?:\"|$)|'[^'\n]*(?:'|$)|[^\s，。；、,;]{3,})",
+            re.M,
         ),
-        r"\1\2" + marker("password"),
-    ),
-    (
-        "password",
-        re.compile(r"(密码|口令|密钥|令牌|秘钥)(\s*(?:是|为|[:：=])\s*)[^\s，。；,;]{3,}"),
         r"\1\2" + marker("password"),
     ),
     ("api_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"), marker("api_key")),
@@ -65,7 +99,16 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     ("api_key", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), marker("api_key")),
     ("api_key", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), marker("api_key")),
     ("api_key", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), marker("api_key")),
-    ("api_key", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bxapp-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), marker("api_key")),
+    (
+        "api_key",
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
+        marker("api_key"),
+    ),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), marker("token")),
 ]
 _CONTACT_RULES: list[tuple[str, re.Pattern, str]] = [
