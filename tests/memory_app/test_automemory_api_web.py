@@ -172,3 +172,64 @@ def test_admin_pages_render(client, admin, alice, project):
         assert client.get(f"/admin/memory_app/{name}/").status_code == 200
     entry = AutoMemoryLogEntry.objects.first()
     assert client.get(f"/admin/memory_app/automemorylogentry/{entry.pk}/change/").status_code == 200
+
+
+def _admin_settings_form(row: AutoMemorySettings, **changes) -> dict:
+    data = {
+        "user": row.user_id,
+        "extract_model": row.extract_model,
+        "consolidation_model": row.consolidation_model,
+        "min_idle_minutes": row.min_idle_minutes,
+        "min_duration_seconds": row.min_duration_seconds,
+        "min_length_chars": row.min_length_chars,
+        "min_quota_remaining_pct": row.min_quota_remaining_pct,
+    }
+    for name in ("generate", "use", "redact_contact_info"):
+        if getattr(row, name):
+            data[name] = "on"
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("min_idle_minutes", 7 * 24 * 60 + 1),
+        ("min_duration_seconds", 24 * 60 * 60 + 1),
+        ("min_length_chars", 1_000_001),
+        ("min_quota_remaining_pct", 1000),
+        ("min_quota_remaining_pct", 101),
+    ],
+)
+def test_admin_refuses_thresholds_beyond_the_limits(client, admin, alice, field, value):
+    enable(alice)
+    row = AutoMemorySettings.objects.get(user=alice)
+    before = {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields}
+    client.force_login(admin)
+    url = f"/admin/memory_app/automemorysettings/{row.pk}/change/"
+    response = client.post(url, _admin_settings_form(row, **{field: value, "generate": ""}))
+    assert response.status_code == 200  # the form again, with the error
+    assert field in response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields} == before
+
+
+def test_admin_saves_thresholds_at_the_limit(client, admin, alice):
+    enable(alice)
+    row = AutoMemorySettings.objects.get(user=alice)
+    client.force_login(admin)
+    url = f"/admin/memory_app/automemorysettings/{row.pk}/change/"
+    response = client.post(url, _admin_settings_form(row, min_idle_minutes=7 * 24 * 60, min_quota_remaining_pct=100))
+    assert response.status_code == 302, response.content
+    row.refresh_from_db()
+    assert (row.min_idle_minutes, row.min_quota_remaining_pct) == (7 * 24 * 60, 100)
+
+
+def test_admin_cannot_add_settings_beyond_the_limits(client, admin, alice):
+    client.force_login(admin)
+    row = AutoMemorySettings(user=alice)
+    response = client.post(
+        "/admin/memory_app/automemorysettings/add/", _admin_settings_form(row, min_length_chars=5_000_000)
+    )
+    assert response.status_code == 200
+    assert not AutoMemorySettings.objects.filter(user=alice).exists()
