@@ -1,9 +1,9 @@
 """Manual round and log through the API; the settings, log and run-flags pages; admin."""
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
-from memory_app.automemory.worker import MANUAL_ROUND_LIMIT
 from memory_app.models import AgentRun, AutoMemoryLogEntry, AutoMemorySettings
 from tests.memory_app.automemory_helpers import AgentRunFactory, auto_memories, enable, finished_run
 
@@ -29,16 +29,20 @@ def test_manual_round_processes_only_the_callers_runs(api, alice, bob, project):
 
 def test_manual_round_with_defaults_off_does_nothing(api, alice, project):
     finished_run(user=alice, project=project)
-    assert api(alice).post(RUN_URL).json() == {"processed": []}
+    assert api(alice).post(RUN_URL).json() == {"processed": [], "stopped": "", "left": 0}
     assert not auto_memories().exists()
 
 
 def test_manual_round_is_bounded(api, alice, project):
     enable(alice, min_length_chars=100000)  # every run stops at the length gate (cheap)
-    for _ in range(MANUAL_ROUND_LIMIT + 2):
+    limit = settings.AUTO_MEMORY_MANUAL_ROUND_LIMIT
+    assert limit == 5
+    for _ in range(limit + 2):
         finished_run(user=alice, project=project)
-    assert len(api(alice).post(RUN_URL).json()["processed"]) == MANUAL_ROUND_LIMIT
-    assert len(api(alice).post(RUN_URL).json()["processed"]) == 2
+    first = api(alice).post(RUN_URL).json()
+    assert (len(first["processed"]), first["stopped"], first["left"]) == (limit, "", 2)
+    second = api(alice).post(RUN_URL).json()
+    assert (len(second["processed"]), second["left"]) == (2, 0)
 
 
 def test_manual_round_needs_authentication(api, alice, project):
