@@ -66,7 +66,7 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
         ),
         r"\1\2" + marker("bearer"),
     ),
-    ("bearer", re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9\-._~+/]{8,}=*"), marker("bearer")),
+    ("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*"), marker("bearer")),
     (
         "password",
         # A secret in a URL query: ?token=…, &api_key=…, &sig=… (signed URLs).

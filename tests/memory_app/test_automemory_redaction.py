@@ -162,6 +162,7 @@ def test_ordinary_text_is_untouched():
         "We always rotate the password every month and store tokens in the vault.",
         "We decided to pass the API key check in CI before merging.",
         "密码策略：每月更换一次。",
+        "We use basic authentication only behind the VPN; the token endpoint is documented.",
     ],
 )
 def test_prose_about_secrets_without_a_value_is_kept(text):
