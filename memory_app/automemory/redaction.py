@@ -19,8 +19,10 @@ _SECRET_WORDS = (
     r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key"
 )
 # A key that names a secret: db_password, "apiKey", X-API-Key, AWS_SECRET_ACCESS_KEY, api key …
-_KEY_NAME = rf"[\w.-]*(?:{_SECRET_WORDS})[\w.-]*"
-_KEY = rf"\b({_KEY_NAME})"
+# The key is a whole run of [\w.-] (starting where a run starts, taken possessively) in whose
+# first 80 characters a secret word occurs: linear time even on long or dotted words.
+_KEY_NAME = rf"(?<![\w.-])(?=[\w.-]{{0,80}}?(?:{_SECRET_WORDS}))[\w.-]++(?:\s+key\b)?"
+_KEY = rf"({_KEY_NAME})"
 # What separates the key from the value: ``=``, ``:``, ``=>``, ``->`` (a JSON key's closing
 # quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is" …
 _SEP = (
@@ -43,13 +45,13 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     (
         "connection_string",
         # scheme://user:password@host… for databases, brokers and any URL carrying a password.
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@'\"]*:[^\s@'\"]+@[^\s'\"<>]+"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@'\"]{0,256}+:[^\s@'\"]{1,256}+@[^\s'\"<>]+"),
         marker("connection_string"),
     ),
     (
         "connection_string",
         # ADO/ODBC style: Server=…;User Id=…;Password=…;
-        re.compile(r"(?i)\b(?:server|data source|host)\s*=[^;\n]+;[^\n]*?\b(?:password|pwd)\s*=[^;\n]*;?"),
+        re.compile(r"(?i)\b(?:server|data source|host)\s*=[^;\n]{1,200}+;[^\n]{0,500}?\b(?:password|pwd)\s*=[^;\n]*;?"),
         marker("connection_string"),
     ),
     (
@@ -71,7 +73,8 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
         "password",
         # A secret in a URL query: ?token=…, &api_key=…, &sig=… (signed URLs).
         re.compile(
-            r"(?i)([?&;](?:[\w.-]*(?:token|key|secret|sig|signature|password|passwd|pwd|auth|credential)[\w.-]*)=)"
+            r"(?i)([?&;](?=[\w.-]{0,80}?(?:token|key|secret|sig|signature|password|passwd|pwd|auth|credential))"
+            r"[\w.-]++=)"
             r"[^&#\s\"'<>]+"
         ),
         r"\1" + marker("password"),
@@ -112,7 +115,7 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), marker("token")),
 ]
 _CONTACT_RULES: list[tuple[str, re.Pattern, str]] = [
-    ("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), marker("email")),
+    ("email", re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), marker("email")),
     (
         "phone",
         re.compile(r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}(?!\w)"),

@@ -89,6 +89,12 @@ SECRETS = [
         "-----END RSA PRIVATE KEY----- for signing.",
         "MIIEpAIBAAKCAQEAsecretbody",
     ),
+    (
+        "long_key_name",
+        "We use MY_SERVICE_PRODUCTION_DATABASE_PRIMARY_PASSWORD=L0ngKeyXyz9 on prod.",
+        "L0ngKeyXyz9",
+    ),
+    ("dotted_key_name", "We always set spring.datasource.password=D0ttedXyz7 in prod.", "D0ttedXyz7"),
     ("mysql_url", "We use mysql://root:p4ss@word@db.internal:3306/app for reports.", "p4ss"),
     ("email", "We use ops-team@example.com for alerts.", "ops-team@example.com"),
     ("phone", "We use +1 415 555 0100 for on-call escalation.", "415 555 0100"),
