@@ -164,6 +164,14 @@ AUTO_MEMORY_LLM_BASE_URL = env_str("AUTO_MEMORY_LLM_BASE_URL", "")
 AUTO_MEMORY_LLM_MODEL = env_str("AUTO_MEMORY_LLM_MODEL", "")
 AUTO_MEMORY_LLM_API_KEY = env_str("AUTO_MEMORY_LLM_API_KEY", "")
 AUTO_MEMORY_LLM_TIMEOUT = env_int("AUTO_MEMORY_LLM_TIMEOUT", 30)
+# The on-demand round (POST /api/users/me/auto-memory/run) runs inside the request: at most this
+# many runs, and no new run is started once this many seconds have passed.
+AUTO_MEMORY_MANUAL_ROUND_LIMIT = env_int("AUTO_MEMORY_MANUAL_ROUND_LIMIT", 5)
+AUTO_MEMORY_MANUAL_ROUND_SECONDS = env_int("AUTO_MEMORY_MANUAL_ROUND_SECONDS", 20)
+if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_ROUND_SECONDS <= 120:
+    raise ImproperlyConfigured(
+        "AUTO_MEMORY_MANUAL_ROUND_LIMIT must be 1..50 and AUTO_MEMORY_MANUAL_ROUND_SECONDS 1..120"
+    )
 
 # Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
 # OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).

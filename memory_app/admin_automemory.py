@@ -1,12 +1,35 @@
 """Admin of the automemory part: settings (editable), the log and claims (read-only)."""
 
+from django import forms
 from django.contrib import admin
 
+from config.errors import InvalidInput
+from memory_app.automemory.settings import SETTINGS_FIELDS, auto_memory_settings_validate
 from memory_app.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemorySettings
+
+
+class AutoMemorySettingsAdminForm(forms.ModelForm):
+    """Values are checked by the same rule as the API and the settings page."""
+
+    class Meta:
+        model = AutoMemorySettings
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in SETTINGS_FIELDS:
+            if name not in cleaned or name in self.errors:
+                continue
+            try:
+                cleaned.update(auto_memory_settings_validate({name: cleaned[name]}))
+            except InvalidInput as exc:
+                self.add_error(name, exc.message)
+        return cleaned
 
 
 @admin.register(AutoMemorySettings)
 class AutoMemorySettingsAdmin(admin.ModelAdmin):
+    form = AutoMemorySettingsAdminForm
     list_display = ["user", "generate", "use", "min_idle_minutes", "min_length_chars", "updated_at"]
     list_filter = ["generate", "use", "redact_contact_info"]
     list_select_related = ["user"]

@@ -119,12 +119,19 @@ class AutoMemoryRunView(APIView):
     @extend_schema(
         request=None,
         responses=inline_serializer(
-            "AutoMemoryRound", {"processed": serializers.ListField(child=serializers.DictField())}
+            "AutoMemoryRound",
+            {
+                "processed": serializers.ListField(child=serializers.DictField()),
+                "stopped": serializers.CharField(help_text='"time_budget" when the round stopped early, else ""'),
+                "left": serializers.IntegerField(help_text="the caller's runs still waiting for extraction"),
+            },
         ),
     )
     def post(self, request):
-        results = auto_memory_round_for_user(user=request.user)
-        return Response({"processed": [r.as_dict() for r in results]})
+        report = auto_memory_round_for_user(user=request.user)
+        return Response(
+            {"processed": [r.as_dict() for r in report.results], "stopped": report.stopped, "left": report.left}
+        )
 
 
 class AutoMemoryLogOutput(serializers.ModelSerializer):

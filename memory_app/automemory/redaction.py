@@ -15,9 +15,23 @@ def marker(kind: str) -> str:
 
 
 _SECRET_WORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[\s_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key"
 )
+# A key that names a secret: db_password, "apiKey", X-API-Key, AWS_SECRET_ACCESS_KEY, api key …
+# The key is a whole run of [\w.-] (starting where a run starts, taken possessively) in whose
+# first 80 characters a secret word occurs: linear time even on long or dotted words.
+_KEY_NAME = rf"(?<![\w.-])(?=[\w.-]{{0,80}}?(?:{_SECRET_WORDS}))[\w.-]++(?:\s+key\b)?"
+_KEY = rf"({_KEY_NAME})"
+# What separates the key from the value: ``=``, ``:``, ``=>``, ``->`` (a JSON key's closing
+# quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is" …
+_SEP = (
+    r"(\"?\s*(?:[:=]|=>|->)\s*|"
+    r"(?:\s+(?:for|of|on|in|to)\b[^\n.,;:=\"']{0,40}?)?\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*)"
+)
+# The value: quoted (spaces, commas and all, up to the closing quote or the end of the line)
+# or one unquoted word.
+_VALUE = r"(?:([\"'`])[^\n]*?(?:\3|$)|“[^”\n]*(?:”|$)|[^\s\"'`,;]{3,})"
 # (kind, pattern, replacement); a replacement may keep a group (the key name) visible.
 _RULES: list[tuple[str, re.Pattern, str]] = [
     (
@@ -31,31 +45,54 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     (
         "connection_string",
         # scheme://user:password@host… for databases, brokers and any URL carrying a password.
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@'\"]*:[^\s@'\"]+@[^\s'\"<>]+"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@'\"]{0,256}+:[^\s@'\"]{1,256}+@[^\s'\"<>]+"),
         marker("connection_string"),
     ),
     (
         "connection_string",
         # ADO/ODBC style: Server=…;User Id=…;Password=…;
-        re.compile(r"(?i)\b(?:server|data source|host)\s*=[^;\n]+;[^\n]*?\b(?:password|pwd)\s*=[^;\n]*;?"),
+        re.compile(r"(?i)\b(?:server|data source|host)\s*=[^;\n]{1,200}+;[^\n]{0,500}?\b(?:password|pwd)\s*=[^;\n]*;?"),
         marker("connection_string"),
     ),
     (
         "bearer",
-        re.compile(r"(?i)\b(authorization|proxy-authorization)(\s*[:=]\s*)[\"']?[A-Za-z]+\s+[^\s\"',;]+[\"']?"),
+        # Credential headers: the whole value (scheme and credentials; a cookie to the line end).
+        re.compile(r"(?i)\b((?:set-)?cookie)(\s*:\s*)[^\n]+"),
+        r"\1\2" + marker("bearer"),
+    ),
+    (
+        "bearer",
+        re.compile(
+            r"(?i)\b(authorization|proxy-authorization|x-api-key|x-auth-token|api-key)(\"?\s*[:=]\s*)"
+            r"[\"']?(?:[A-Za-z]+\s+)?[^\s\"',;]+[\"']?"
+        ),
         r"\1\2" + marker("bearer"),
     ),
     ("bearer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*"), marker("bearer")),
     (
         "password",
+        # A secret in a URL query: ?token=…, &api_key=…, &sig=… (signed URLs).
         re.compile(
-            rf"(?i)\b([\w.-]*(?:{_SECRET_WORDS})[\w.-]*)(\"?\s*(?:[:=]|=>|\bis\b)\s*)([\"']?)[^\s\"',;]{{3,}}\3"
+            r"(?i)([?&;](?=[\w.-]{0,80}?(?:token|key|secret|sig|signature|password|passwd|pwd|auth|credential))"
+            r"[\w.-]++=)"
+            r"[^&#\s\"'<>]+"
         ),
-        r"\1\2" + marker("password"),
+        r"\1" + marker("password"),
     ),
     (
         "password",
-        re.compile(r"(密码|口令|密钥|令牌|秘钥)(\s*(?:是|为|[:：=])\s*)[^\s，。；,;]{3,}"),
+        # A configuration line (YAML, .env, INI) whose key names a secret: the rest of the line.
+        re.compile(rf"(?im)^(\s*(?:-\s+|export\s+)?{_KEY_NAME}\s*[:=]\s*)(?![\"'`])\S[^\n]*"),
+        r"\1" + marker("password"),
+    ),
+    ("password", re.compile(rf"(?i){_KEY}{_SEP}{_VALUE}"), r"\1\2" + marker("password")),
+    (
+        "password",
+        re.compile(
+            r"(密码|口令|密钥|令牌|秘钥|私钥|凭证|凭据)(\s*(?:(?:是|为|都是|改为|设为|设置为)\s*[:：=]?|[:：=])\s*)"
+            r"(?:“[^”\n]*(?:”|$)|「[^」\n]*(?:」|$)|\"[^\"\n]*(?:\"|$)|'[^'\n]*(?:'|$)|[^\s，。；、,;]{3,})",
+            re.M,
+        ),
         r"\1\2" + marker("password"),
     ),
     ("api_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"), marker("api_key")),
@@ -65,11 +102,20 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     ("api_key", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), marker("api_key")),
     ("api_key", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), marker("api_key")),
     ("api_key", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), marker("api_key")),
-    ("api_key", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bxapp-[A-Za-z0-9-]{10,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), marker("api_key")),
+    (
+        "api_key",
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
+        marker("api_key"),
+    ),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), marker("token")),
 ]
 _CONTACT_RULES: list[tuple[str, re.Pattern, str]] = [
-    ("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), marker("email")),
+    ("email", re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), marker("email")),
     (
         "phone",
         re.compile(r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}(?!\w)"),

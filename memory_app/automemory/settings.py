@@ -27,7 +27,9 @@ def auto_memory_settings_get(*, user) -> AutoMemorySettings:
     return found if found is not None else AutoMemorySettings(user=user)
 
 
-def _validate_settings(changes: dict) -> dict:
+def auto_memory_settings_validate(changes: dict) -> dict:
+    """The one rule for settings values (API, web page and admin): known fields, booleans,
+    bounded model names, thresholds from 0 to ``AUTO_MEMORY_LIMITS``. Returns them cleaned."""
     unknown = sorted(set(changes) - set(SETTINGS_FIELDS))
     if unknown:
         raise InvalidInput(f"Unknown settings: {', '.join(unknown)}.", code="invalid_settings")
@@ -47,7 +49,7 @@ def _validate_settings(changes: dict) -> dict:
 
 def auto_memory_settings_update(*, user, changes: dict) -> AutoMemorySettings:
     """Change some of the user's settings (the others keep their value)."""
-    changes = _validate_settings(changes)
+    changes = auto_memory_settings_validate(changes)
     with transaction.atomic():
         row, _ = AutoMemorySettings.objects.select_for_update().get_or_create(user=user)
         for name, value in changes.items():

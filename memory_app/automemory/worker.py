@@ -10,9 +10,11 @@ memory behind and its claim expires, so the run becomes claimable again.
 """
 
 import logging
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
@@ -49,7 +51,7 @@ logger = logging.getLogger(__name__)
 CLAIM_SECONDS = 600  # longer than any extractor call (its timeout) plus the writes
 MAX_ATTEMPTS = 3  # a run whose extraction failed this often is given up (logged as failed)
 SWEEP_BATCH = 50
-MANUAL_ROUND_LIMIT = 20
+LEFT_COUNT_CAP = 1000  # the on-demand round reports how many runs wait, counted up to this
 MAX_MESSAGES = 500
 MAX_MESSAGE_CHARS = 20_000
 MAX_TEXT_CHARS = 200_000
@@ -70,6 +72,16 @@ class RunResult:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class RoundReport:
+    """What an on-demand round did, and what it left for the background worker."""
+
+    results: list[RunResult]
+    stopped: str = ""  # "time_budget" when claimed runs were given back unstarted
+    returned: int = 0  # claimed runs given back unstarted (claimable again at once)
+    left: int = 0  # the caller's runs still waiting after the round (up to LEFT_COUNT_CAP)
 
 
 # --- sweep and claim -----------------------------------------------------------------------
@@ -134,6 +146,13 @@ def _claim_defer(*, run_id: str, token: str, until: datetime) -> None:
     """Keep the run away from sweeps until ``until``; a deferral is not a failed attempt."""
     AutoMemoryClaim.objects.filter(run_id=run_id, token=token).update(
         expires_at=until, worker_id="deferred", attempts=F("attempts") - 1
+    )
+
+
+def _claim_return_unstarted(*, run_id: str, token: str) -> None:
+    """Give back a claimed run that was never started: claimable at once, no attempt spent."""
+    AutoMemoryClaim.objects.filter(run_id=run_id, token=token).update(
+        expires_at=timezone.now() - timedelta(seconds=1), attempts=F("attempts") - 1
     )
 
 
@@ -396,6 +415,46 @@ def _run_failed(*, run_id: str, token: str, attempt: int, exc: Exception) -> Run
     return result
 
 
+def _round(
+    *,
+    worker_id: str,
+    limit: int,
+    user,
+    extractor: Extractor | None,
+    now: datetime | None,
+    budget_seconds: float | None,
+) -> RoundReport:
+    """Claim up to ``limit`` runs and process each; with ``budget_seconds``, no run is started
+    once that much time has passed (a started run finishes: at most one extractor timeout
+    more), and the claimed runs not started are given back."""
+    started = time.monotonic()
+    now = now or timezone.now()
+    extractor = extractor or get_extractor()
+    report = RoundReport(results=[])
+    claimed = runs_claim(worker_id=worker_id, limit=limit, now=now, user=user)
+    for index, (run_id, token, attempt) in enumerate(claimed):
+        if budget_seconds is not None and index > 0 and time.monotonic() - started >= budget_seconds:
+            for unstarted_id, unstarted_token, _ in claimed[index:]:
+                _claim_return_unstarted(run_id=unstarted_id, token=unstarted_token)
+            report.stopped = "time_budget"
+            report.returned = len(claimed) - index
+            break
+        if attempt > MAX_ATTEMPTS:
+            # Taken over after the claim expired too often: a run that kills its worker.
+            crashed = RunResult(
+                run_id=run_id, outcome=AutoMemoryOutcome.FAILED, reason="worker stopped while processing; given up"
+            )
+            report.results.append(_finish_without_memories(run_id=run_id, token=token, result=crashed))
+            continue
+        try:
+            report.results.append(
+                run_process(run_id=run_id, token=token, attempt=attempt, extractor=extractor, now=now)
+            )
+        except Exception as exc:  # noqa: BLE001 - one bad run must not stop the round; logged, retried
+            report.results.append(_run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc))
+    return report
+
+
 def round_run(
     *,
     worker_id: str,
@@ -404,25 +463,24 @@ def round_run(
     extractor: Extractor | None = None,
     now: datetime | None = None,
 ) -> list[RunResult]:
-    """One bounded round: claim up to ``limit`` runs and process each."""
-    now = now or timezone.now()
-    extractor = extractor or get_extractor()
-    results = []
-    for run_id, token, attempt in runs_claim(worker_id=worker_id, limit=limit, now=now, user=user):
-        if attempt > MAX_ATTEMPTS:
-            # Taken over after the claim expired too often: a run that kills its worker.
-            crashed = RunResult(
-                run_id=run_id, outcome=AutoMemoryOutcome.FAILED, reason="worker stopped while processing; given up"
-            )
-            results.append(_finish_without_memories(run_id=run_id, token=token, result=crashed))
-            continue
-        try:
-            results.append(run_process(run_id=run_id, token=token, attempt=attempt, extractor=extractor, now=now))
-        except Exception as exc:  # noqa: BLE001 - one bad run must not stop the round; logged, retried
-            results.append(_run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc))
-    return results
+    """One bounded round of the background worker: claim up to ``limit`` runs, process each."""
+    return _round(
+        worker_id=worker_id, limit=limit, user=user, extractor=extractor, now=now, budget_seconds=None
+    ).results
 
 
-def auto_memory_round_for_user(*, user, extractor: Extractor | None = None) -> list[RunResult]:
-    """``POST /api/users/me/auto-memory/run``: one bounded round over the caller's runs."""
-    return round_run(worker_id=f"manual:{user.pk}", limit=MANUAL_ROUND_LIMIT, user=user, extractor=extractor)
+def auto_memory_round_for_user(*, user, extractor: Extractor | None = None) -> RoundReport:
+    """``POST /api/users/me/auto-memory/run``: one round over the caller's runs, inside the
+    request, so bounded twice: at most ``AUTO_MEMORY_MANUAL_ROUND_LIMIT`` runs, and no run
+    started after ``AUTO_MEMORY_MANUAL_ROUND_SECONDS``. What is left stays claimable for the
+    background worker (or the next call)."""
+    report = _round(
+        worker_id=f"manual:{user.pk}",
+        limit=settings.AUTO_MEMORY_MANUAL_ROUND_LIMIT,
+        user=user,
+        extractor=extractor,
+        now=None,
+        budget_seconds=settings.AUTO_MEMORY_MANUAL_ROUND_SECONDS,
+    )
+    report.left = sweep_queryset(now=timezone.now(), user=user).values("pk")[:LEFT_COUNT_CAP].count()
+    return report

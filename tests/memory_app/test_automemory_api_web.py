@@ -1,9 +1,9 @@
 """Manual round and log through the API; the settings, log and run-flags pages; admin."""
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
-from memory_app.automemory.worker import MANUAL_ROUND_LIMIT
 from memory_app.models import AgentRun, AutoMemoryLogEntry, AutoMemorySettings
 from tests.memory_app.automemory_helpers import AgentRunFactory, auto_memories, enable, finished_run
 
@@ -29,16 +29,20 @@ def test_manual_round_processes_only_the_callers_runs(api, alice, bob, project):
 
 def test_manual_round_with_defaults_off_does_nothing(api, alice, project):
     finished_run(user=alice, project=project)
-    assert api(alice).post(RUN_URL).json() == {"processed": []}
+    assert api(alice).post(RUN_URL).json() == {"processed": [], "stopped": "", "left": 0}
     assert not auto_memories().exists()
 
 
 def test_manual_round_is_bounded(api, alice, project):
     enable(alice, min_length_chars=100000)  # every run stops at the length gate (cheap)
-    for _ in range(MANUAL_ROUND_LIMIT + 2):
+    limit = settings.AUTO_MEMORY_MANUAL_ROUND_LIMIT
+    assert limit == 5
+    for _ in range(limit + 2):
         finished_run(user=alice, project=project)
-    assert len(api(alice).post(RUN_URL).json()["processed"]) == MANUAL_ROUND_LIMIT
-    assert len(api(alice).post(RUN_URL).json()["processed"]) == 2
+    first = api(alice).post(RUN_URL).json()
+    assert (len(first["processed"]), first["stopped"], first["left"]) == (limit, "", 2)
+    second = api(alice).post(RUN_URL).json()
+    assert (len(second["processed"]), second["left"]) == (2, 0)
 
 
 def test_manual_round_needs_authentication(api, alice, project):
@@ -172,3 +176,64 @@ def test_admin_pages_render(client, admin, alice, project):
         assert client.get(f"/admin/memory_app/{name}/").status_code == 200
     entry = AutoMemoryLogEntry.objects.first()
     assert client.get(f"/admin/memory_app/automemorylogentry/{entry.pk}/change/").status_code == 200
+
+
+def _admin_settings_form(row: AutoMemorySettings, **changes) -> dict:
+    data = {
+        "user": row.user_id,
+        "extract_model": row.extract_model,
+        "consolidation_model": row.consolidation_model,
+        "min_idle_minutes": row.min_idle_minutes,
+        "min_duration_seconds": row.min_duration_seconds,
+        "min_length_chars": row.min_length_chars,
+        "min_quota_remaining_pct": row.min_quota_remaining_pct,
+    }
+    for name in ("generate", "use", "redact_contact_info"):
+        if getattr(row, name):
+            data[name] = "on"
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("min_idle_minutes", 7 * 24 * 60 + 1),
+        ("min_duration_seconds", 24 * 60 * 60 + 1),
+        ("min_length_chars", 1_000_001),
+        ("min_quota_remaining_pct", 1000),
+        ("min_quota_remaining_pct", 101),
+    ],
+)
+def test_admin_refuses_thresholds_beyond_the_limits(client, admin, alice, field, value):
+    enable(alice)
+    row = AutoMemorySettings.objects.get(user=alice)
+    before = {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields}
+    client.force_login(admin)
+    url = f"/admin/memory_app/automemorysettings/{row.pk}/change/"
+    response = client.post(url, _admin_settings_form(row, **{field: value, "generate": ""}))
+    assert response.status_code == 200  # the form again, with the error
+    assert field in response.context["adminform"].form.errors
+    row.refresh_from_db()
+    assert {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields} == before
+
+
+def test_admin_saves_thresholds_at_the_limit(client, admin, alice):
+    enable(alice)
+    row = AutoMemorySettings.objects.get(user=alice)
+    client.force_login(admin)
+    url = f"/admin/memory_app/automemorysettings/{row.pk}/change/"
+    response = client.post(url, _admin_settings_form(row, min_idle_minutes=7 * 24 * 60, min_quota_remaining_pct=100))
+    assert response.status_code == 302, response.content
+    row.refresh_from_db()
+    assert (row.min_idle_minutes, row.min_quota_remaining_pct) == (7 * 24 * 60, 100)
+
+
+def test_admin_cannot_add_settings_beyond_the_limits(client, admin, alice):
+    client.force_login(admin)
+    row = AutoMemorySettings(user=alice)
+    response = client.post(
+        "/admin/memory_app/automemorysettings/add/", _admin_settings_form(row, min_length_chars=5_000_000)
+    )
+    assert response.status_code == 200
+    assert not AutoMemorySettings.objects.filter(user=alice).exists()

@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from memory_app.automemory import worker
 from memory_app.automemory.worker import round_run
@@ -195,3 +196,58 @@ def test_failing_endpoint_is_retried_then_given_up(alice, project, model_server)
     assert entries.count() == worker.MAX_ATTEMPTS
     assert "given up" in entries.order_by("-id").first().reason
     assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_on_demand_round_stops_starting_runs_after_its_time_budget(api, alice, project, model_server):
+    """The first run's extractor call outlasts the budget: no other run is started, the claimed
+    ones are given back unspent and the background worker takes them all."""
+    from memory_app.models import AgentRun, AutoMemoryClaim
+
+    enable(alice, min_length_chars=10)
+    runs = [
+        finished_run(user=alice, project=project, text=f"We decided to use PostgreSQL {n} for billing service {n}.")
+        for n in range(4)
+    ]
+    model_server.delay = 0.4  # longer than the budget below: the budget is spent after one run
+    with override_settings(
+        AUTO_MEMORY_EXTRACTOR="openai",
+        AUTO_MEMORY_LLM_BASE_URL=model_server.base_url,
+        AUTO_MEMORY_LLM_MODEL="m1",
+        AUTO_MEMORY_LLM_TIMEOUT=5,
+        AUTO_MEMORY_MANUAL_ROUND_LIMIT=3,
+        AUTO_MEMORY_MANUAL_ROUND_SECONDS=0.2,
+    ):
+        response = api(alice).post("/api/users/me/auto-memory/run")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (len(body["processed"]), body["stopped"], body["left"]) == (1, "time_budget", 3)
+    assert len(model_server.requests) == 1  # no second extractor call was started
+    assert AgentRun.objects.filter(pk__in=[r.pk for r in runs], auto_memory_processed_at__isnull=False).count() == 1
+    waiting = worker.sweep_queryset(now=timezone.now(), user=alice)
+    assert waiting.count() == 3  # claimable at once, not held until a lease expires
+    assert not AutoMemoryClaim.objects.filter(run__in=waiting, attempts__gt=0).exists()  # no attempt spent
+
+    results = round_run(worker_id="background", extractor=DeterministicExtractor())
+    done_first = body["processed"][0]["run_id"]
+    assert sorted(r.run_id for r in results) == sorted(r.pk for r in runs if r.pk != done_first)
+    assert {r.outcome for r in results} == {"extracted"}
+    assert AgentRun.objects.filter(pk__in=[r.pk for r in runs], auto_memory_processed_at__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_on_demand_round_within_its_budget_runs_up_to_its_limit(api, alice, project, model_server):
+    enable(alice, min_length_chars=10)
+    for n in range(4):
+        finished_run(user=alice, project=project, text=f"We decided to use PostgreSQL {n} for billing service {n}.")
+    with override_settings(
+        AUTO_MEMORY_EXTRACTOR="openai",
+        AUTO_MEMORY_LLM_BASE_URL=model_server.base_url,
+        AUTO_MEMORY_LLM_MODEL="m1",
+        AUTO_MEMORY_LLM_TIMEOUT=5,
+        AUTO_MEMORY_MANUAL_ROUND_LIMIT=3,
+        AUTO_MEMORY_MANUAL_ROUND_SECONDS=60,
+    ):
+        body = api(alice).post("/api/users/me/auto-memory/run").json()
+    assert (len(body["processed"]), body["stopped"], body["left"]) == (3, "", 1)
+    assert len(model_server.requests) == 3
