@@ -232,6 +232,8 @@ SPECTACULAR_SETTINGS = {
         "ProjectRoleEnum": "identity_app.models.Role.choices",
         "MessageRoleEnum": "memory_app.models.runs.MessageRole.choices",
         "RunStatusEnum": "memory_app.models.runs.RunStatus.choices",
+        "MemoryTierEnum": "memory_app.models.memory.Tier.choices",
+        "MemoryStatusEnum": "memory_app.models.memory.Status.choices",
     },
 }
 

@@ -247,3 +247,19 @@ def sessions_to_dream(*, limit: int = 100) -> list[str]:
         if len(out) >= limit:
             break
     return out
+
+
+def dream_round(*, sessions: list[str] | None = None, limit: int = 100) -> dict[str, "ConsolidationReport | DomainError"]:
+    """One dreaming pass over ``sessions`` (default: the most recently active ones).
+
+    Used by ``manage.py dream`` and by ``memory_worker --dream``. A failing session is
+    reported and does not stop the others.
+    """
+    actor = system_actor()
+    results: dict[str, ConsolidationReport | DomainError] = {}
+    for key in (sessions or sessions_to_dream(limit=limit))[:limit]:
+        try:
+            results[key] = dream_session(actor=actor, session_id=key)
+        except DomainError as exc:
+            results[key] = exc
+    return results

@@ -156,6 +156,20 @@ def test_dream_command(svc, capsys):
     assert Memory.objects.count() == 2  # re-dreaming adds nothing
 
 
+def test_memory_worker_runs_the_dreaming_pass(svc, capsys):
+    owner = UserFactory()
+    _history(A, owner, "I prefer window seats.")
+    _history(B, owner, "I prefer aisle seats.")
+    call_command("memory_worker", "--once", "--dream")
+    assert "dreaming pass: 2 sessions (0 failed)" in capsys.readouterr().out
+    assert sorted(Memory.objects.values_list("scope_id", "content")) == [
+        (A, "I prefer window seats."),
+        (B, "I prefer aisle seats."),
+    ]
+    call_command("memory_worker", "--once")  # without --dream nothing is consolidated
+    assert Memory.objects.count() == 2
+
+
 def test_forgetting_an_item_forgets_its_candidates(svc):
     report = consolidate_turn(actor=svc, session_id=A, messages=turn("I prefer tea."))
     memory_id = report.candidates[0].memory_id

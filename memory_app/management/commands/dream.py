@@ -1,13 +1,13 @@
 """One dreaming pass per session: consolidate recent history into scoped items.
 
 ``python manage.py dream`` (every recently active session) or ``--session KEY`` (repeatable).
-The worker can call ``memory_app.scoped.consolidation.dream_session`` the same way.
+``python manage.py memory_worker --dream`` runs the same pass after each worker round.
 """
 
 from django.core.management.base import BaseCommand, CommandError
 
 from config.errors import DomainError
-from memory_app.scoped.consolidation import dream_session, sessions_to_dream, system_actor
+from memory_app.scoped.consolidation import dream_round
 
 
 class Command(BaseCommand):
@@ -20,15 +20,11 @@ class Command(BaseCommand):
     def handle(self, *args, session, limit, **options):
         if limit < 1:
             raise CommandError("--limit must be positive")
-        actor = system_actor()
-        sessions = session or sessions_to_dream(limit=limit)
         failed = 0
-        for key in sessions[:limit]:
-            try:
-                report = dream_session(actor=actor, session_id=key)
-            except DomainError as exc:
+        for key, report in dream_round(sessions=session, limit=limit).items():
+            if isinstance(report, DomainError):
                 failed += 1
-                self.stderr.write(f"{key}: {exc.message}")
+                self.stderr.write(f"{key}: {report.message}")
                 continue
             counts = " ".join(f"{name}={count}" for name, count in sorted(report.counts().items()))
             self.stdout.write(f"{key}: {counts}")

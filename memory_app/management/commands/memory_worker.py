@@ -8,7 +8,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
 
+from config.errors import DomainError
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.scoped.consolidation import dream_round
 from memory_app.extraction import get_extractor
 
 logger = logging.getLogger(__name__)
@@ -22,8 +24,12 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=30.0, help="seconds between rounds (default 30)")
         parser.add_argument("--batch", type=int, default=SWEEP_BATCH, help="runs per round (default 50)")
         parser.add_argument("--worker-id", default="", help="name of this worker in claims")
+        parser.add_argument(
+            "--dream", action="store_true", help="also run a dreaming pass over recent sessions after each round"
+        )
+        parser.add_argument("--dream-limit", type=int, default=100, help="sessions per dreaming pass (default 100)")
 
-    def handle(self, *args, once, interval, batch, worker_id, **options):
+    def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, **options):
         if interval <= 0 or not 1 <= batch <= 1000:
             raise CommandError("--interval must be > 0 and --batch between 1 and 1000.")
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
@@ -44,6 +50,10 @@ class Command(BaseCommand):
                 counts[result.outcome] = counts.get(result.outcome, 0) + 1
             summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to do"
             self.stdout.write(f"auto-memory round: {len(results)} runs ({summary})")
+            if dream:
+                dreamed = dream_round(limit=dream_limit)
+                failed = sum(isinstance(r, DomainError) for r in dreamed.values())
+                self.stdout.write(f"dreaming pass: {len(dreamed)} sessions ({failed} failed)")
             if once:
                 return
             time.sleep(interval)
