@@ -157,10 +157,12 @@ def memory_create(
     return memory
 
 
-def _locked_memory(*, memory_id: str, tier: str | None, project_id: str | None) -> Memory:
+def _locked_memory(*, memory_id: str, tier: str | None, project_id: str | None, scope_id: str | None = None) -> Memory:
     qs = Memory.objects.select_for_update().filter(pk=str(memory_id))
     if tier:
         qs = qs.filter(scope_type=tier)
+    if scope_id is not None:
+        qs = qs.filter(scope_id=scope_id)
     if project_id is not None:
         qs = qs.filter(project_id=str(project_id))
     memory = qs.first()
@@ -284,11 +286,14 @@ def project_summary_create(*, actor, project_id: str, content: str, title: str =
 
 
 
-def memory_archive(*, actor: AbstractBaseUser, memory_id: str, tier: str | None = None) -> bool:
+def memory_archive(
+    *, actor: AbstractBaseUser, memory_id: str, tier: str | None = None, scope_id: str | None = None
+) -> bool:
     """Move an active memory to ``archived`` (it leaves every context and search, stays
-    auditable). Returns False when the row was no longer active (a concurrent change won)."""
+    auditable). Returns False when the row was no longer active (a concurrent change won).
+    ``tier``/``scope_id`` pin the scope: a row moved to another scope meanwhile is a 404."""
     with transaction.atomic():
-        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=None)
+        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=None, scope_id=scope_id)
         _require_write(actor=actor, memory=memory)
         moved = Memory.objects.filter(pk=memory.pk, status=Status.ACTIVE).update(
             status=Status.ARCHIVED, updated_at=timezone.now()

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from config.errors import InvalidInput, PermissionDenied, TooLarge
+from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from identity_app.permissions import is_service_principal
 from identity_app.services import user_grant_service
 from memory_app import services
@@ -210,7 +210,7 @@ def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> li
     for memory_id in doomed:
         # memory_archive re-checks the row under its lock; its scope cannot have changed
         # to another chat because it is addressed by this scope's tier.
-        if services.memory_archive(actor=actor, memory_id=memory_id, tier=scope[0]):
+        if services.memory_archive(actor=actor, memory_id=memory_id, tier=scope[0], scope_id=scope[1]):
             archived.append(memory_id)
     return archived
 

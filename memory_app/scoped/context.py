@@ -1,10 +1,14 @@
 """Context section 5: scoped items (chat/global) relevant to the current message, found by
 the cascade search (SPEC §7)."""
 
+import logging
 import re
 
+from config.errors import ServiceUnavailable
 from identity_app.session_keys import InvalidSessionKey
 from memory_app.scoped.search import MAX_QUERY_CHARS, session_search
+
+logger = logging.getLogger(__name__)
 
 CONTEXT_ITEM_LIMIT = 8
 CONTEXT_MODE = "hybrid"
@@ -22,10 +26,16 @@ def scoped_items_section(*, run, query: str) -> str | None:
     session_key = getattr(run.conversation, "session_key", "") or ""
     if not session_key or not (query or "").strip():
         return None
+    query = query[:MAX_QUERY_CHARS]
     try:
-        hits = session_search(session_id=session_key, query=query[:MAX_QUERY_CHARS], limit=CONTEXT_ITEM_LIMIT, mode=CONTEXT_MODE)
+        hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode=CONTEXT_MODE)
     except InvalidSessionKey:
         return None  # a conversation with a malformed key has no scope: nothing to add
+    except ServiceUnavailable:
+        # A remote embedding service is down: keyword search needs no vectors and applies the
+        # same scope cascade, so the run still gets its scoped items instead of no context.
+        logger.warning("embedding service unavailable; scoped context uses keyword search", extra={"run_id": run.pk})
+        hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode="fts")
     if not hits:
         return None
     lines = [HEADER, "<scoped-memory>"]

@@ -8,8 +8,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
 
-from config.errors import DomainError
+from config.errors import DomainError, ServiceUnavailable
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.management.commands.refresh_embeddings import refresh_embeddings
 from memory_app.scoped.consolidation import dream_round
 from memory_app.extraction import get_extractor
 
@@ -28,8 +29,11 @@ class Command(BaseCommand):
             "--dream", action="store_true", help="also run a dreaming pass over recent sessions after each round"
         )
         parser.add_argument("--dream-limit", type=int, default=100, help="sessions per dreaming pass (default 100)")
+        parser.add_argument(
+            "--embeddings", action="store_true", help="also embed chat/global items that lack a vector after each round"
+        )
 
-    def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, **options):
+    def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, embeddings, **options):
         if interval <= 0 or not 1 <= batch <= 1000:
             raise CommandError("--interval must be > 0 and --batch between 1 and 1000.")
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
@@ -54,6 +58,13 @@ class Command(BaseCommand):
                 dreamed = dream_round(limit=dream_limit)
                 failed = sum(isinstance(r, DomainError) for r in dreamed.values())
                 self.stdout.write(f"dreaming pass: {len(dreamed)} sessions ({failed} failed)")
+            if embeddings:
+                try:
+                    self.stdout.write(f"embeddings: {refresh_embeddings()} item(s) embedded")
+                except ServiceUnavailable as exc:
+                    # A remote embedding service being down must not stop extraction rounds.
+                    logger.warning("embedding refresh failed", extra={"error_class": type(exc).__name__})
+                    self.stdout.write("embeddings: provider unavailable, retrying next round")
             if once:
                 return
             time.sleep(interval)
