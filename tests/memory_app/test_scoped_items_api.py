@@ -1,7 +1,7 @@
 import pytest
 
 from identity_app.models import ChatBinding
-from memory_app.models import Memory
+from memory_app.models import Memory, MemoryCandidate
 
 pytestmark = pytest.mark.django_db
 
@@ -133,3 +133,39 @@ def test_explicit_global_still_validates_the_session(api, admin):
     response = post_item(api(admin), content="x y", kind="fact", scope_type="global", session_id="milky:private")
     assert response.status_code == 400
     assert not Memory.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "typo", ["milky:Private:10001", "milky:privat:10001", "telegram:user:5", "milky:PRIVATE:10001:cron:abc"]
+)
+def test_mistyped_session_key_is_400_never_a_global_write(api, svc, typo):
+    client = api(svc)
+    response = post_item(client, content="I am allergic to peanuts", kind="preference", session_id=typo)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid_session_key"
+    searched = client.post("/api/memory/search", {"query": "peanuts", "session_id": typo}, format="json")
+    assert searched.status_code == 400 and searched.json()["error"]["code"] == "invalid_session_key"
+    consolidated = client.post(
+        "/api/memory/consolidate",
+        {"session_id": typo, "messages": [{"role": "user", "content": "I prefer aisle seats"}]},
+        format="json",
+    )
+    assert consolidated.status_code == 400 and consolidated.json()["error"]["code"] == "invalid_session_key"
+    assert not Memory.objects.exists()
+    assert not MemoryCandidate.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("session", "scope"),
+    [
+        ("milky:private:10001", ("chat", "milky:private:10001")),
+        ("milky:private:10001:cron:abc", ("chat", "milky:private:10001")),
+        ("milky:private:2:x:y", ("chat", "milky:private:2")),
+        ("milky:10001", ("global", "__global__")),
+        ("milky:10001:cron:abc", ("global", "__global__")),
+    ],
+)
+def test_seed_session_keys_still_resolve(api, svc, session, scope):
+    response = post_item(api(svc), content="I like oolong tea", kind="preference", session_id=session)
+    assert response.status_code == 201, response.content
+    assert (response.json()["scope_type"], response.json()["scope_id"]) == scope
