@@ -91,7 +91,9 @@ def reject_scope_in_metadata(metadata: dict | None, evidence: dict | None = None
 
 def strip_scope_clues(data: dict | None) -> dict:
     """``data`` without the keys scope migration reads as clues (for extractor output)."""
-    return {k: v for k, v in (data or {}).items() if str(k).strip().lower() not in SCOPE_CLUE_KEYS}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if str(k).strip().lower() not in SCOPE_CLUE_KEYS}
 
 
 def scoped_item_create(
