@@ -9,6 +9,8 @@ duplicates when their normalized forms (``duplicate_key``) are equal — the one
 check and dreaming's archive pass use.
 """
 
+import functools
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
@@ -40,6 +42,7 @@ def lock_scope(scope: tuple[str, str]) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory-scope:{scope[0]}:{scope[1]}"])
 
 
+@functools.lru_cache(maxsize=4096)  # a scope's newest texts are compared again on every write
 def duplicate_key(text: str) -> str:
     """Two items of one scope are duplicates when this is equal (and not empty)."""
     return normalize_text(text)
