@@ -2,11 +2,14 @@
 
 A session key is ``platform:target_type:target_id[:lane_type:lane_id…]``, e.g.
 ``milky:private:10001`` or ``milky:private:10001:cron:abc``. The first three parts are the
-chat address; what follows names a lane (cron job, sub-session) inside that chat. A legacy
-two-part key (``milky:10001``) has no target type: it is *untyped* and belongs to no chat.
+chat address; what follows names lanes (cron job, sub-session) inside that chat, always as
+``lane_type:lane_id`` pairs. A legacy key (``milky:10001``, ``milky:10001:cron:abc``) has no
+target type: it is *untyped* and belongs to no chat.
 
 Parsing is strict: a malformed key is an error, never silently treated as legacy, so a
-caller can never turn a typo into a write to the shared global scope.
+caller can never turn a typo into a write to the shared global scope: an odd number of lane
+parts (``milky:privat:10001``, ``telegram:user:5``) or a target type in the wrong letter case
+(``milky:Private:10001``) is refused.
 """
 
 import re
@@ -78,6 +81,18 @@ class SessionKey:
             if len(parts) < 3:
                 raise InvalidSessionKey(f"{value!r}: target type {parts[1]!r} without a target id.")
             address = ChatAddress(platform, parts[1], parts[2])
-            return cls(raw=value, address=address, lanes=tuple(parts[3:]))
-        # Legacy ``platform:target_id[:lanes…]``: the target type is unknown.
-        return cls(raw=value, address=ChatAddress(platform, UNKNOWN_TARGET_TYPE, parts[1]), lanes=tuple(parts[2:]))
+            lanes = tuple(parts[3:])
+        elif parts[1].lower() in TARGET_TYPES:
+            # ``milky:Private:10001`` is a typo of a typed key, not a legacy one.
+            raise InvalidSessionKey(f"{value!r}: target type {parts[1]!r} must be written {parts[1].lower()!r}.")
+        else:
+            # Legacy ``platform:target_id[:lanes…]``: the target type is unknown.
+            address = ChatAddress(platform, UNKNOWN_TARGET_TYPE, parts[1])
+            lanes = tuple(parts[2:])
+        if len(lanes) % 2:
+            # Lanes come in (type, id) pairs; an odd tail means a mistyped or unknown target
+            # type (``milky:privat:10001``, ``telegram:user:5``), never a legacy key.
+            raise InvalidSessionKey(
+                f"{value!r}: unknown target type or incomplete lane (lanes are lane_type:lane_id pairs)."
+            )
+        return cls(raw=value, address=address, lanes=lanes)

@@ -171,7 +171,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             try:
                 report = migration.plan_apply(
                     plan=plan,
-                    actor=system_actor(),
+                    actor=system_actor,  # created only when something will move
                     apply_all_safe=form.cleaned_data["apply_all_safe"],
                     dry_run=form.cleaned_data["dry_run"],
                 )

@@ -28,11 +28,16 @@ class Extractor(Protocol):
     def extract(self, text: str, *, max_items: int = 20) -> list[Candidate]: ...
 
 
-def normalize_key(text: str) -> str:
-    """Lower-case, NFKC, punctuation removed, whitespace collapsed: a stable subject key."""
+def normalize_text(text: str) -> str:
+    """Lower-case, NFKC, punctuation removed, whitespace collapsed (whole text)."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = re.sub(r"[^\w\s]", " ", text)
-    return " ".join(text.split())[:200]
+    return " ".join(text.split())
+
+
+def normalize_key(text: str) -> str:
+    """``normalize_text`` cut to 200 characters: a stable subject key."""
+    return normalize_text(text)[:200]
 
 
 # (kind, pattern, group holding the subject). Patterns match explicit statements only.

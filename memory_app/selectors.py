@@ -19,9 +19,22 @@ PROJECT_SUMMARY_LIMIT = 3
 PROJECT_SUMMARY_MAX_CHARS = 8000
 
 
+ALL_CHATS = None
+
+
 def chat_keys_bound_to(*, user: AbstractBaseUser):
     """Chat keys whose memories ``user`` may read (extended by chat bindings)."""
     return ChatBinding.objects.filter(user=user).values("chat_key")
+
+
+def chat_keys_readable_by(*, user: AbstractBaseUser):
+    """The chat read rule: ``ALL_CHATS`` for a service principal, else the chat keys bound to
+    ``user`` (a values queryset, usable as a subquery); none for an anonymous user."""
+    if not user or not user.is_authenticated:
+        return ChatBinding.objects.none().values("chat_key")
+    if is_service_principal(user):
+        return ALL_CHATS
+    return chat_keys_bound_to(user=user)
 
 
 def memory_visibility_q(*, user: AbstractBaseUser) -> Q:
@@ -30,10 +43,8 @@ def memory_visibility_q(*, user: AbstractBaseUser) -> Q:
         return Q(pk__in=[])
     rule = Q(scope_type=Tier.USER, owner=user)
     rule |= Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
-    if is_service_principal(user):
-        rule |= Q(scope_type=Tier.CHAT)
-    else:
-        rule |= Q(scope_type=Tier.CHAT, scope_id__in=chat_keys_bound_to(user=user))
+    chats = chat_keys_readable_by(user=user)
+    rule |= Q(scope_type=Tier.CHAT) if chats is ALL_CHATS else Q(scope_type=Tier.CHAT, scope_id__in=chats)
     rule |= Q(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID)
     return rule
 

@@ -1,22 +1,20 @@
-"""Who may search or read which chat/global scope. Mirrors the chat rule of
-``memory_app.selectors.memory_visibility_q`` (and uses its pieces), for scopes that may
-have no rows yet."""
+"""Who may search or read which chat/global scope: the chat rule of
+``memory_app.selectors`` (``chat_keys_readable_by``, also behind ``memory_visibility_q``),
+asked for one chat key that may have no rows yet."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from config.errors import PermissionDenied
 from identity_app.models import ChatBinding
-from identity_app.permissions import is_service_principal
 from memory_app.models import Memory, Tier
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, cascade_scopes
-from memory_app.selectors import chat_keys_bound_to, memories_visible
+from memory_app.selectors import ALL_CHATS, chat_keys_readable_by, memories_visible
 
 
 def chat_scope_readable(*, user: AbstractBaseUser, chat_key: str) -> bool:
-    if not user or not user.is_authenticated:
-        return False
-    return is_service_principal(user) or chat_keys_bound_to(user=user).filter(chat_key=chat_key).exists()
+    chats = chat_keys_readable_by(user=user)
+    return chats is ALL_CHATS or chats.filter(chat_key=chat_key).exists()
 
 
 def searchable_scopes(*, user: AbstractBaseUser, session_id: str) -> list[tuple[str, str]]:

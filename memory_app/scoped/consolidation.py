@@ -18,7 +18,7 @@ from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from identity_app.permissions import is_service_principal
 from identity_app.services import user_grant_service
 from memory_app import services
-from memory_app.extraction import Candidate, DeterministicExtractor, Extractor, normalize_key
+from memory_app.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.models import (
     KIND_VALUES,
     CandidateDecision,
@@ -31,7 +31,7 @@ from memory_app.models import (
     Origin,
     Status,
 )
-from memory_app.scoped.items import find_duplicate, lock_scope
+from memory_app.scoped.items import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, resolve_scope_from_session, write_scope
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,6 @@ MAX_TURN_MESSAGES = 50
 MAX_TURN_CHARS = 64 * 1024
 MAX_CANDIDATES = 20
 DREAM_MAX_MESSAGES = 200
-ARCHIVE_SCAN_LIMIT = 2000
 
 
 @dataclass
@@ -122,7 +121,8 @@ def _apply_candidate(*, actor, session_id: str, source: str, extractor_name: str
                 .first()
             )
         metadata = {"subject_key": candidate.subject_key, "extractor": extractor_name}
-        evidence = {**(candidate.evidence or {}), "source_session_id": session_id}
+        # Only the system names the session: clue keys from the extractor are dropped.
+        evidence = {**strip_scope_clues(candidate.evidence), "source_session_id": session_id}
         if duplicate is not None:
             record.decision, record.memory = CandidateDecision.DUPLICATE, duplicate
             record.reason = "same text already active in this scope"
@@ -193,16 +193,13 @@ def _session_text(session_id: str) -> str:
 
 
 def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> list[str]:
-    """Archive older active items of ``scope`` whose normalized text repeats a newer one."""
+    """Archive older active items of ``scope`` that duplicate a newer one (``duplicate_key``)."""
     seen: set[str] = set()
     doomed: list[str] = []
-    rows = (
-        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE)
-        .order_by("-created_at", "-id")
-        .values_list("id", "content")[:ARCHIVE_SCAN_LIMIT]
-    )
-    for memory_id, content in rows:
-        key = normalize_key(content)
+    for memory_id, content in recent_active_texts(scope):
+        key = duplicate_key(content)
+        if not key:
+            continue
         if key in seen:
             doomed.append(memory_id)
         seen.add(key)

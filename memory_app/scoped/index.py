@@ -12,7 +12,7 @@ its index entry/vector are written, re-scoped or forgotten together.
 
 from collections.abc import Iterable
 
-from django.db import connection
+from django.db import connection, transaction
 
 from memory_app.models import Memory, MemoryEmbedding, Status
 from memory_app.scoped import pgvector
@@ -65,28 +65,39 @@ def embed_memories(memories: list[Memory], *, provider=None) -> int:
     if not todo:
         return 0
     matrix = provider.embed([m.content for m in todo])
-    # An item forgotten while its vector was computed must not fail the batch (FK).
-    alive = set(Memory.objects.filter(pk__in=[m.pk for m in todo]).values_list("pk", flat=True))
-    todo, matrix = [m for m in todo if m.pk in alive], matrix[[i for i, m in enumerate(todo) if m.pk in alive]]
-    MemoryEmbedding.objects.bulk_create(
-        [
-            MemoryEmbedding(
-                memory_id=m.pk,
-                scope_type=m.scope_type,
-                scope_id=m.scope_id,
-                active=m.status == Status.ACTIVE,
-                provider=provider.name,
-                model=provider.model,
-                dim=provider.dim,
-                vector=to_bytes(row),
-            )
-            for m, row in zip(todo, matrix, strict=True)
-        ],
-        ignore_conflicts=True,  # a concurrent refresh may have stored the same vector
-    )
-    if pgvector.enabled():
-        pgvector.store([(m.pk, provider.name, provider.model, row) for m, row in zip(todo, matrix, strict=True)])
-    return len(todo)
+    with transaction.atomic():
+        # The items may have moved, been archived or forgotten while the (possibly remote)
+        # provider computed: lock and re-read them, store each vector with its item's scope
+        # as it is now. A move waiting on these locks updates the stored vectors after us.
+        current = {
+            m.pk: m
+            for m in Memory.objects.select_for_update(no_key=True)
+            .filter(pk__in=[m.pk for m in todo])
+            .order_by("pk")
+            .only("id", "scope_type", "scope_id", "status")
+        }
+        rows = [(current[m.pk], row) for m, row in zip(todo, matrix, strict=True) if m.pk in current]
+        MemoryEmbedding.objects.bulk_create(
+            [
+                MemoryEmbedding(
+                    memory_id=m.pk,
+                    scope_type=m.scope_type,
+                    scope_id=m.scope_id,
+                    active=m.status == Status.ACTIVE,
+                    provider=provider.name,
+                    model=provider.model,
+                    dim=provider.dim,
+                    vector=to_bytes(row),
+                )
+                for m, row in rows
+            ],
+            ignore_conflicts=True,  # a concurrent refresh may have stored the same vector
+        )
+        # Vectors stored concurrently (kept by ignore_conflicts) get the current scope too.
+        sync_vector_scopes(memory_ids=list(current))
+        if pgvector.enabled():
+            pgvector.store([(m.pk, provider.name, provider.model, row) for m, row in rows])
+    return len(rows)
 
 
 def index_written(*, created: list[Memory], changed: list[str]) -> None:
@@ -110,21 +121,40 @@ def index_deleted(memory_ids: list[str]) -> None:
     fts_remove(memory_ids)
 
 
+def sync_vector_scopes(*, memory_ids: list[str] | None = None) -> int:
+    """Copy each item's scope and active flag onto its vectors where they differ (all items,
+    or only ``memory_ids``); returns how many vectors changed."""
+    if memory_ids is not None and not memory_ids:
+        return 0
+    sql = (
+        "UPDATE memory_app_memoryembedding SET scope_type = m.scope_type, scope_id = m.scope_id, "
+        "active = (m.status = %s) FROM memory_app_memory m WHERE m.id = memory_app_memoryembedding.memory_id "
+        "AND (memory_app_memoryembedding.scope_type <> m.scope_type OR memory_app_memoryembedding.scope_id "
+        "<> m.scope_id OR memory_app_memoryembedding.active <> (m.status = %s))"
+    )
+    changed = 0
+    with connection.cursor() as cursor:
+        if memory_ids is None:
+            cursor.execute(sql, [Status.ACTIVE, Status.ACTIVE])
+            return cursor.rowcount
+        for start in range(0, len(memory_ids), 500):
+            chunk = memory_ids[start : start + 500]
+            marks = ",".join("%s" for _ in chunk)
+            cursor.execute(
+                f"{sql} AND memory_app_memoryembedding.memory_id IN ({marks})", [Status.ACTIVE, Status.ACTIVE, *chunk]
+            )
+            changed += cursor.rowcount
+    return changed
+
+
 def resync_all() -> dict:
     """Rebuild the derived index from the items (after a manual restore or bulk SQL).
 
     Vectors get their item's scope/active copied again; on SQLite the FTS5 table is rebuilt
     from the active chat/global items. Safe to run at any time; returns row counts.
     """
+    vectors = sync_vector_scopes()
     with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE memory_app_memoryembedding SET scope_type = m.scope_type, scope_id = m.scope_id, "
-            "active = (m.status = %s) FROM memory_app_memory m WHERE m.id = memory_app_memoryembedding.memory_id "
-            "AND (memory_app_memoryembedding.scope_type <> m.scope_type OR memory_app_memoryembedding.scope_id "
-            "<> m.scope_id OR memory_app_memoryembedding.active <> (m.status = %s))",
-            [Status.ACTIVE, Status.ACTIVE],
-        )
-        vectors = cursor.rowcount
         fts = 0
         if connection.vendor == "sqlite":
             cursor.execute(f"DELETE FROM {FTS_TABLE}")

@@ -12,9 +12,13 @@
   ``keep``; every other kind → ``keep`` (global knowledge stays global).
 
 ``apply`` moves only approved entries (or, with ``apply_all_safe``, every ``migrate``
-entry not rejected), after a backup, one item at a time under its row lock. An entry whose
-item changed or vanished since inspect (fingerprint differs) is skipped as ``stale``; an
-item already in its target scope is ``already_applied`` (so applying twice is harmless).
+entry not rejected), one item at a time under its row lock. The plan file is not trusted:
+the decision is recomputed from the item itself, and an entry whose decision or target the
+item's clues do not bear out (a ``keep`` edited into ``migrate``, another chat as target) is
+refused as ``invalid``. An entry whose item changed or vanished since inspect (fingerprint
+differs) is skipped as ``stale``; an item already in its target scope is
+``already_applied`` (so applying twice is harmless). A read-only pass decides first whether
+anything will move at all: only then is a backup taken (none for a dry run or a no-op).
 Only the items (with their older versions) and their search index change; candidates are
 audit history and keep their scope.
 """
@@ -33,17 +37,17 @@ from config.errors import Conflict, InvalidInput
 from identity_app.session_keys import ChatAddress, InvalidSessionKey, SessionKey
 from memory_app import services
 from memory_app.models import Memory, MigrationApproval, MigrationDecision, ScopeMigrationEntry, ScopeMigrationPlan, Status
-from memory_app.scoped.scope import CHAT_SCOPED_KINDS, GLOBAL_SCOPE, SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL
+from memory_app.scoped.scope import (
+    ADDRESS_CLUE_KEYS,
+    CHAT_SCOPED_KINDS,
+    GLOBAL_SCOPE,
+    MESSAGE_CONTEXT_KEY,
+    SCOPE_TYPE_CHAT,
+    SCOPE_TYPE_GLOBAL,
+    SESSION_CLUE_KEYS,
+)
 
 PLAN_FORMAT = "memory-scope-plan/1"
-SESSION_CLUE_KEYS = ("session_id", "source_session_id", "created_from_session_id", "requester_session_id")
-ADDRESS_CLUE_KEYS = (
-    "chat_address",
-    "source_chat_address",
-    "created_from_chat_address",
-    "target_chat_address",
-    "from_chat_address",
-)
 MAX_PLAN_ENTRIES = 200_000
 
 
@@ -53,6 +57,7 @@ class Clue:
     value: str
     chat_key: str | None  # typed chat key, or None for a legacy key
     valid: bool = True
+    legacy: tuple[str, str] | None = None  # (platform, target id) of a legacy key
 
 
 def fingerprint(memory: Memory) -> str:
@@ -80,7 +85,9 @@ def _clue(source: str, raw: str | None, original) -> Clue:
         key = SessionKey.parse(raw)
     except InvalidSessionKey:
         return Clue(source, raw[:200], None, valid=False)
-    return Clue(source, raw, key.address.chat_key if key.address.is_typed else None)
+    if key.address.is_typed:
+        return Clue(source, raw, key.address.chat_key)
+    return Clue(source, raw, None, legacy=(key.address.platform, key.address.target_id))
 
 
 def item_clues(memory: Memory) -> list[Clue]:
@@ -96,12 +103,12 @@ def item_clues(memory: Memory) -> list[Clue]:
         for key in ADDRESS_CLUE_KEYS:
             if key in data:
                 clues.append(_clue(f"{field_name}.{key}", _address_string(data[key]), data[key]))
-        context = data.get("message_context")
+        context = data.get(MESSAGE_CONTEXT_KEY)
         if isinstance(context, dict):
             raw = _address_string(
                 {"channel": context.get("channel"), "chat_type": context.get("chat_type"), "chat_id": context.get("chat_id")}
             )
-            clues.append(_clue(f"{field_name}.message_context", raw, context))
+            clues.append(_clue(f"{field_name}.{MESSAGE_CONTEXT_KEY}", raw, context))
     return clues
 
 
@@ -114,9 +121,17 @@ def decide(kind: str, clues: list[Clue]) -> dict:
     if kind not in CHAT_SCOPED_KINDS:
         reasons.insert(0, f"kind {kind} stays global")
     elif len(typed) == 1:
-        out.update(decision=MigrationDecision.MIGRATE.value, target_scope_id=typed[0])
-        sources = ", ".join(c.source for c in clues if c.chat_key == typed[0])
-        reasons.insert(0, f"chat kind {kind} with one typed chat ({sources})")
+        address = ChatAddress.parse(typed[0])
+        # A legacy key naming another platform or id points at another chat: a conflict.
+        others = [c for c in legacy if c.legacy != (address.platform, address.target_id)]
+        if others:
+            out["decision"] = MigrationDecision.MANUAL_REVIEW.value
+            names = ", ".join(f"{c.source}={c.value}" for c in others)
+            reasons.insert(0, f"conflicting chats: {typed[0]} and legacy {names}")
+        else:
+            out.update(decision=MigrationDecision.MIGRATE.value, target_scope_id=typed[0])
+            sources = ", ".join(c.source for c in clues if c.chat_key == typed[0])
+            reasons.insert(0, f"chat kind {kind} with one typed chat ({sources})")
     elif len(typed) > 1:
         out["decision"] = MigrationDecision.MANUAL_REVIEW.value
         reasons.insert(0, f"conflicting chats: {', '.join(typed)}")
@@ -229,10 +244,49 @@ def backup_before_apply(*, backup_dir: Path | None = None) -> str:
     return str(target)
 
 
+def _check(*, memory: Memory | None, entry: dict, target: str) -> tuple[str, str] | None:
+    """Why ``entry`` may not move ``memory`` to ``target`` as (result, detail); None if it may.
+
+    The decision is recomputed from the item itself: the plan is a file a person edits, so
+    its ``decision``/``target_scope_id`` are only trusted where the item's own clues agree.
+    """
+    if memory is None:
+        return "stale", "item no longer exists"
+    if (memory.scope_type, memory.scope_id) == (SCOPE_TYPE_CHAT, target) and memory.status == Status.ACTIVE:
+        return "already_applied", f"already in chat {target}"
+    if fingerprint(memory) != entry["fingerprint"]:
+        return "stale", "item changed since inspect"
+    verdict = decide(memory.kind, item_clues(memory))
+    if verdict["decision"] != entry["decision"]:
+        return "invalid", f"the item's clues say {verdict['decision']}, the plan says {entry['decision']}"
+    if verdict["decision"] == MigrationDecision.MIGRATE and verdict["target_scope_id"] == target:
+        return None
+    if verdict["decision"] == MigrationDecision.MANUAL_REVIEW and target in verdict["candidate_scope_ids"]:
+        return None
+    return "invalid", f"chat {target} is not what the item's clues name"
+
+
+def _preview(chosen: list[tuple[dict, str]]) -> dict[str, tuple[str, str] | None]:
+    """Read-only: for each chosen entry, ``_check`` against the item as it is now."""
+    out: dict[str, tuple[str, str] | None] = {}
+    for start in range(0, len(chosen), 1000):
+        chunk = chosen[start : start + 1000]
+        rows = Memory.objects.in_bulk([entry["item_id"] for entry, _ in chunk])
+        for entry, target in chunk:
+            out[entry["item_id"]] = _check(memory=rows.get(entry["item_id"]), entry=entry, target=target)
+    return out
+
+
 def apply_plan(
     *, entries: list[dict], actor, apply_all_safe: bool = False, dry_run: bool = False, backup_dir: Path | None = None
 ) -> dict:
-    """Apply a validated plan; returns {"backup", "results": [{item_id, result, detail}], "counts"}."""
+    """Apply a validated plan; returns {"dry_run", "backup", "note", "results": [{item_id, result, detail}], "counts"}.
+
+    First a read-only pass decides which entries would really move an item; only if at least
+    one would (and this is no dry run) is ``actor`` resolved — it may be a function returning
+    the acting user, so a dry run or a no-op run creates nothing — and a backup taken. Each
+    move then re-checks its entry under the item's row lock.
+    """
     chosen, results = [], []
     for entry in entries:
         selected, why = _selected(entry, apply_all_safe)
@@ -243,30 +297,34 @@ def apply_plan(
             chosen.append((entry, _target(entry)))
         except InvalidInput as exc:
             results.append({"item_id": entry["item_id"], "result": "skipped", "detail": exc.message})
-    backup = ""
-    if chosen and not dry_run:
+    preview = _preview(chosen)
+    movable = [(entry, target) for entry, target in chosen if preview[entry["item_id"]] is None]
+    for entry, _target_id in chosen:
+        if (verdict := preview[entry["item_id"]]) is not None:
+            results.append({"item_id": entry["item_id"], "result": verdict[0], "detail": verdict[1]})
+    backup, note = "", ""
+    if not movable:
+        note = "nothing to apply, no backup"
+    elif dry_run:
+        for entry, target in movable:
+            results.append({"item_id": entry["item_id"], "result": "would_apply", "detail": f"global → chat {target}"})
+    else:
+        actor = actor() if callable(actor) else actor
         backup = backup_before_apply(backup_dir=backup_dir)
-    for entry, target in chosen:
-        result, detail = _apply_one(entry=entry, target=target, actor=actor, dry_run=dry_run)
-        results.append({"item_id": entry["item_id"], "result": result, "detail": detail})
+        for entry, target in movable:
+            result, detail = _apply_one(entry=entry, target=target, actor=actor)
+            results.append({"item_id": entry["item_id"], "result": result, "detail": detail})
     counts: dict[str, int] = {}
     for row in results:
         counts[row["result"]] = counts.get(row["result"], 0) + 1
-    return {"dry_run": dry_run, "backup": backup, "results": results, "counts": counts}
+    return {"dry_run": dry_run, "backup": backup, "note": note, "results": results, "counts": counts}
 
 
-def _apply_one(*, entry: dict, target: str, actor, dry_run: bool) -> tuple[str, str]:
+def _apply_one(*, entry: dict, target: str, actor) -> tuple[str, str]:
     with transaction.atomic():
-        qs = Memory.objects.filter(pk=entry["item_id"])
-        memory = (qs if dry_run else qs.select_for_update()).first()
-        if memory is None:
-            return "stale", "item no longer exists"
-        if (memory.scope_type, memory.scope_id) == (SCOPE_TYPE_CHAT, target) and memory.status == Status.ACTIVE:
-            return "already_applied", f"already in chat {target}"
-        if fingerprint(memory) != entry["fingerprint"]:
-            return "stale", "item changed since inspect"
-        if dry_run:
-            return "would_apply", f"global → chat {target}"
+        memory = Memory.objects.select_for_update().filter(pk=entry["item_id"]).first()
+        if (refused := _check(memory=memory, entry=entry, target=target)) is not None:
+            return refused
         try:
             services.memory_rescope(
                 actor=actor, memory_id=memory.pk, from_scope=GLOBAL_SCOPE, to_scope=(SCOPE_TYPE_CHAT, target)
@@ -333,7 +391,9 @@ def plan_apply(*, plan: ScopeMigrationPlan, actor, apply_all_safe: bool = False,
             if row:
                 entry.result, entry.result_detail = row["result"], row["detail"][:300]
                 entry.save(update_fields=["result", "result_detail"])
-        plan.last_report = {"dry_run": dry_run, "backup": report["backup"], "counts": report["counts"]}
+        plan.last_report = {
+            "dry_run": dry_run, "backup": report["backup"], "note": report["note"], "counts": report["counts"]
+        }
         fields = ["last_report"]
         if not dry_run and report["counts"].get("applied"):
             plan.applied_at, plan.backup_name = timezone.now(), report["backup"]

@@ -19,6 +19,20 @@ GLOBAL_SCOPED_KINDS = frozenset({"decision", "procedure", "warning", "summary"})
 
 GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, SCOPE_ID_GLOBAL)
 
+# Top-level evidence/metadata keys that scope migration reads as clues to an item's chat
+# (seed N Phase 4). Only the system sets them (``source_session_id`` = the real session);
+# a caller or an extractor may never supply them.
+SESSION_CLUE_KEYS = ("session_id", "source_session_id", "created_from_session_id", "requester_session_id")
+ADDRESS_CLUE_KEYS = (
+    "chat_address",
+    "source_chat_address",
+    "created_from_chat_address",
+    "target_chat_address",
+    "from_chat_address",
+)
+MESSAGE_CONTEXT_KEY = "message_context"
+SCOPE_CLUE_KEYS = frozenset({*SESSION_CLUE_KEYS, *ADDRESS_CLUE_KEYS, MESSAGE_CONTEXT_KEY})
+
 
 def chat_scope_id(address: ChatAddress) -> str:
     return address.chat_key

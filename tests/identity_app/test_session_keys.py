@@ -40,3 +40,38 @@ def test_chat_address_parse_refuses_lanes_and_legacy_keys():
     for bad in ("milky:private:1:cron:x", "milky:10001"):
         with pytest.raises(InvalidSessionKey):
             ChatAddress.parse(bad)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "milky:Private:10001",  # target type in the wrong case
+        "milky:PRIVATE:10001:cron:abc",
+        "milky:Group:42:x:y",
+        "milky:privat:10001",  # mistyped target type: odd lane parts
+        "telegram:user:5",  # unknown target type
+        "milky:10001:cron",  # incomplete lane
+        "milky:private:10001:cron",  # typed key, incomplete lane
+        "milky:private:10001:cron:abc:x",
+    ],
+)
+def test_mistyped_keys_are_invalid_not_legacy(bad):
+    with pytest.raises(InvalidSessionKey) as info:
+        SessionKey.parse(bad)
+    assert info.value.code == "invalid_session_key"
+
+
+@pytest.mark.parametrize(
+    ("good", "chat_key", "lanes"),
+    [
+        ("milky:10001", None, ()),
+        ("milky:10001:cron:abc", None, ("cron", "abc")),
+        ("milky:private:10001:cron:abc", "milky:private:10001", ("cron", "abc")),
+        ("milky:private:2:x:y", "milky:private:2", ("x", "y")),
+        ("milky:private:2:x:y:sub:3", "milky:private:2", ("x", "y", "sub", "3")),
+    ],
+)
+def test_lanes_come_in_pairs(good, chat_key, lanes):
+    key = SessionKey.parse(good)
+    assert key.lanes == lanes
+    assert (key.address.chat_key if key.address.is_typed else None) == chat_key

@@ -6,6 +6,7 @@ from memory_app.extraction import Candidate
 from memory_app.models import CandidateDecision, Conversation, Memory, MemoryCandidate, MemoryEmbedding, Message, Status
 from memory_app.scoped.consolidation import consolidate_turn, dream_session, system_actor
 from memory_app.scoped.items import scoped_item_create
+from memory_app.scoped.migration import inspect_plan
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -208,3 +209,42 @@ def test_resync_index_repairs_a_restore_done_in_sql(svc, capsys):
         with connection.cursor() as cursor:
             cursor.execute("SELECT scope_type FROM memory_scoped_fts WHERE memory_id = %s", [item.pk])
             assert cursor.fetchall() == [("global",)]
+
+
+def test_extractor_evidence_cannot_plant_a_migration_clue(svc):
+    planted = {
+        "source_session_id": B,
+        "session_id": B,
+        "chat_address": B,
+        "from_chat_address": {"platform": "milky", "target_type": "private", "target_id": "20002"},
+        "message_context": {"channel": "milky", "chat_type": "private", "chat_id": "20002"},
+        "quote": "I prefer opera",
+    }
+    candidate = Candidate(kind="preference", content="I prefer opera.", subject_key="", evidence=planted)
+    report = consolidate_turn(actor=svc, session_id="milky:10001", messages=turn("x"), extractor=FixedExtractor([candidate]))
+    assert [c.decision for c in report.candidates] == [CandidateDecision.CREATED]
+    memory = Memory.objects.get()
+    assert (memory.scope_type, memory.evidence) == ("global", {"quote": "I prefer opera", "source_session_id": "milky:10001"})
+    (entry,) = inspect_plan()["entries"]
+    assert (entry["decision"], entry["target_scope_id"], entry["candidate_scope_ids"]) == ("keep", "", [])
+
+
+def test_near_duplicate_is_not_stored_so_dreaming_has_nothing_to_archive(svc):
+    owner = UserFactory()
+    existing = services.memory_create(actor=svc, tier="chat", scope_id=A, kind="preference", content="I prefer green tea!")
+    _history(A, owner, "I prefer green tea.")
+    report = dream_session(actor=system_actor(), session_id=A)
+    assert [c.decision for c in report.candidates] == [CandidateDecision.DUPLICATE]
+    assert report.candidates[0].memory_id == existing.pk
+    assert report.archived == []
+    assert list(Memory.objects.values_list("pk", "status")) == [(existing.pk, Status.ACTIVE)]
+
+
+def test_dreaming_does_not_archive_long_texts_that_differ_late(svc):
+    owner = UserFactory()
+    base = "My notes say " + "very " * 60
+    first = services.memory_create(actor=svc, tier="chat", scope_id=A, kind="fact", content=base + "green tea")
+    second = services.memory_create(actor=svc, tier="chat", scope_id=A, kind="fact", content=base + "black tea")
+    _history(A, owner, "hello")
+    assert dream_session(actor=system_actor(), session_id=A).archived == []
+    assert set(Memory.objects.filter(pk__in=[first.pk, second.pk]).values_list("status", flat=True)) == {Status.ACTIVE}

@@ -7,7 +7,9 @@ import pytest
 from django.core.management import call_command
 
 from config.errors import ServiceUnavailable
-from memory_app.models import MemoryEmbedding
+from memory_app import services
+from memory_app.management.commands.refresh_embeddings import refresh_embeddings
+from memory_app.models import Memory, MemoryEmbedding
 from memory_app.scoped import search
 from memory_app.scoped.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
 from memory_app.scoped.items import scoped_item_create
@@ -114,3 +116,52 @@ def test_remote_provider_is_filled_by_refresh_not_inside_writes(embedding_server
     assert (stored.memory_id, stored.provider, stored.model, stored.dim) == (memory.pk, "openai-compatible", "emb-small", 8)
     hits = search.cascade_search(scopes=[("chat", A)], query="abc", limit=5, mode="vector")
     assert [hit.id for hit in hits] == [memory.pk]
+
+
+class _ChangingProvider:
+    """The default provider, with a change to the items made while it computes (as a
+    remote provider's latency would allow)."""
+
+    in_process = False
+
+    def __init__(self, during):
+        self.inner, self.during = HashedNgramEmbedding(), during
+        self.name, self.model, self.dim, self.min_score = (
+            self.inner.name, self.inner.model, self.inner.dim, self.inner.min_score
+        )
+
+    def embed(self, texts):
+        if self.during:
+            self.during()
+            self.during = None
+        return self.inner.embed(texts)
+
+
+@pytest.mark.django_db
+def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin):
+    moved = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plums")
+    archived = services.memory_create(actor=admin, tier="global", kind="preference", content="I like pears")
+    kept = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plum jam")
+    MemoryEmbedding.objects.all().delete()
+
+    def change():
+        services.memory_rescope(actor=svc, memory_id=moved.pk, from_scope=("global", "__global__"), to_scope=("chat", A))
+        services.memory_archive(actor=svc, memory_id=archived.pk)
+
+    provider = _ChangingProvider(change)
+    assert refresh_embeddings(provider=provider) == 3
+    search.vector_cache.clear()
+    vectors = {e.memory_id: (e.scope_type, e.scope_id, e.active) for e in MemoryEmbedding.objects.all()}
+    assert vectors == {
+        moved.pk: ("chat", A, True),
+        archived.pk: ("global", "__global__", False),
+        kept.pk: ("global", "__global__", True),
+    }
+    assert Memory.objects.get(pk=moved.pk).scope_id == A
+    in_chat = search.vector_search(scope=("chat", A), query="I like plums", limit=5, provider=provider)
+    assert [h.id for h in in_chat] == [moved.pk]
+    in_global = search.vector_search(scope=("global", "__global__"), query="I like plums", limit=5, provider=provider)
+    assert moved.pk not in [h.id for h in in_global] and archived.pk not in [h.id for h in in_global]
+    assert kept.pk in [h.id for h in in_global]
+    assert refresh_embeddings(provider=provider) == 0  # nothing left to do, nothing duplicated
+    assert MemoryEmbedding.objects.count() == 3

@@ -1,7 +1,8 @@
 import pytest
 
 from identity_app.models import ChatBinding
-from memory_app.models import Memory
+from memory_app.models import Memory, MemoryCandidate
+from memory_app.scoped.migration import inspect_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -133,3 +134,86 @@ def test_explicit_global_still_validates_the_session(api, admin):
     response = post_item(api(admin), content="x y", kind="fact", scope_type="global", session_id="milky:private")
     assert response.status_code == 400
     assert not Memory.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "typo", ["milky:Private:10001", "milky:privat:10001", "telegram:user:5", "milky:PRIVATE:10001:cron:abc"]
+)
+def test_mistyped_session_key_is_400_never_a_global_write(api, svc, typo):
+    client = api(svc)
+    response = post_item(client, content="I am allergic to peanuts", kind="preference", session_id=typo)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid_session_key"
+    searched = client.post("/api/memory/search", {"query": "peanuts", "session_id": typo}, format="json")
+    assert searched.status_code == 400 and searched.json()["error"]["code"] == "invalid_session_key"
+    consolidated = client.post(
+        "/api/memory/consolidate",
+        {"session_id": typo, "messages": [{"role": "user", "content": "I prefer aisle seats"}]},
+        format="json",
+    )
+    assert consolidated.status_code == 400 and consolidated.json()["error"]["code"] == "invalid_session_key"
+    assert not Memory.objects.exists()
+    assert not MemoryCandidate.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("session", "scope"),
+    [
+        ("milky:private:10001", ("chat", "milky:private:10001")),
+        ("milky:private:10001:cron:abc", ("chat", "milky:private:10001")),
+        ("milky:private:2:x:y", ("chat", "milky:private:2")),
+        ("milky:10001", ("global", "__global__")),
+        ("milky:10001:cron:abc", ("global", "__global__")),
+    ],
+)
+def test_seed_session_keys_still_resolve(api, svc, session, scope):
+    response = post_item(api(svc), content="I like oolong tea", kind="preference", session_id=session)
+    assert response.status_code == 201, response.content
+    assert (response.json()["scope_type"], response.json()["scope_id"]) == scope
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["source_session_id", "session_id", "created_from_session_id", "requester_session_id", "chat_address",
+     "source_chat_address", "created_from_chat_address", "target_chat_address", "from_chat_address",
+     "message_context", "Source_Session_ID"],
+)
+@pytest.mark.parametrize("field", ["evidence", "metadata"])
+def test_caller_cannot_plant_a_migration_clue(api, svc, key, field):
+    value = {"channel": "milky", "chat_type": "private", "chat_id": "20002"} if key == "message_context" else B
+    response = post_item(
+        api(svc), content="I like opera", kind="preference", session_id="milky:10001", **{field: {key: value}}
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == f"scope_in_{field}"
+    assert not Memory.objects.exists()
+
+
+def test_the_system_records_the_real_session_as_evidence(api, svc):
+    response = post_item(
+        api(svc), content="I like opera", kind="preference", session_id="milky:10001",
+        evidence={"quote": "opera, always"}, metadata={"topic": "music"},
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["evidence"] == {"quote": "opera, always", "source_session_id": "milky:10001"}
+    (entry,) = inspect_plan()["entries"]
+    assert (entry["decision"], entry["target_scope_id"]) == ("keep", "")
+
+
+def test_near_identical_text_is_a_duplicate_within_the_scope(api, svc):
+    client = api(svc)
+    first = post_item(client, content="I like green tea.", kind="preference", session_id=A)
+    for variant in ("i like green-tea", "I  like GREEN tea!!", "Ｉ like green tea"):
+        again = post_item(client, content=variant, kind="preference", session_id=A)
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"], variant
+    assert post_item(client, content="I like green tea a lot", kind="preference", session_id=A).status_code == 201
+    assert post_item(client, content="i like green-tea", kind="preference", session_id=B).status_code == 201
+    assert Memory.objects.filter(scope_id=A).count() == 2 and Memory.objects.filter(scope_id=B).count() == 1
+
+
+def test_long_texts_differing_late_are_not_duplicates(api, svc):
+    client = api(svc)
+    base = "I like " + "very " * 60
+    assert post_item(client, content=base + "green tea", kind="preference", session_id=A).status_code == 201
+    assert post_item(client, content=base + "black tea", kind="preference", session_id=A).status_code == 201
+    assert Memory.objects.filter(scope_id=A).count() == 2

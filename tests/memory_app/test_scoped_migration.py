@@ -2,12 +2,15 @@ import json
 import sqlite3
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory_app import services
 from memory_app.models import MemoryCandidate, Memory, Status
 from memory_app.scoped import search
+from memory_app.scoped.consolidation import SYSTEM_USERNAME
 from memory_app.scoped.migration import inspect_plan
 
 # Transactional: the SQLite backup API cannot copy a database inside an open write transaction.
@@ -96,13 +99,25 @@ def test_apply_refuses_without_confirm(items, tmp_path):
     assert not (tmp_path / "bk").exists()
 
 
+def database_state():
+    users = get_user_model().objects
+    return (
+        list(Memory.objects.order_by("pk").values_list("pk", "scope_type", "scope_id", "status", "updated_at")),
+        list(users.order_by("pk").values_list("pk", "username", "password", "is_active", "is_staff", "is_superuser")),
+        list(users.model.user_permissions.through.objects.order_by("pk").values_list("pk", "user_id", "permission_id")),
+        list(users.model.groups.through.objects.order_by("pk").values_list("pk", "user_id", "group_id")),
+        list(Permission.objects.order_by("pk").values_list("pk", "codename")),
+    )
+
+
 def test_dry_run_changes_nothing(items, tmp_path, capsys):
     path, plan = run_inspect(tmp_path)
-    before = list(Memory.objects.order_by("pk").values_list("pk", "scope_type", "scope_id", "status", "updated_at"))
+    before = database_state()
     run_apply(path, "--confirm", "--apply-all-safe", "--dry-run", tmp_path=tmp_path)
     out = capsys.readouterr().out
     assert "would_apply=3" in out and "dry run" in out
-    assert list(Memory.objects.order_by("pk").values_list("pk", "scope_type", "scope_id", "status", "updated_at")) == before
+    assert database_state() == before
+    assert not get_user_model().objects.filter(username=SYSTEM_USERNAME).exists()
     assert not (tmp_path / "bk").exists()
     assert not [h for h in search.cascade_search(scopes=[("chat", A)], query="window seats", limit=5, mode="fts")]
 
@@ -202,3 +217,107 @@ def test_malformed_plan_is_refused(tmp_path):
         path.write_text(content)
         with pytest.raises(CommandError):
             run_apply(path, "--confirm", tmp_path=tmp_path)
+
+
+def test_tampered_plan_never_moves_an_item_its_clues_do_not_name(items, admin, tmp_path, capsys):
+    relabelled = glob(admin, "I like tango", evidence={"session_id": A}, metadata={"from_chat_address": B})
+    path, plan = run_inspect(tmp_path)
+    # A global decision edited into an approved migration to chat B.
+    entry_for(plan, items["decision"]).update(
+        decision="migrate", approval="approved", target_scope_type="chat", target_scope_id=B
+    )
+    # A migrate entry (clues: chat A) redirected to chat B.
+    entry_for(plan, items["pref"]).update(approval="approved", target_scope_id=B)
+    # A manual_review entry with an invented candidate chosen as target.
+    entry_for(plan, items["conflict"]).update(
+        approval="approved", target_scope_id="milky:private:99999", candidate_scope_ids=[A, B, "milky:private:99999"]
+    )
+    # A keep entry (no clue at all) turned into an approved migration.
+    entry_for(plan, items["no_clue"]).update(decision="migrate", approval="approved", target_scope_id=A)
+    # A manual_review entry relabelled migrate, so --apply-all-safe would pick it unapproved.
+    entry_for(plan, relabelled).update(decision="migrate", target_scope_id=A)
+    path.write_text(json.dumps(plan))
+    tampered = [items["decision"], items["pref"], items["conflict"], items["no_clue"]]
+
+    before = database_state()
+    run_apply(path, "--confirm", tmp_path=tmp_path)
+    out = capsys.readouterr().out
+    assert all(f"{m.pk}: invalid" in out for m in tampered), out
+    assert "invalid=4" in out and "nothing to apply, no backup" in out
+    assert database_state() == before and not (tmp_path / "bk").exists()
+
+    run_apply(path, "--confirm", "--apply-all-safe", "--dry-run", tmp_path=tmp_path)
+    out = capsys.readouterr().out
+    assert all(f"{m.pk}: invalid" in out for m in [*tampered, relabelled]), out
+    assert "invalid=5" in out and "would_apply=2" in out
+    assert database_state() == before
+
+    run_apply(path, "--confirm", "--apply-all-safe", tmp_path=tmp_path)
+    out = capsys.readouterr().out
+    assert "invalid=5" in out and "applied=2" in out
+    # Only the untouched safe entries moved, each to the chat its clues name.
+    moved = dict(Memory.objects.filter(scope_type="chat").values_list("pk", "scope_id"))
+    assert moved == {items["fact_addr"].pk: B, items["task_ctx"].pk: A}
+    for memory in [*tampered, relabelled]:
+        assert Memory.objects.get(pk=memory.pk).scope_type == "global"
+
+
+def test_tampered_decision_alone_is_refused_and_takes_no_backup(admin, tmp_path, capsys):
+    decision = glob(admin, "We deploy on Mondays", kind="decision")
+    path, plan = run_inspect(tmp_path)
+    assert entry_for(plan, decision)["decision"] == "keep"
+    entry_for(plan, decision).update(decision="migrate", approval="approved", target_scope_id=B)
+    path.write_text(json.dumps(plan))
+    before = database_state()
+    run_apply(path, "--confirm", tmp_path=tmp_path)
+    out = capsys.readouterr().out
+    assert f"{decision.pk}: invalid" in out and "nothing to apply, no backup" in out
+    assert database_state() == before  # not even the system user was created
+    assert not (tmp_path / "bk").exists()
+    decision.refresh_from_db()
+    assert (decision.scope_type, decision.scope_id) == ("global", "__global__")
+
+
+def test_no_backup_when_nothing_will_move(items, tmp_path, capsys, is_postgres):
+    def backups():
+        if is_postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'memory_scope_backup_%%'")
+                return cursor.fetchone()[0]
+        return len(list((tmp_path / "bk").glob("*"))) if (tmp_path / "bk").exists() else 0
+
+    path, plan = run_inspect(tmp_path)
+    approve(path, plan, items["pref"])
+    start = backups()
+    run_apply(path, "--confirm", tmp_path=tmp_path)
+    first = capsys.readouterr().out
+    assert "applied=1" in first and "backup: " in first
+    assert backups() == start + 1
+    for _ in range(2):  # the same plan again: nothing to move, so no new backup
+        run_apply(path, "--confirm", tmp_path=tmp_path)
+        out = capsys.readouterr().out
+        assert "already_applied=1" in out and "nothing to apply, no backup" in out and "backup: " not in out
+    assert backups() == start + 1
+    # Nothing approved at all: no backup either.
+    path.write_text(json.dumps({**plan, "entries": [{**e, "approval": "pending"} for e in plan["entries"]]}))
+    run_apply(path, "--confirm", tmp_path=tmp_path)
+    assert "nothing to apply, no backup" in capsys.readouterr().out
+    assert backups() == start + 1
+    if is_postgres:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'memory_scope_backup_%%'")
+            for (table,) in cursor.fetchall():
+                cursor.execute(f"DROP TABLE {table}")
+
+
+def test_legacy_clue_naming_another_chat_is_a_conflict(admin):
+    other = glob(admin, "I like opera", evidence={"session_id": A}, metadata={"source_session_id": "milky:20002"})
+    same = glob(admin, "I like ballet", evidence={"session_id": A}, metadata={"source_session_id": "milky:10001"})
+    other_platform = glob(admin, "I like chess", evidence={"session_id": A, "source_session_id": "telegram:10001"})
+    entries = {e["item_id"]: e for e in inspect_plan()["entries"]}
+    assert entries[other.pk]["decision"] == "manual_review"
+    assert entries[other.pk]["target_scope_id"] == "" and entries[other.pk]["candidate_scope_ids"] == [A]
+    assert "milky:20002" in entries[other.pk]["reasons"][0]
+    assert entries[other_platform.pk]["decision"] == "manual_review"
+    # A legacy key of the same chat (same platform and id) agrees with the typed one.
+    assert (entries[same.pk]["decision"], entries[same.pk]["target_scope_id"]) == ("migrate", A)

@@ -1,12 +1,15 @@
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 
 from identity_app.models import ChatBinding
 from memory_app import services
 from memory_app.models import GLOBAL_SCOPE_ID, MemoryEmbedding
 from memory_app.scoped import search
+from memory_app.scoped.access import chat_scope_readable
 from memory_app.scoped.items import scoped_item_create
 from memory_app.scoped.search import query_terms
+from memory_app.selectors import memories_visible
 
 pytestmark = pytest.mark.django_db
 
@@ -192,3 +195,13 @@ def test_vector_rows_follow_the_item_scope_and_status(svc):
     new = services.memory_supersede(actor=svc, memory_id=old.pk, content="I park on level three")
     assert MemoryEmbedding.objects.get(memory=old).active is False
     assert (MemoryEmbedding.objects.get(memory=new).scope_id, MemoryEmbedding.objects.get(memory=new).active) == (A, True)
+
+
+def test_chat_scope_access_and_memory_visibility_share_one_rule(svc, alice, bob, admin):
+    put(svc, "I like plums")
+    ChatBinding.objects.create(chat_key=A, user=alice)
+    expected = {"svc": True, "alice": True, "bob": False, "admin": False, "anonymous": False}
+    for name, user in {"svc": svc, "alice": alice, "bob": bob, "admin": admin, "anonymous": AnonymousUser()}.items():
+        sees_rows = memories_visible(user=user, tier="chat").filter(scope_id=A).exists()
+        assert chat_scope_readable(user=user, chat_key=A) is sees_rows is expected[name], name
+        assert chat_scope_readable(user=user, chat_key=B) is (name == "svc"), name  # B has no rows

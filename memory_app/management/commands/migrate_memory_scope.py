@@ -4,9 +4,10 @@
     manage.py migrate_memory_scope apply --plan plan.json --confirm [--apply-all-safe] [--dry-run]
 
 ``inspect`` only reads. ``apply`` refuses without ``--confirm`` (also for ``--dry-run``, so
-the rehearsal and the real run differ by one flag only), backs up before changing anything
-(SQLite: a copy through the backup API; PostgreSQL: a backup table), and prints the backup's
-name. See ``memory_app.scoped.migration`` for the rules.
+the rehearsal and the real run differ by one flag only). ``--dry-run`` writes nothing at all.
+A real run that will move at least one item creates the system user it acts as (if missing),
+then backs up (SQLite: a copy through the backup API; PostgreSQL: a backup table) and prints
+the backup's name; a run with nothing to move says so and takes no backup. See ``memory_app.scoped.migration`` for the rules.
 """
 
 import json
@@ -59,7 +60,9 @@ class Command(BaseCommand):
             entries = validate_plan(data)
             report = apply_plan(
                 entries=entries,
-                actor=system_actor(),
+                # Resolved (the system user created if need be) only when something will
+                # move, before the backup; a dry run or a no-op run writes nothing.
+                actor=system_actor,
                 apply_all_safe=apply_all_safe,
                 dry_run=dry_run,
                 backup_dir=Path(backup_dir) if backup_dir else None,
@@ -71,5 +74,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{row['item_id']}: {row['result']} ({row['detail']})")
         if report["backup"]:
             self.stdout.write(f"backup: {report['backup']}")
+        if report["note"]:
+            self.stdout.write(report["note"])
         counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
         self.stdout.write(("dry run, nothing changed: " if dry_run else "done: ") + counts)

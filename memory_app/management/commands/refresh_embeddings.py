@@ -28,8 +28,10 @@ def refresh_embeddings(*, batch_size: int = 256, provider=None) -> int:
                 pgvector.fill_missing(provider=provider)
             return done
         last_id = batch[-1].pk
-        # No transaction around this: the provider may be remote. bulk_create ignores a
-        # vector stored concurrently, and an item forgotten meanwhile is skipped below.
+        # No transaction around the provider call: it may be remote. embed_memories then
+        # stores the vectors under the items' row locks with the scope/active flag they have
+        # by then (moved or archived meanwhile), skips forgotten ones and keeps a vector
+        # stored concurrently (its scope copy re-synced too).
         done += embed_memories(batch, provider=provider)
 
 
