@@ -205,8 +205,8 @@ def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> li
         seen.add(key)
     archived = []
     for memory_id in doomed:
-        # memory_archive re-checks the row under its lock; its scope cannot have changed
-        # to another chat because it is addressed by this scope's tier.
+        # memory_archive re-checks the row under its lock, pinned to this scope: a row moved
+        # to another chat meanwhile is never archived there.
         if services.memory_archive(actor=actor, memory_id=memory_id, tier=scope[0], scope_id=scope[1]):
             archived.append(memory_id)
     return archived
