@@ -1,8 +1,8 @@
 """Chat bindings: which user a private chat address belongs to (SPEC §1, §2).
 
 A bound user may read that chat's memories; service principals act for every chat without
-one. Bindings are made by staff or by a service principal (a bot knows whose private chat it
-is talking in); a user may remove their own binding.
+one. Bindings are made by a service principal (a bot knows whose private chat it is talking
+in) or by staff holding the ``add_chatbinding`` permission; a user may remove their own binding.
 """
 
 from django.contrib.auth import get_user_model
@@ -19,7 +19,14 @@ BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
 
 
 def _may_manage(actor: AbstractBaseUser) -> bool:
-    return bool(actor and actor.is_authenticated and (actor.is_staff or is_service_principal(actor)))
+    """Service principals, and staff explicitly allowed to manage bindings.
+
+    The bare staff flag is not enough: a binding grants read access to a private chat's
+    memories, so it takes the ``add_chatbinding`` permission (superusers hold it).
+    """
+    if not (actor and actor.is_authenticated and actor.is_active):
+        return False
+    return is_service_principal(actor) or (actor.is_staff and actor.has_perm("identity_app.add_chatbinding"))
 
 
 def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
@@ -29,7 +36,7 @@ def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
 
 def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str) -> ChatBinding:
     if not _may_manage(actor):
-        raise PermissionDenied("Only staff and service principals may bind chats.")
+        raise PermissionDenied("Only service principals and staff allowed to manage chat bindings may bind chats.")
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:
         raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")

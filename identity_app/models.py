@@ -1,4 +1,5 @@
 import hashlib
+import unicodedata
 import zoneinfo
 
 from django.conf import settings
@@ -10,12 +11,19 @@ from identity_app.ids import new_id
 SECRET_KEY_MARKERS = ("password", "secret", "token", "api_key", "credential")
 
 
+def _comparable_key(key) -> str:
+    """NFKC + casefold with invisible format characters removed, so ``ｐａｓｓｗｏｒｄ``,
+    ``ſecret`` and ``pass\u200bword`` compare like the plain words."""
+    text = unicodedata.normalize("NFKC", str(key))
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
+
+
 def find_secret_key(value, path: str = "") -> str | None:
     """Return the path of the first key that looks like a credential, at any depth."""
     if isinstance(value, dict):
         for key, inner in value.items():
             here = f"{path}.{key}" if path else str(key)
-            if any(marker in str(key).lower() for marker in SECRET_KEY_MARKERS):
+            if any(marker in _comparable_key(key) for marker in SECRET_KEY_MARKERS):
                 return here
             found = find_secret_key(inner, here)
             if found:

@@ -6,6 +6,7 @@ key=value forms, then bare token formats, then (by setting) contact information.
 """
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
@@ -24,10 +25,12 @@ _SECRET_WORDS = (
 _KEY_NAME = rf"(?<![\w.-])(?=[\w.-]{{0,80}}?(?:{_SECRET_WORDS}))[\w.-]++(?:\s+key\b)?"
 _KEY = rf"({_KEY_NAME})"
 # What separates the key from the value: ``=``, ``:``, ``=>``, ``->`` (a JSON key's closing
-# quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is" …
+# quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is",
+# "for prod:" …
 _SEP = (
     r"(\"?\s*(?:[:=]|=>|->)\s*|"
-    r"(?:\s+(?:for|of|on|in|to)\b[^\n.,;:=\"']{0,40}?)?\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*)"
+    r"(?:\s+(?:for|of|on|in|to)\b[^\n.,;:=\"']{0,40}?)?"
+    r"(?:\s*[:=]\s*|\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*))"
 )
 # The value: quoted (spaces, commas and all, up to the closing quote or the end of the line)
 # or one unquoted word.
@@ -113,7 +116,11 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
         marker("api_key"),
     ),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), marker("token")),
+    # This service's own credentials: API keys (``mk_…``) and run tokens (``run_<id>.<gen>.<secret>``).
+    ("api_key", re.compile(r"\bmk_[A-Za-z0-9_-]{20,}"), marker("api_key")),
+    ("token", re.compile(r"\brun_[0-9a-z]{26}\.\d+\.[A-Za-z0-9_-]{20,}"), marker("token")),
 ]
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _CONTACT_RULES: list[tuple[str, re.Pattern, str]] = [
     ("email", re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]++@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), marker("email")),
     (
@@ -135,9 +142,15 @@ class Redacted:
 def redact(text: str, *, contact_info: bool = True) -> Redacted:
     """Replace secrets (and, when ``contact_info``, emails and phone numbers) by markers."""
     counts: Counter = Counter()
+    # Compatibility forms (full-width letters, ligatures) become plain ones first, so
+    # "Ｐａｓｓｗｏｒｄ: …" is a password like any other. Zero-width characters go too.
+    original = text or ""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", original))
     rules = _RULES + (_CONTACT_RULES if contact_info else [])
     for kind, pattern, replacement in rules:
         text, n = pattern.subn(replacement, text or "")
         if n:
             counts[kind] += n
+    if not counts:
+        return Redacted(text=original, counts={})  # nothing found: the text stays as it was
     return Redacted(text=text, counts=dict(counts))

@@ -7,6 +7,7 @@ supersede, duplicates to archive — is filtered by that one scope, so one chat 
 suppresses or archives another chat's items.
 """
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from identity_app.permissions import is_service_principal
 from identity_app.services import user_grant_service
 from memory_app import services
+from memory_app.automemory.redaction import redact
 from memory_app.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.models import (
     KIND_VALUES,
@@ -86,7 +88,23 @@ def turn_text(messages: list[dict]) -> str:
     return text
 
 
+def _redacted(candidate: Candidate, *, contact_info: bool) -> Candidate:
+    evidence = {
+        key: redact(value, contact_info=contact_info).text if isinstance(value, str) else value
+        for key, value in (candidate.evidence or {}).items()
+    }
+    return dataclasses.replace(
+        candidate, content=redact(candidate.content, contact_info=contact_info).text, evidence=evidence
+    )
+
+
 def _apply_candidate(*, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate) -> MemoryCandidate:
+    valid = candidate.kind in KIND_VALUES and bool(candidate.content.strip())
+    scope = write_scope(session_id=session_id, kind=candidate.kind) if valid else resolve_scope_from_session(session_id)
+    # Secrets never enter a scoped item or the candidate audit; what goes to the shared global
+    # scope also loses contact details (an email is fine in the user's own chat, not in
+    # everyone's context).
+    candidate = _redacted(candidate, contact_info=scope[0] != SCOPE_TYPE_CHAT)
     record = MemoryCandidate(
         session_id=session_id,
         source=source,
@@ -96,14 +114,13 @@ def _apply_candidate(*, actor, session_id: str, source: str, extractor_name: str
         subject_key=(candidate.subject_key or "")[:240],
         confidence=candidate.confidence,
         evidence=candidate.evidence or {},
+        scope_type=scope[0],
+        scope_id=scope[1],
     )
-    if candidate.kind not in KIND_VALUES or not candidate.content.strip():
-        record.scope_type, record.scope_id = resolve_scope_from_session(session_id)
+    if not valid:
         record.decision, record.reason = CandidateDecision.REJECTED, "unknown kind or empty content"
         record.save(force_insert=True)
         return record
-    scope = write_scope(session_id=session_id, kind=candidate.kind)
-    record.scope_type, record.scope_id = scope
     with transaction.atomic():
         lock_scope(scope)
         duplicate = find_duplicate(scope=scope, content=candidate.content)
@@ -159,7 +176,9 @@ def consolidate_text(
         raise PermissionDenied("Only service principals may consolidate memories.")
     resolve_scope_from_session(session_id)  # a malformed key fails before anything is written
     extractor = extractor or DeterministicExtractor()
-    # Extraction may call a model: it runs outside any transaction; writes follow per candidate.
+    # The extractor (possibly a remote model) only ever sees redacted text. Extraction runs
+    # outside any transaction; writes follow per candidate.
+    text = redact(text, contact_info=False).text
     candidates = extractor.extract(text, max_items=MAX_CANDIDATES)[:MAX_CANDIDATES]
     report = ConsolidationReport(session_id=session_id)
     for candidate in candidates:

@@ -80,3 +80,12 @@ def test_forged_token_is_rejected(db):
     response = client.get("/api/users/me/profile")
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "authentication_failed"
+
+
+@pytest.mark.parametrize("key", ["ſecret", "ｐａｓｓｗｏｒｄ", "db_ＴＯＫＥＮ", "pass\u200bword", "API\u2060_KEY"])
+def test_unicode_disguised_secret_keys_are_rejected(api, alice, key):
+    client = api(alice)
+    client.get("/api/users/me/profile")
+    response = client.put("/api/users/me/profile", {"preferences": {"nested": {key: "x"}}}, format="json")
+    assert response.status_code == 400
+    assert Profile.objects.get(user=alice).preferences == {}

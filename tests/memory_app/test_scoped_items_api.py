@@ -217,3 +217,17 @@ def test_long_texts_differing_late_are_not_duplicates(api, svc):
     assert post_item(client, content=base + "green tea", kind="preference", session_id=A).status_code == 201
     assert post_item(client, content=base + "black tea", kind="preference", session_id=A).status_code == 201
     assert Memory.objects.filter(scope_id=A).count() == 2
+
+
+def test_staff_flag_alone_cannot_bind_a_chat_and_read_it(api, svc, alice):
+    from identity_app.models import ChatBinding
+    from memory_app.scoped.items import scoped_item_create
+    from tests.factories import UserFactory
+
+    scoped_item_create(actor=svc, session_id=A, kind="preference", content="Alice prefers oat milk")
+    ops = UserFactory(username="ops", is_staff=True)
+    client = api(ops)
+    assert client.post("/api/chat-bindings", {"chat_key": A, "user": "ops"}, format="json").status_code == 403
+    assert not ChatBinding.objects.exists()
+    search = client.post("/api/memory/search", {"query": "oat milk", "session_id": A}, format="json")
+    assert search.status_code in (403, 404) and "oat milk" not in search.content.decode()

@@ -75,3 +75,33 @@ def test_memory_worker_embeds_missing_vectors_and_survives_a_provider_outage(svc
     settings.MEMORY_EMBEDDING_URL = closed_port_url()
     call_command("memory_worker", "--once", "--embeddings")
     assert "provider unavailable" in capsys.readouterr().out
+
+
+def _all_scoped_text():
+    from memory_app.models import MemoryCandidate
+
+    rows = list(Memory.objects.values_list("content", "evidence", "metadata"))
+    rows += list(MemoryCandidate.objects.values_list("content", "evidence", "reason"))
+    return repr(rows)
+
+
+def test_consolidation_never_writes_a_secret_into_shared_or_chat_memory(api, svc, alice):
+    from memory_app.scoped.consolidation import consolidate_turn
+
+    consolidate_turn(
+        actor=svc,
+        session_id=A,
+        messages=[
+            {"role": "user", "content": "We decided the staging database password is hunter2secret for everyone."},
+            {"role": "user", "content": "I prefer the token ghp_1234567890abcdefghijklmnopqrstuvwxyzAB in CI."},
+            {"role": "user", "content": "We decided that alerts go to oncall@example.com from now on."},
+            {"role": "user", "content": "I prefer mail to me@example.com for reports."},
+        ],
+    )
+    stored = _all_scoped_text()
+    assert "hunter2secret" not in stored and "1234567890abcdefghij" not in stored
+    assert "oncall@example.com" not in stored  # global: contact details removed
+    assert "me@example.com" in stored  # the user's own chat keeps it
+    response = api(alice).post("/api/memory/search", {"query": "staging database password", "session_id": "milky:10001"}, format="json")
+    assert response.status_code == 200
+    assert "hunter2secret" not in response.content.decode()
