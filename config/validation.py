@@ -75,3 +75,34 @@ class SafeJSONParser(JSONParser):
         if problem:
             raise ParseError(f"a string {problem}.")
         return data
+
+
+class RejectNulInRequestMiddleware:
+    """URLs, query strings and cookies reach database lookups (ids, filters, session keys); a
+    NUL character in any of them is answered before any view runs: a path with one names
+    nothing (404), a query string or cookie with one is a bad request (400). Invalid UTF-8
+    there is already decoded with replacement characters, which are plain text."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.http import Http404, HttpResponseBadRequest, JsonResponse
+
+        from config.api import error_body
+
+        if "\x00" in request.path:
+            raise Http404("No such page.")
+        if _query_or_cookies_have_nul(request):
+            message = "NUL characters are not allowed in the query string or cookies."
+            if request.path.startswith("/api/"):
+                return JsonResponse(error_body("malformed_request", message), status=400)
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+
+def _query_or_cookies_have_nul(request) -> bool:
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in value for value in values):
+            return True
+    return any("\x00" in key or "\x00" in value for key, value in request.COOKIES.items())

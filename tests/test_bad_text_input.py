@@ -157,10 +157,35 @@ def response_is_about_text(error) -> bool:
     )
 
 
-@pytest.mark.parametrize("path", ["/memories/a%00b/", "/projects/a%00b/", "/conversations/a%00b/", "/runs/a%00b/"])
-def test_web_pages_treat_an_impossible_id_as_missing(client, alice, path):
+@pytest.mark.parametrize(
+    "path, status",
+    [("/memories/a%00b/", 404), ("/projects/a%00b/", 404), ("/conversations/a%00b/", 404), ("/runs/a%00b/", 404),
+     ("/admin/memory_app/memory/a%00b/change/", 404), ("/memories/?q=a%00b", 400),
+     ("/admin/memory_app/memory/?q=a%00b", 400)],
+)
+def test_web_pages_refuse_nul_in_the_url(client, admin, path, status):
+    client.force_login(admin)
+    memories = Memory.objects.count()
+    assert client.get(path).status_code == status
+    assert Memory.objects.count() == memories
+
+
+@pytest.mark.parametrize("path", ["/api/users/me/memories/mem_1%00", "/api/users/me/workspace/MEMORY.md%00"])
+def test_api_paths_with_nul_are_not_found(api, alice, path):
+    assert assert_error_shape(api(alice).get(path))["code"] == "not_found"
+
+
+def test_a_nul_in_a_cookie_is_refused(client, alice):
     client.force_login(alice)
-    assert client.get(path).status_code == 404
+    client.cookies["sessionid"] = "abc\x00def"
+    assert client.get("/memories/").status_code == 400
+
+
+def test_a_malformed_project_id_is_refused_and_an_unknown_one_is_not_found(world):
+    error = assert_error_shape(world["alice"].get("/api/users/me/identity-context?project_id=prj.1"))
+    assert error["code"] == "invalid"
+    response = world["alice"].get("/api/users/me/identity-context?project_id=prj_missing")
+    assert response.status_code == 404, response.content
 
 
 # The service layer refuses the same text on its own: web forms, the admin and commands do not
