@@ -4,6 +4,7 @@ from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db.models import Q
 
 from config.errors import NotFound, PermissionDenied
+from config.validation import is_valid_id
 from identity_app.models import Membership, Project, Role
 
 READ = "read"
@@ -50,7 +51,7 @@ def project_require_permission(*, user: AbstractBaseUser, project_id: str, permi
     A non-member gets NotFound (the project's existence is not revealed); a member without
     the permission gets PermissionDenied.
     """
-    if not user or not user.is_authenticated:
+    if not user or not user.is_authenticated or not is_valid_id(str(project_id)):
         raise NotFound("Project not found.")
     membership = (
         Membership.objects.select_related("project")

@@ -10,6 +10,7 @@
 import logging
 
 from config.errors import InvalidInput
+from config.validation import clean_text
 from memory_app.automemory import injection as identity_injection
 from memory_app.models import AgentRun
 from memory_app.notes import memory_enabled_for
@@ -67,6 +68,7 @@ def context_round(value) -> int:
 def run_context_build(*, credential: RunCredential, query: str = "", round_number: int = 1) -> dict:
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
+    clean_text(query, field="query")
     run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
     if run is None:
         raise RunNotAuthorized("This run token is not valid for this run.")

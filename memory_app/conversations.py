@@ -17,6 +17,7 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text, validate_json_value
 from identity_app.permissions import READ, is_service_principal, project_require_permission
 from memory_app.models import (
     AgentRun,
@@ -48,6 +49,7 @@ def _json_field(value, name: str, *, kind: type, limit: int = MAX_MESSAGE_JSON_B
         return kind()
     if not isinstance(value, kind):
         raise InvalidInput(f"{name} must be a JSON {'object' if kind is dict else 'array'}.", code=f"invalid_{name}")
+    validate_json_value(value, field=name)
     if json_size(value) > limit:
         raise TooLarge(f"{name} is larger than {limit} bytes.")
     return value
@@ -56,8 +58,9 @@ def _json_field(value, name: str, *, kind: type, limit: int = MAX_MESSAGE_JSON_B
 def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
     if value is None:
         value = ""
-    if not isinstance(value, str) or "\x00" in value:
-        raise InvalidInput(f"{name} must be a string without NUL characters.", code=f"invalid_{name}")
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
+    clean_text(value, field=name)
     if len(value) > limit:
         raise TooLarge(f"{name} is longer than {limit} characters.")
     if required and not value.strip():
@@ -122,8 +125,9 @@ def message_create(
         raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
     if type not in MessageType.values:
         raise InvalidInput(f"type must be one of {', '.join(MessageType.values)}.", code="invalid_type")
-    if not isinstance(content, str) or "\x00" in content:
-        raise InvalidInput("content must be a string without NUL characters.", code="invalid_content")
+    if not isinstance(content, str):
+        raise InvalidInput("content must be a string.", code="invalid_content")
+    clean_text(content, field="content")
     if utf8_len(content) > MAX_MESSAGE_CONTENT_BYTES:
         raise TooLarge(f"content is larger than {MAX_MESSAGE_CONTENT_BYTES} bytes.")
     tool_calls = _json_field(tool_calls, "tool_calls", kind=list, limit=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES)
@@ -186,6 +190,7 @@ def _tool_call_fields(call) -> dict:
     call_input = call.get("input") or {}
     if not isinstance(call_input, (dict, list)):
         raise InvalidInput("tool call input must be a JSON object or array.", code="invalid_tool_calls")
+    validate_json_value(call_input, field="tool call input")
     if json_size(call_input) > MAX_TOOL_CALL_FIELD_BYTES:
         raise TooLarge(f"tool call input is larger than {MAX_TOOL_CALL_FIELD_BYTES} bytes.")
     output = call.get("output")
@@ -379,7 +384,7 @@ def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
 
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
     """Rank visible messages by BM25 over words and CJK bigrams. Never touches tool calls."""
-    query = (query or "").strip()
+    query = clean_text(query or "", field="query").strip()
     if not query or len(query) > SEARCH_QUERY_MAX_CHARS:
         raise InvalidInput(f"query must be 1 to {SEARCH_QUERY_MAX_CHARS} characters.", code="invalid_query")
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
@@ -473,6 +478,7 @@ def history_read(
     oldest first, within the per-message, total and response budgets."""
     if not isinstance(thread_id, str) or not thread_id or len(thread_id) > 40:
         raise InvalidInput("thread_id must be a thread id.", code="invalid_thread_id")
+    clean_text(thread_id, field="thread_id")
     thread = history_threads(user_id=user_id).filter(pk=thread_id).values("id", "title").first()
     if thread is None:
         raise NotFound("Thread not found.", code="thread_not_found")

@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from config.errors import Conflict, InvalidInput, TooLarge
+from config.validation import clean_text
 from memory_app.locks import user_lock_acquire
 from memory_app.models import UserSettings
 from memory_app.text import utf8_len
@@ -59,8 +60,7 @@ def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
 def validate_workspace_content(content) -> str:
     if not isinstance(content, str):
         raise InvalidInput("content must be a string.", code="invalid_content")
-    if "\x00" in content:
-        raise InvalidInput("content may not contain NUL characters.", code="invalid_content")
+    clean_text(content, field="content")
     if utf8_len(content) > MAX_WORKSPACE_FILE_BYTES:
         raise TooLarge(f"content is larger than {MAX_WORKSPACE_FILE_BYTES} bytes (UTF-8).")
     return content

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text, validate_json_value
 from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission
 from memory_app.models import (
     GLOBAL_SCOPE_ID,
@@ -35,9 +36,7 @@ def _validate_content(content) -> str:
         raise InvalidInput("content may not be empty.", code="invalid_content")
     if len(content) > MAX_CONTENT_CHARS:
         raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters.")
-    if "\x00" in content:
-        raise InvalidInput("content may not contain NUL characters.", code="invalid_content")
-    return content
+    return clean_text(content, field="content")
 
 
 def _validate_kind(kind, tier: str) -> str:
@@ -55,6 +54,7 @@ def _validate_json_object(value, name: str) -> dict:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"{name} must be a JSON object.", code=f"invalid_{name}")
+    validate_json_value(value, field=name)
     if len(json.dumps(value, ensure_ascii=False).encode("utf-8")) > MAX_JSON_BYTES:
         raise TooLarge(f"{name} is larger than {MAX_JSON_BYTES} bytes.")
     return value

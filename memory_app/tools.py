@@ -9,6 +9,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text
 from memory_app import conversations
 from memory_app.locks import LockFailed, user_lock_acquire
 from memory_app.models import AgentRun
@@ -147,8 +148,7 @@ def _validate_tool_text(value, name: str, *, required: bool) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string.", code="invalid_arguments")
-    if "\x00" in value:
-        raise InvalidInput(f"{name} may not contain NUL characters.", code="invalid_arguments")
+    clean_text(value, field=name)
     if utf8_len(value) > REMEMBER_MAX_BYTES:
         raise TooLarge(f"{name} is larger than {REMEMBER_MAX_BYTES} bytes (UTF-8).")
     if not value.strip():

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import is_schema_generation
+from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
 from memory_app import selectors, services
 from memory_app.api.serializers import (
@@ -136,8 +137,8 @@ class IdentityContextView(APIView):
     )
     def get(self, request):
         project_id = request.query_params.get("project_id") or None
-        if project_id is not None and len(project_id) > 40:
-            raise ValidationError({"project_id": ["Too long."]})
+        if project_id is not None and not is_valid_id(project_id):
+            raise ValidationError({"project_id": ["Not a project id."]})
         ctx = identity_context_build(user=request.user, project_id=project_id)
         return Response(
             {

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from config.errors import InvalidInput
+from config.validation import clean_text
 from memory_app.models import AUTO_MEMORY_LIMITS, AgentRun, AutoMemorySettings
 from memory_app.models.automemory import MODEL_NAME_MAX
 from memory_app.runs import run_get
@@ -40,6 +41,8 @@ def auto_memory_settings_validate(changes: dict) -> dict:
             raise InvalidInput(
                 f"{name} must be a string of at most {MODEL_NAME_MAX} characters.", code="invalid_settings"
             )
+        if name in MODEL_FIELDS:
+            clean_text(value, field=name)
         if name in THRESHOLD_FIELDS:
             limit = AUTO_MEMORY_LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:

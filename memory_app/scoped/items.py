@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
 from config.errors import InvalidInput, PermissionDenied
+from config.validation import clean_text, validate_json_value
 from memory_app import services
 from memory_app.extraction import normalize_text
 from memory_app.models import Memory, Origin, Status
@@ -115,6 +116,9 @@ def scoped_item_create(
     An existing active item with the same text in that scope is returned instead of a
     second copy (``created`` False).
     """
+    clean_text(content, field="content")
+    validate_json_value(metadata, field="metadata")
+    validate_json_value(evidence, field="evidence")
     reject_scope_in_metadata(metadata, evidence)
     if session_id is not None:
         resolve_scope_from_session(session_id)  # malformed → 400, even when the scope is explicit

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from config.validation import clean_text
 from memory_app.models import Memory, MemoryEmbedding, Status
 from memory_app.scoped import pgvector
 from memory_app.scoped.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
@@ -340,6 +341,7 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, p
 
 def cascade_search(*, scopes: list[tuple[str, str]], query: str, limit: int, mode: str) -> list[Hit]:
     """Search ``scopes`` in order; each later scope only fills the budget the earlier left."""
+    clean_text(query, field="query")
     provider = get_provider() if mode in ("vector", "hybrid") else None
     query_vector = provider.embed([query])[0] if provider is not None and query.strip() else None
     results: list[Hit] = []

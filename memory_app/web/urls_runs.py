@@ -6,6 +6,6 @@ urlpatterns = [
     path("workspace/", views_runs.workspace, name="workspace"),
     path("settings/", views_runs.settings_page, name="settings"),
     path("conversations/", views_runs.conversation_list, name="conversations"),
-    path("conversations/<str:conversation_id>/", views_runs.conversation_detail, name="conversation_detail"),
-    path("runs/<str:run_id>/", views_runs.run_detail, name="run_detail"),
+    path("conversations/<slug:conversation_id>/", views_runs.conversation_detail, name="conversation_detail"),
+    path("runs/<slug:run_id>/", views_runs.run_detail, name="run_detail"),
 ]
