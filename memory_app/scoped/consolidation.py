@@ -16,6 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
+from config.validation import clean_text
 from identity_app.permissions import is_service_principal
 from identity_app.services import user_grant_service
 from memory_app import services
@@ -81,7 +82,7 @@ def turn_text(messages: list[dict]) -> str:
         if not isinstance(message, dict) or not isinstance(message.get("content"), str):
             raise InvalidInput("Each message needs a string content.", code="invalid_messages")
         if message.get("role") in (MessageRole.USER, MessageRole.ASSISTANT):
-            parts.append(message["content"])
+            parts.append(clean_text(message["content"], field="messages"))
     text = "\n".join(parts)
     if len(text) > MAX_TURN_CHARS:
         raise TooLarge(f"A turn may hold at most {MAX_TURN_CHARS} characters.")

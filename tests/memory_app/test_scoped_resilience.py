@@ -105,3 +105,14 @@ def test_consolidation_never_writes_a_secret_into_shared_or_chat_memory(api, svc
     response = api(alice).post("/api/memory/search", {"query": "staging database password", "session_id": "milky:10001"}, format="json")
     assert response.status_code == 200
     assert "hunter2secret" not in response.content.decode()
+
+
+@pytest.mark.parametrize("bad", ["tea\x00time", "tea\ud800time"])
+def test_consolidation_service_refuses_nul_and_surrogates(svc, bad):
+    from config.errors import InvalidInput
+    from memory_app.models import MemoryCandidate
+    from memory_app.scoped.consolidation import consolidate_turn
+
+    with pytest.raises(InvalidInput):
+        consolidate_turn(actor=svc, session_id=A, messages=[{"role": "user", "content": f"I prefer {bad}."}])
+    assert not Memory.objects.exists() and not MemoryCandidate.objects.exists()
