@@ -140,7 +140,7 @@ class StrictInputMixin:
         return super().to_internal_value(data)
 
 
-def _strict_char_field():
+def _strict_fields():
     from rest_framework import serializers
 
     class StrictCharField(serializers.CharField):
@@ -153,10 +153,37 @@ def _strict_char_field():
                 self.fail("not_a_string")
             return super().to_internal_value(data)
 
-    return StrictCharField
+    class StrictBooleanField(serializers.BooleanField):
+        """JSON true/false only (no "yes", 1 or "true" strings)."""
+
+        default_error_messages = {"not_a_boolean": "Must be true or false."}
+
+        def to_internal_value(self, data):
+            if not isinstance(data, bool):
+                self.fail("not_a_boolean")
+            return data
+
+    class StrictIntegerField(serializers.IntegerField):
+        """JSON integers only (no strings, floats or booleans)."""
+
+        default_error_messages = {"not_an_integer": "Must be an integer."}
+
+        def to_internal_value(self, data):
+            if isinstance(data, bool) or not isinstance(data, int):
+                self.fail("not_an_integer")
+            return super().to_internal_value(data)
+
+    return StrictCharField, StrictBooleanField, StrictIntegerField
 
 
-StrictCharField = _strict_char_field()
+StrictCharField, StrictBooleanField, StrictIntegerField = _strict_fields()
+
+
+def validated(serializer_class, request) -> dict:
+    """Validate ``request.data`` with an input serializer; errors go to the one handler."""
+    data = serializer_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    return data.validated_data
 
 
 def is_schema_generation(view) -> bool:

@@ -5,7 +5,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import is_schema_generation
+from config.api import is_schema_generation, validated
 from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
 from memory_app import selectors, services
@@ -18,12 +18,6 @@ from memory_app.api.serializers import (
 from memory_app.filters import MemoryFilter
 from memory_app.identity_context import identity_context_build
 from memory_app.models import Memory, Origin, Tier
-
-
-def _validated(serializer_class, request):
-    data = serializer_class(data=request.data)
-    data.is_valid(raise_exception=True)
-    return data.validated_data
 
 
 class MyMemoryListView(generics.ListAPIView):
@@ -39,7 +33,7 @@ class MyMemoryListView(generics.ListAPIView):
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
     def post(self, request):
         memory = services.memory_create(
-            actor=request.user, tier=Tier.USER, origin=Origin.API, **_validated(MemoryCreateInput, request)
+            actor=request.user, tier=Tier.USER, origin=Origin.API, **validated(MemoryCreateInput, request)
         )
         return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
 
@@ -59,7 +53,7 @@ class MyMemorySupersedeView(APIView):
     @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
     def post(self, request, memory_id):
         new = services.memory_supersede(
-            actor=request.user, memory_id=memory_id, tier=Tier.USER, **_validated(MemorySupersedeInput, request)
+            actor=request.user, memory_id=memory_id, tier=Tier.USER, **validated(MemorySupersedeInput, request)
         )
         return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
 
@@ -90,7 +84,7 @@ class ProjectMemoryListView(generics.ListAPIView):
             tier=Tier.PROJECT,
             project_id=project_id,
             origin=Origin.API,
-            **_validated(MemoryCreateInput, request),
+            **validated(MemoryCreateInput, request),
         )
         return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
 
@@ -118,7 +112,7 @@ class ProjectMemorySupersedeView(APIView):
             memory_id=memory_id,
             tier=Tier.PROJECT,
             project_id=project_id,
-            **_validated(MemorySupersedeInput, request),
+            **validated(MemorySupersedeInput, request),
         )
         return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
 

@@ -5,35 +5,12 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import StrictInputMixin
+from config.api import StrictBooleanField, StrictCharField, StrictInputMixin, StrictIntegerField
 from memory_app.automemory import settings as am_settings
 from memory_app.automemory.selectors import auto_memory_log_for
 from memory_app.automemory.worker import auto_memory_round_for_user
 from memory_app.models import AUTO_MEMORY_LIMITS, AgentRun, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
 from memory_app.models.automemory import MODEL_NAME_MAX
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true/false only (no "yes", 1 or "true" strings)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError("Must be true or false.")
-        return data
-
-
-class StrictIntegerField(serializers.IntegerField):
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise serializers.ValidationError("Must be an integer.")
-        return super().to_internal_value(data)
-
-
-class StrictCharField(serializers.CharField):
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be a string.")
-        return super().to_internal_value(data)
 
 
 class AutoMemorySettingsInput(StrictInputMixin, serializers.Serializer):

@@ -5,36 +5,14 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import DefaultPagination, StrictInputMixin
+from config.api import DefaultPagination, StrictBooleanField, StrictCharField, StrictInputMixin, validated
 from memory_app import context, conversations, notes, runs, tools
 from memory_app.api.run_auth import HasRunCredential, RunTokenAuthentication
 from memory_app.models import AgentRun, Conversation, Message, RunKind, ToolCall
 from memory_app.text import truncate_json_text
 
 
-def _validated(serializer_class, request):
-    data = serializer_class(data=request.data)
-    data.is_valid(raise_exception=True)
-    return data.validated_data
-
-
 # --- serializers ----------------------------------------------------------------------------
-class StrictCharField(serializers.CharField):
-    """A string, and only a string (no silent coercion of numbers or booleans)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
 class WorkspaceFileOutput(serializers.Serializer):
     name = serializers.CharField()
     content = serializers.CharField()
@@ -231,7 +209,7 @@ class WorkspaceFileView(APIView):
 
     @extend_schema(request=WorkspaceFileInput, responses=WorkspaceFileOutput)
     def put(self, request, name):
-        data = _validated(WorkspaceFileInput, request)
+        data = validated(WorkspaceFileInput, request)
         saved = notes.workspace_file_write(
             user=request.user, name=name, content=data["content"], base_sha256=_base_sha256(request, data["base_sha256"])
         )
@@ -239,7 +217,7 @@ class WorkspaceFileView(APIView):
 
     @extend_schema(request=WorkspaceDeleteInput, responses={204: None})
     def delete(self, request, name):
-        data = _validated(WorkspaceDeleteInput, request)
+        data = validated(WorkspaceDeleteInput, request)
         notes.workspace_file_delete(user=request.user, name=name, base_sha256=_base_sha256(request, data["base_sha256"]))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -251,7 +229,7 @@ class SettingsView(APIView):
 
     @extend_schema(request=SettingsSerializer, responses=SettingsSerializer)
     def put(self, request):
-        row = notes.user_settings_update(user=request.user, **_validated(SettingsSerializer, request))
+        row = notes.user_settings_update(user=request.user, **validated(SettingsSerializer, request))
         return Response({"enable_memory": row.enable_memory})
 
 
@@ -266,7 +244,7 @@ class ConversationListView(generics.ListAPIView):
 
     @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})
     def post(self, request):
-        data = _validated(ConversationCreateInput, request)
+        data = validated(ConversationCreateInput, request)
         conversation = conversations.conversation_create(actor=request.user, username=data.pop("user"), **data)
         return Response(ConversationOutput(conversation).data, status=status.HTTP_201_CREATED)
 
@@ -284,7 +262,7 @@ class ConversationDetailView(APIView):
     @extend_schema(request=ConversationUpdateInput, responses=ConversationOutput)
     def patch(self, request, conversation_id):
         conversation = conversations.conversation_update(
-            actor=request.user, conversation_id=conversation_id, **_validated(ConversationUpdateInput, request)
+            actor=request.user, conversation_id=conversation_id, **validated(ConversationUpdateInput, request)
         )
         return Response(ConversationOutput(conversation).data)
 
@@ -303,7 +281,7 @@ class MessageListView(generics.ListAPIView):
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
     def post(self, request, conversation_id):
         message = conversations.message_create(
-            actor=request.user, conversation_id=conversation_id, **_validated(MessageCreateInput, request)
+            actor=request.user, conversation_id=conversation_id, **validated(MessageCreateInput, request)
         )
         return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
 
@@ -329,7 +307,7 @@ class RunListView(generics.ListAPIView):
 
     @extend_schema(request=RunCreateInput, responses={201: RunOutput})
     def post(self, request):
-        data = _validated(RunCreateInput, request)
+        data = validated(RunCreateInput, request)
         issued = runs.run_create(actor=request.user, username=data.pop("user"), **data)
         return Response(_issued(issued), status=status.HTTP_201_CREATED)
 
@@ -343,7 +321,7 @@ class RunDetailView(APIView):
 class RunClaimView(APIView):
     @extend_schema(request=RunClaimInput, responses=RunOutput)
     def post(self, request, run_id):
-        issued = runs.run_claim(actor=request.user, run_id=run_id, **_validated(RunClaimInput, request))
+        issued = runs.run_claim(actor=request.user, run_id=run_id, **validated(RunClaimInput, request))
         return Response(_issued(issued))
 
 
@@ -368,14 +346,14 @@ class RunTokenView(APIView):
 class RunHeartbeatView(RunTokenView):
     @extend_schema(request=RunHeartbeatInput, responses=RunOutput)
     def post(self, request, run_id):
-        run = runs.run_heartbeat(credential=self.credential(request, run_id), **_validated(RunHeartbeatInput, request))
+        run = runs.run_heartbeat(credential=self.credential(request, run_id), **validated(RunHeartbeatInput, request))
         return Response(RunOutput(run).data)
 
 
 class RunFinishView(RunTokenView):
     @extend_schema(request=RunFinishInput, responses=RunOutput)
     def post(self, request, run_id):
-        run = runs.run_finish(credential=self.credential(request, run_id), **_validated(RunFinishInput, request))
+        run = runs.run_finish(credential=self.credential(request, run_id), **validated(RunFinishInput, request))
         return Response(RunOutput(run).data)
 
 

@@ -5,7 +5,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import StrictInputMixin
+from config.api import StrictCharField, StrictInputMixin, validated
 from identity_app import chat_bindings
 from identity_app.models import ChatBinding
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
@@ -17,25 +17,10 @@ from memory_app.scoped.access import searchable_scopes
 from memory_app.scoped.consolidation import MAX_TURN_MESSAGES
 
 
-class StrictString(serializers.CharField):
-    """A string field that refuses numbers and booleans instead of converting them."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be a string.")
-        return super().to_internal_value(data)
-
-
-def _validated(serializer_class, request):
-    data = serializer_class(data=request.data)
-    data.is_valid(raise_exception=True)
-    return data.validated_data
-
-
 class ItemCreateInput(StrictInputMixin, serializers.Serializer):
-    content = StrictString(max_length=MAX_CONTENT_CHARS)
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS)
     kind = serializers.ChoiceField(choices=Kind.choices)
-    session_id = StrictString(max_length=MAX_SESSION_KEY_LENGTH, required=False, trim_whitespace=False)
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, required=False, trim_whitespace=False)
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
     scope_type = serializers.ChoiceField(choices=["global"], required=False)
@@ -50,14 +35,14 @@ class ItemOutput(serializers.ModelSerializer):
 class ItemCreateView(APIView):
     @extend_schema(request=ItemCreateInput, responses={201: ItemOutput, 200: ItemOutput})
     def post(self, request):
-        memory, created = items.scoped_item_create(actor=request.user, **_validated(ItemCreateInput, request))
+        memory, created = items.scoped_item_create(actor=request.user, **validated(ItemCreateInput, request))
         body = {**ItemOutput(memory).data, "deduplicated": not created}
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class SearchInput(StrictInputMixin, serializers.Serializer):
-    query = StrictString(max_length=search.MAX_QUERY_CHARS)
-    session_id = StrictString(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    query = StrictCharField(max_length=search.MAX_QUERY_CHARS)
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     limit = serializers.IntegerField(min_value=1, max_value=search.MAX_LIMIT, default=10)
     mode = serializers.ChoiceField(choices=search.MODES, default="hybrid")
 
@@ -79,7 +64,7 @@ class SearchOutput(serializers.Serializer):
 class SearchView(APIView):
     @extend_schema(request=SearchInput, responses=SearchOutput)
     def post(self, request):
-        data = _validated(SearchInput, request)
+        data = validated(SearchInput, request)
         scopes = searchable_scopes(user=request.user, session_id=data["session_id"])
         hits = search.cascade_search(scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"])
         return Response({"results": [hit.as_dict() for hit in hits], "mode": data["mode"]})
@@ -87,11 +72,11 @@ class SearchView(APIView):
 
 class TurnMessageInput(serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
-    content = StrictString(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)
+    content = StrictCharField(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)
 
 
 class ConsolidateInput(StrictInputMixin, serializers.Serializer):
-    session_id = StrictString(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     messages = TurnMessageInput(many=True, allow_empty=False, max_length=MAX_TURN_MESSAGES)
 
 
@@ -109,7 +94,7 @@ class CandidateOutput(serializers.Serializer):
 class ConsolidateView(APIView):
     @extend_schema(request=ConsolidateInput, responses=CandidateOutput(many=True))
     def post(self, request):
-        data = _validated(ConsolidateInput, request)
+        data = validated(ConsolidateInput, request)
         report = consolidation.consolidate_turn(
             actor=request.user, session_id=data["session_id"], messages=[dict(m) for m in data["messages"]]
         )
@@ -131,8 +116,8 @@ class ChatBindingOutput(serializers.ModelSerializer):
 
 
 class ChatBindingInput(StrictInputMixin, serializers.Serializer):
-    chat_key = StrictString(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
-    user = StrictString(max_length=150)
+    chat_key = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    user = StrictCharField(max_length=150)
 
 
 class ChatBindingListView(generics.ListAPIView):
@@ -145,7 +130,7 @@ class ChatBindingListView(generics.ListAPIView):
 
     @extend_schema(request=ChatBindingInput, responses={201: ChatBindingOutput})
     def post(self, request):
-        data = _validated(ChatBindingInput, request)
+        data = validated(ChatBindingInput, request)
         binding = chat_bindings.chat_binding_create(actor=request.user, chat_key=data["chat_key"], username=data["user"])
         return Response(ChatBindingOutput(binding).data, status=status.HTTP_201_CREATED)
 
