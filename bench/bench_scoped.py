@@ -100,7 +100,7 @@ def run(args, bench_url):
     from django.db import connection
 
     from memory_app.scoped import search
-    from memory_app.scoped.embeddings import get_provider, to_bytes
+    from memory_app.search.embeddings import get_provider, to_bytes
 
     t0 = time.perf_counter()
     call_command("migrate", verbosity=0)

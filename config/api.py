@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
+from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
@@ -130,7 +131,6 @@ class StrictInputMixin:
     """Input serializers reject unknown fields instead of silently ignoring them."""
 
     def to_internal_value(self, data):
-        from rest_framework import serializers
 
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
@@ -141,7 +141,6 @@ class StrictInputMixin:
 
 
 def _strict_fields():
-    from rest_framework import serializers
 
     class StrictCharField(serializers.CharField):
         """A CharField that refuses numbers, booleans and other non-strings instead of coercing."""
@@ -189,3 +188,10 @@ def validated(serializer_class, request) -> dict:
 def is_schema_generation(view) -> bool:
     """True while drf-spectacular introspects a view (no real request or URL kwargs)."""
     return getattr(view, "swagger_fake_view", False)
+
+class JSONObjectField(serializers.JSONField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return value

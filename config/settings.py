@@ -232,13 +232,13 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "MemoryKindEnum": "memory_app.models.memory.Kind.choices",
-        "RunKindEnum": "memory_app.models.runs.RunKind.choices",
+        "MemoryKindEnum": "memory_app.memories.models.Kind.choices",
+        "RunKindEnum": "memory_app.agent.models.RunKind.choices",
         "ProjectRoleEnum": "identity_app.models.Role.choices",
-        "MessageRoleEnum": "memory_app.models.runs.MessageRole.choices",
-        "RunStatusEnum": "memory_app.models.runs.RunStatus.choices",
-        "MemoryTierEnum": "memory_app.models.memory.Tier.choices",
-        "MemoryStatusEnum": "memory_app.models.memory.Status.choices",
+        "MessageRoleEnum": "memory_app.agent.models.MessageRole.choices",
+        "RunStatusEnum": "memory_app.agent.models.RunStatus.choices",
+        "MemoryTierEnum": "memory_app.memories.models.Tier.choices",
+        "MemoryStatusEnum": "memory_app.memories.models.Status.choices",
     },
 }
 

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from memory_app import urls as memory_urls
+
 handler400 = "config.api.api_aware_400"
 handler403 = "config.api.api_aware_403"
 handler404 = "config.api.api_aware_404"
@@ -15,6 +17,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("identity_app.api.urls")),
-    path("api/", include("memory_app.api.urls")),
-    path("", include(("memory_app.web.urls", "web"), namespace="web")),
+    path("api/", include(memory_urls.api_urlpatterns)),
+    path("", include((memory_urls.web_urlpatterns, "web"), namespace="web")),
 ]

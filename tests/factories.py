@@ -2,7 +2,7 @@ import factory
 from django.contrib.auth import get_user_model
 
 from identity_app.models import Membership, Profile, Project, Role
-from memory_app.models import Kind, Memory, Origin, Tier
+from memory_app.memories.models import Kind, Memory, Origin, Tier
 
 
 class UserFactory(factory.django.DjangoModelFactory):

@@ -9,9 +9,12 @@ import pytest
 from config.errors import InvalidInput, NotFound
 from config.validation import clean_text, is_valid_id, validate_json_value
 from identity_app.permissions import READ, project_require_permission
-from memory_app import conversations, notes, services, tools
-from memory_app.models import AgentRun, Conversation, Memory, Message, ToolCall
-from memory_app.scoped import items as scoped_items
+from memory_app.agent import history, tools, workspace
+from memory_app.agent import services as agent_services
+from memory_app.agent.models import AgentRun, Conversation, Message, ToolCall
+from memory_app.memories import services as memory_services
+from memory_app.memories.models import Memory
+from memory_app.scoped import services as scoped_items
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -199,25 +202,25 @@ def test_services_refuse_bad_text(alice, svc, make_run, workspace_root, bad):
     conversation_id = handle.run.conversation_id
     memories, messages = Memory.objects.count(), Message.objects.count()
     calls = [
-        lambda: services.memory_create(actor=alice, tier="user", kind="fact", content=text),
-        lambda: services.memory_create(actor=alice, tier="user", kind="fact", content="ok", metadata={"a": [text]}),
-        lambda: services.memory_create(actor=alice, tier="user", kind="fact", content="ok", evidence={text: 1}),
+        lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content=text),
+        lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content="ok", metadata={"a": [text]}),
+        lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content="ok", evidence={text: 1}),
         lambda: scoped_items.scoped_item_create(actor=svc, kind="fact", content="ok", session_id=SESSION,
                                                 metadata={"a": {"b": text}}),
         lambda: scoped_items.scoped_item_create(actor=svc, kind="fact", content=text, session_id=SESSION),
-        lambda: conversations.message_create(actor=svc, conversation_id=conversation_id, role="user", content=text),
-        lambda: conversations.message_create(actor=svc, conversation_id=conversation_id, role="user", content="x",
+        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content=text),
+        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content="x",
                                              metadata={"k": text}),
-        lambda: conversations.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
+        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
                                              content="x", tool_calls=[{"name": "n", "input": {"a": text}}]),
-        lambda: conversations.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
+        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
                                              content="x", tool_calls=[{"name": "n", "output": {"a": text}}]),
-        lambda: conversations.conversation_create(actor=svc, username=alice.username, title=text),
-        lambda: conversations.history_search(user_id=alice.pk, query=text),
-        lambda: conversations.history_read(user_id=alice.pk, thread_id=text),
+        lambda: agent_services.conversation_create(actor=svc, username=alice.username, title=text),
+        lambda: history.history_search(user_id=alice.pk, query=text),
+        lambda: history.history_read(user_id=alice.pk, thread_id=text),
         lambda: tools.remember_memory(credential=handle.credential, content=text),
         lambda: tools.remember_memory(credential=handle.credential, content="ok", replaces=text),
-        lambda: notes.validate_workspace_content(text),
+        lambda: workspace.validate_workspace_content(text),
     ]
     for call in calls:
         with pytest.raises(InvalidInput) as caught:

@@ -7,10 +7,10 @@ import logging
 from dataclasses import dataclass
 
 from config.errors import NotFound, PermissionDenied
-from memory_app.automemory.settings import effective_flags
-from memory_app.identity_context import render_identity_text
-from memory_app.models import RunKind
-from memory_app.selectors import latest_active_project_memories, latest_active_user_memories
+from memory_app.agent.models import RunKind
+from memory_app.automemory.selectors import effective_flags
+from memory_app.memories.identity_context import render_identity_text
+from memory_app.memories.selectors import latest_active_project_memories, latest_active_user_memories
 
 logger = logging.getLogger(__name__)
 

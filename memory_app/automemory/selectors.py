@@ -1,8 +1,12 @@
-"""Reads of auto-memory data; a user sees only their own log."""
+"""Reads of auto-memory data: a user's settings and log (only their own), and the flags a run
+effectively has."""
+
+from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from memory_app.models import AutoMemoryLogEntry
+from memory_app.agent.models import AgentRun
+from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
 
 
 def auto_memory_log_for(*, user, outcome: str | None = None) -> QuerySet[AutoMemoryLogEntry]:
@@ -10,3 +14,24 @@ def auto_memory_log_for(*, user, outcome: str | None = None) -> QuerySet[AutoMem
     if outcome:
         qs = qs.filter(outcome=outcome)
     return qs
+
+
+def auto_memory_settings_get(*, user) -> AutoMemorySettings:
+    """The user's settings; an unsaved row with the defaults when they never saved any."""
+    found = AutoMemorySettings.objects.filter(user=user).first()
+    return found if found is not None else AutoMemorySettings(user=user)
+
+
+@dataclass(frozen=True)
+class EffectiveFlags:
+    generate: bool
+    use: bool
+
+
+def effective_flags(*, run: AgentRun, user_settings: AutoMemorySettings | None = None) -> EffectiveFlags:
+    if user_settings is None:
+        user_settings = auto_memory_settings_get(user=run.user)
+    return EffectiveFlags(
+        generate=user_settings.generate if run.auto_memory_generate is None else run.auto_memory_generate,
+        use=user_settings.use if run.auto_memory_use is None else run.auto_memory_use,
+    )

@@ -22,29 +22,14 @@ from django.utils import timezone
 from config.errors import NotFound, PermissionDenied
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
-from memory_app import services
+from memory_app.agent.models import TOP_LEVEL_RUN_KINDS, AgentRun, Message, MessageRole, MessageType, RunKind, RunStatus
+from memory_app.automemory.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop
+from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
 from memory_app.automemory.redaction import redact
-from memory_app.automemory.settings import auto_memory_settings_get, effective_flags
-from memory_app.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
-from memory_app.models import (
-    IDENTITY_KINDS,
-    TOP_LEVEL_RUN_KINDS,
-    AgentRun,
-    AutoMemoryClaim,
-    AutoMemoryLogEntry,
-    AutoMemoryOutcome,
-    AutoMemorySettings,
-    Memory,
-    Message,
-    MessageRole,
-    MessageType,
-    Origin,
-    RunKind,
-    RunStatus,
-    Status,
-    Tier,
-)
+from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
+from memory_app.memories import services
+from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Status, Tier
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 PostgreSQL: ``pg_trgm`` and a trigram GIN index on ``Memory.content`` (serves ILIKE for
 Chinese and English alike). SQLite: an FTS5 table with the ``trigram`` tokenizer, kept in
-step by ``memory_app.scoped.index`` from the memory services' transactions. Each statement
+step by ``memory_app.search.index`` from the memory services' transactions. Each statement
 only runs on its own database.
 """
 

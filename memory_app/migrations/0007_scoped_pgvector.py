@@ -1,6 +1,6 @@
 """pgvector, only where the extension is installed on the PostgreSQL server.
 
-Adds a ``vec vector`` column next to the portable float32 bytes; ``memory_app.scoped.pgvector``
+Adds a ``vec vector`` column next to the portable float32 bytes; ``memory_app.search.pgvector``
 then fills it and lets PostgreSQL rank vectors. Everywhere else (SQLite, PostgreSQL without
 the extension, or without the right to create it) nothing changes and numpy does the work.
 """

@@ -19,23 +19,14 @@ from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
 from identity_app.permissions import is_service_principal
 from identity_app.services import user_grant_service
-from memory_app import services
+from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
+from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.automemory.redaction import redact
-from memory_app.extraction import Candidate, DeterministicExtractor, Extractor
-from memory_app.models import (
-    KIND_VALUES,
-    CandidateDecision,
-    Conversation,
-    Memory,
-    MemoryCandidate,
-    Message,
-    MessageRole,
-    MessageType,
-    Origin,
-    Status,
-)
-from memory_app.scoped.items import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
+from memory_app.memories import services
+from memory_app.memories.models import KIND_VALUES, Memory, Origin, Status
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, resolve_scope_from_session, write_scope
+from memory_app.scoped.services import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
 
 logger = logging.getLogger(__name__)
 

@@ -35,8 +35,9 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput
 from identity_app.session_keys import ChatAddress, InvalidSessionKey, SessionKey
-from memory_app import services
-from memory_app.models import Memory, MigrationApproval, MigrationDecision, ScopeMigrationEntry, ScopeMigrationPlan, Status
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Status
+from memory_app.scoped.models import MigrationApproval, MigrationDecision, ScopeMigrationEntry, ScopeMigrationPlan
 from memory_app.scoped.scope import (
     ADDRESS_CLUE_KEYS,
     CHAT_SCOPED_KINDS,

@@ -7,17 +7,15 @@
 """
 
 from identity_app.session_keys import ChatAddress, SessionKey
-from memory_app.models import GLOBAL_SCOPE_ID, Tier
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Tier
 
 SCOPE_TYPE_GLOBAL = Tier.GLOBAL.value
 SCOPE_TYPE_CHAT = Tier.CHAT.value
-SCOPE_ID_GLOBAL = GLOBAL_SCOPE_ID
-SCOPE_TYPES = (SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL)
 
 CHAT_SCOPED_KINDS = frozenset({"preference", "fact", "task"})
 GLOBAL_SCOPED_KINDS = frozenset({"decision", "procedure", "warning", "summary"})
 
-GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, SCOPE_ID_GLOBAL)
+GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, GLOBAL_SCOPE_ID)
 
 # Top-level evidence/metadata keys that scope migration reads as clues to an item's chat
 # (seed N Phase 4). Only the system sets them (``source_session_id`` = the real session);

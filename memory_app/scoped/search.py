@@ -35,10 +35,11 @@ import numpy as np
 from django.db import connection
 
 from config.validation import clean_text
-from memory_app.models import Memory, MemoryEmbedding, Status
-from memory_app.scoped import pgvector
-from memory_app.scoped.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
+from memory_app.memories.models import Memory, Status
 from memory_app.scoped.scope import cascade_scopes
+from memory_app.search import pgvector
+from memory_app.search.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
+from memory_app.search.models import MemoryEmbedding
 
 MODES = ("fts", "vector", "hybrid")
 MAX_LIMIT = 50

@@ -7,7 +7,7 @@ from django.db import connections
 from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
-from memory_app.models import Memory, Status, Tier
+from memory_app.memories.models import Memory, Status, Tier
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

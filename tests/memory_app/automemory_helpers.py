@@ -5,19 +5,9 @@ from datetime import timedelta
 import factory
 from django.utils import timezone
 
-from memory_app.models import (
-    AgentRun,
-    AutoMemoryClaim,
-    AutoMemoryLogEntry,
-    AutoMemorySettings,
-    Conversation,
-    Memory,
-    Message,
-    MessageRole,
-    MessageType,
-    RunKind,
-    RunStatus,
-)
+from memory_app.agent.models import AgentRun, Conversation, Message, MessageRole, MessageType, RunKind, RunStatus
+from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemorySettings
+from memory_app.memories.models import Memory
 from tests.factories import UserFactory
 
 LONG_TALK = (

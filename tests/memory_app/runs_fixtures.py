@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_app import conversations, runs
-from memory_app.models import AgentRun, Conversation
+from memory_app.agent import leases, services
+from memory_app.agent.models import AgentRun, Conversation
 
 __all__ = ["workspace_root", "make_run", "memory_path", "run_api", "RunHandle"]
 
@@ -29,8 +29,8 @@ class RunHandle:
         self.token = token
 
     @property
-    def credential(self) -> runs.RunCredential:
-        credential = runs.run_credential_from_token(self.token)
+    def credential(self) -> leases.RunCredential:
+        credential = leases.run_credential_from_token(self.token)
         assert credential is not None
         return credential
 
@@ -47,10 +47,10 @@ def make_run(svc):
     def make(user, *, kind="chat", conversation: Conversation | None = None, parent=None, worker_id="w1",
              lease_seconds=60, prompt="Hello", goal=None, request_id="req-1", **conv):
         if conversation is None:
-            conversation = conversations.conversation_create(actor=svc, username=user.username, title="t", **conv)
+            conversation = services.conversation_create(actor=svc, username=user.username, title="t", **conv)
         if kind == "subagent" and parent is None:
             parent = make(user, conversation=conversation, worker_id=worker_id).run
-        issued = runs.run_create(
+        issued = services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conversation.pk,

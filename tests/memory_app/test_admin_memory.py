@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from memory_app.models import Memory, Origin, ProjectSummary, Status
-from memory_app.selectors import memory_chain
+from memory_app.memories.models import Memory, Origin, ProjectSummary, Status
+from memory_app.memories.selectors import memory_chain
 from tests.factories import ProjectMemoryFactory, UserFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 
 import pytest
 
-from memory_app.models import ProjectSummary, Status
+from memory_app.memories.models import ProjectSummary, Status
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +52,7 @@ def test_identity_context_for_foreign_project_is_404(api, mallory, project):
 
 
 def test_identity_context_is_read_only(api, alice, project):
-    from memory_app.models import Memory
+    from memory_app.memories.models import Memory
 
     UserMemoryFactory(owner=alice)
     before = list(Memory.objects.values_list("id", "status", "updated_at"))

@@ -1,7 +1,7 @@
 import pytest
 
 from identity_app.models import Role
-from memory_app.models import Memory, Status
+from memory_app.memories.models import Memory, Status
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

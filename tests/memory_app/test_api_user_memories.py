@@ -1,6 +1,6 @@
 import pytest
 
-from memory_app.models import Memory, Status, Tier
+from memory_app.memories.models import Memory, Status, Tier
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

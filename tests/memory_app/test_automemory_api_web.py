@@ -4,7 +4,8 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from memory_app.models import AgentRun, AutoMemoryLogEntry, AutoMemorySettings
+from memory_app.agent.models import AgentRun
+from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
 from tests.memory_app.automemory_helpers import AgentRunFactory, auto_memories, enable, finished_run
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memory_app.agent.models import AgentRun, Message, MessageRole, MessageType, RunKind
 from memory_app.automemory import gates
+from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
-from memory_app.models import AgentRun, AutoMemoryClaim, AutoMemoryLogEntry, Message, MessageRole, MessageType, RunKind
 from tests.memory_app.automemory_helpers import LONG_TALK, AgentRunFactory, auto_memories, enable, finished_run
 
 

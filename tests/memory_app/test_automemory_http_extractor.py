@@ -9,9 +9,10 @@ from django.test import override_settings
 from django.utils import timezone
 
 from memory_app.automemory import worker
+from memory_app.automemory.extraction import DeterministicExtractor, ExtractorError, HttpExtractor, get_extractor
+from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
-from memory_app.extraction import DeterministicExtractor, ExtractorError, HttpExtractor, get_extractor
-from memory_app.models import AutoMemoryLogEntry, Memory
+from memory_app.memories.models import Memory
 from tests.memory_app.automemory_helpers import all_stored_text, auto_memories, enable, finished_run
 
 
@@ -202,7 +203,8 @@ def test_failing_endpoint_is_retried_then_given_up(alice, project, model_server)
 def test_on_demand_round_stops_starting_runs_after_its_time_budget(api, alice, project, model_server):
     """The first run's extractor call outlasts the budget: no other run is started, the claimed
     ones are given back unspent and the background worker takes them all."""
-    from memory_app.models import AgentRun, AutoMemoryClaim
+    from memory_app.agent.models import AgentRun
+    from memory_app.automemory.models import AutoMemoryClaim
 
     enable(alice, min_length_chars=10)
     runs = [

@@ -6,13 +6,14 @@ import pytest
 from django.utils import timezone
 
 from identity_app.models import Membership, Role
+from memory_app.agent.models import AgentRun, RunKind
 from memory_app.automemory import injection as injection_module
 from memory_app.automemory.injection import (
     INJECTION_FAILED_WARNING,
     identity_injection_for_run,
     injection_or_warning,
 )
-from memory_app.models import AgentRun, RunKind, Status
+from memory_app.memories.models import Status
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserMemoryFactory
 from tests.memory_app.automemory_helpers import AgentRunFactory, enable
 

@@ -4,9 +4,9 @@ import logging
 
 import pytest
 
+from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.worker import round_run
-from memory_app.models import AutoMemoryLogEntry
 from tests.memory_app.automemory_helpers import all_stored_text, auto_memories, enable, finished_run
 
 # (kind, statement holding the secret, the secret string itself)

@@ -1,7 +1,8 @@
 import pytest
 
-from memory_app.automemory.settings import effective_flags
-from memory_app.models import AUTO_MEMORY_DEFAULTS, AgentRun, AutoMemorySettings
+from memory_app.agent.models import AgentRun
+from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemorySettings
+from memory_app.automemory.selectors import effective_flags
 from tests.memory_app.automemory_helpers import AgentRunFactory, enable
 
 pytestmark = pytest.mark.django_db

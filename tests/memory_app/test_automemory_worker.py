@@ -7,19 +7,11 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from identity_app.models import Membership, Role
+from memory_app.agent.models import AgentRun, MessageRole, RunKind, RunStatus
 from memory_app.automemory import worker
+from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run, runs_claim
-from memory_app.models import (
-    AgentRun,
-    AutoMemoryClaim,
-    AutoMemoryLogEntry,
-    Memory,
-    MessageRole,
-    RunKind,
-    RunStatus,
-    Status,
-    Tier,
-)
+from memory_app.memories.models import Memory, Status, Tier
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory
 from tests.memory_app.automemory_helpers import all_stored_text, auto_memories, enable, finished_run
 
@@ -222,7 +214,7 @@ def test_a_failure_while_writing_leaves_no_half_written_memories(alice, project,
     """The worker dies between two memory writes (fault injected into the write path)."""
     enable(alice)
     run = finished_run(user=alice, project=project)
-    from memory_app import services
+    from memory_app.memories import services
 
     real_create = services.memory_create
     calls = []
@@ -275,7 +267,7 @@ def test_run_whose_thread_belongs_to_another_user_is_not_read(alice, mallory, pr
 def test_assistant_messages_are_read_and_tool_output_is_not(alice, project):
     enable(alice, min_length_chars=10)
     run = finished_run(user=alice, project=project, text="We decided to ship on Fridays for releases.", role=MessageRole.ASSISTANT)
-    from memory_app.models import Message, MessageType
+    from memory_app.agent.models import Message, MessageType
 
     Message.objects.create(
         conversation=run.conversation, run=run, role=MessageRole.TOOL, type=MessageType.TOOL_RESULT,
@@ -310,7 +302,7 @@ def test_memory_worker_command_rejects_bad_arguments(args):
 
 
 def test_untagged_messages_belong_to_the_run_that_was_running(alice, project):
-    from memory_app.models import Message
+    from memory_app.agent.models import Message
 
     enable(alice, min_length_chars=10)
     now = timezone.now()

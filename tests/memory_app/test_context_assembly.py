@@ -3,11 +3,11 @@ import logging
 
 import pytest
 
-from memory_app import notes
+from memory_app.agent import services
+from memory_app.agent.models import AgentRun
 from memory_app.automemory import injection
 from memory_app.automemory.injection import Injection
-from memory_app.context import MEMORY_CONTEXT_BYTES
-from memory_app.models import AgentRun
+from memory_app.context.assembly import MEMORY_CONTEXT_BYTES
 from memory_app.scoped import context as scoped_context
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
@@ -25,9 +25,9 @@ def _context(run_api, handle, **params):
 
 @pytest.fixture
 def files(alice):
-    notes.workspace_file_write(user=alice, name="AGENTS.md", content="Be concise. MARK-AGENTS")
-    notes.workspace_file_write(user=alice, name="USER.md", content="Alice, Berlin. MARK-USER")
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- likes oolong MARK-MEMORY\n")
+    services.workspace_file_write(user=alice, name="AGENTS.md", content="Be concise. MARK-AGENTS")
+    services.workspace_file_write(user=alice, name="USER.md", content="Alice, Berlin. MARK-USER")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- likes oolong MARK-MEMORY\n")
 
 
 def _section(ctx, name):
@@ -63,7 +63,7 @@ def test_resume_run_gets_memory(run_api, make_run, alice, files):
 
 def test_memory_switch_off_removes_memory_and_tools_and_tool_refuses(run_api, make_run, alice, files, workspace_root):
     handle = make_run(alice)
-    notes.user_settings_update(user=alice, enable_memory=False)
+    services.user_settings_update(user=alice, enable_memory=False)
     ctx = _context(run_api, handle)
     assert "MARK-MEMORY" not in json.dumps(ctx)
     assert ctx["tools"] == [] and ctx["memory_enabled"] is False
@@ -77,14 +77,14 @@ def test_memory_switch_off_removes_memory_and_tools_and_tool_refuses(run_api, ma
 def test_memory_is_read_fresh_at_each_assembly(run_api, make_run, alice, files):
     handle = make_run(alice)
     assert "MARK-MEMORY" in json.dumps(_context(run_api, handle))
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="MARK-CHANGED")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="MARK-CHANGED")
     ctx = _context(run_api, handle)
     assert "MARK-CHANGED" in json.dumps(ctx) and "MARK-MEMORY" not in json.dumps(ctx)
 
 
 @pytest.mark.parametrize("content", ["", "  \n\n\t"])
 def test_empty_memory_file_means_no_memory_section(run_api, make_run, alice, content):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content=content)
+    services.workspace_file_write(user=alice, name="MEMORY.md", content=content)
     ctx = _context(run_api, make_run(alice))
     assert _section(ctx, "memory") is None
     assert ctx["memory_enabled"] is True  # the tools are still offered so the file can be recreated
@@ -96,7 +96,7 @@ def test_missing_files_mean_no_sections(run_api, make_run, alice):
 
 
 def test_memory_text_is_cut_at_24_kib_on_a_code_point_boundary(run_api, make_run, alice):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="记忆🙂" * 10000)  # ~70 KB
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="记忆🙂" * 10000)  # ~70 KB
     content = _section(_context(run_api, make_run(alice)), "memory")["content"]
     inner = content.split("<<<MEMORY.md (data)>>>\n", 1)[1].rsplit("\n<<<end of MEMORY.md>>>", 1)[0]
     size = len(inner.encode("utf-8"))
@@ -107,7 +107,7 @@ def test_memory_text_is_cut_at_24_kib_on_a_code_point_boundary(run_api, make_run
 
 def test_memory_just_under_the_limit_is_not_cut(run_api, make_run, alice):
     text = "a" * MEMORY_CONTEXT_BYTES
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content=text)
+    services.workspace_file_write(user=alice, name="MEMORY.md", content=text)
     content = _section(_context(run_api, make_run(alice)), "memory")["content"]
     assert text + "\n<<<end" in content and "[truncated]" not in content
 

@@ -5,9 +5,9 @@ import logging
 import pytest
 
 from identity_app.models import Role
+from memory_app.agent.models import AgentRun
 from memory_app.automemory import injection
-from memory_app.automemory.settings import auto_memory_settings_update
-from memory_app.models import AgentRun
+from memory_app.automemory.services import auto_memory_settings_update
 from tests.factories import MembershipFactory, ProjectMemoryFactory, UserMemoryFactory
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory_app.scoped.items import scoped_item_create
+from memory_app.scoped.services import scoped_item_create
 
 pytestmark = pytest.mark.django_db
 

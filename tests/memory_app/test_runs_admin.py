@@ -8,9 +8,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from memory_app import notes
-from memory_app.models import AgentRun, UserSettings
-from memory_app.runs import run_lease_state, runs_with_lease_state
+from memory_app.agent import selectors, services
+from memory_app.agent.models import AgentRun, UserSettings
+from memory_app.agent.selectors import run_lease_state, runs_with_lease_state
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_admin_lease_filter_uses_the_shared_rule(admin, runs_in_every_state):
 
 
 def test_user_settings_cannot_be_deleted_in_the_admin(admin, alice):
-    notes.user_settings_update(user=alice, enable_memory=False)
+    services.user_settings_update(user=alice, enable_memory=False)
     row = UserSettings.objects.get(user=alice)
     client = _login(admin)
     assert client.get(reverse("admin:memory_app_usersettings_delete", args=[row.pk])).status_code == 403
@@ -59,19 +59,19 @@ def test_user_settings_cannot_be_deleted_in_the_admin(admin, alice):
     client.post(reverse("admin:memory_app_usersettings_changelist"),
                 {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"})
     assert UserSettings.objects.get(user=alice).enable_memory is False
-    assert notes.memory_enabled_for(user_id=alice.pk) is False
+    assert selectors.memory_enabled_for(user_id=alice.pk) is False
 
 
 def test_admin_edit_of_the_switch_goes_through_the_service_lock(admin, alice, monkeypatch):
     locked = []
-    real_lock = notes.user_lock_acquire
+    real_lock = services.user_lock_acquire
 
     def recording_lock(*, user_id):
         locked.append(user_id)
         return real_lock(user_id=user_id)
 
-    monkeypatch.setattr(notes, "user_lock_acquire", recording_lock)
-    notes.user_settings_update(user=alice, enable_memory=True)
+    monkeypatch.setattr(services, "user_lock_acquire", recording_lock)
+    services.user_settings_update(user=alice, enable_memory=True)
     row = UserSettings.objects.get(user=alice)
     locked.clear()
     client = _login(admin)

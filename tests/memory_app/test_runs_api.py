@@ -3,8 +3,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory_app.models import AgentRun, Conversation, Message, ToolCall
-from memory_app.runs import hash_run_token
+from memory_app.agent.leases import hash_run_token
+from memory_app.agent.models import AgentRun, Conversation, Message, ToolCall
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.django_db
@@ -243,10 +243,10 @@ def test_message_input_limits(api, svc, alice):
 
 
 def test_owner_archives_conversation_and_it_leaves_history(api, svc, alice, mallory, make_run, run_api):
-    from memory_app import conversations
+    from memory_app.agent import services
 
-    thread = conversations.conversation_create(actor=svc, username="alice", title="old")
-    conversations.message_create(actor=svc, conversation_id=thread.pk, role="user", content="archived needle")
+    thread = services.conversation_create(actor=svc, username="alice", title="old")
+    services.message_create(actor=svc, conversation_id=thread.pk, role="user", content="archived needle")
     handle = make_run(alice)
     search = f"/api/runs/{handle.id}/tools/search_thread_messages"
     assert len(run_api(handle.token).post(search, {"query": "needle"}, format="json").json()["results"]) == 1

@@ -12,9 +12,10 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memory_app import notes, runs, tools
-from memory_app.locks import user_lock_acquire, user_lock_key
-from memory_app.models import AgentRun
+from config.errors import Conflict
+from memory_app.agent import leases, selectors, services, tools, workspace
+from memory_app.agent.locks import user_lock_acquire, user_lock_key
+from memory_app.agent.models import AgentRun
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -41,7 +42,7 @@ def _outcome(fn, *args, **kwargs):
 
 
 def test_parallel_remember_calls_for_one_user_lose_nothing(make_run, alice, workspace_root):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="# Memory\n" + "".join(f"- old-{i}\n" for i in range(6)))
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="# Memory\n" + "".join(f"- old-{i}\n" for i in range(6)))
     handles = [make_run(alice, request_id=f"req-{i}") for i in range(3)]
     credentials = [h.credential for h in handles]
     jobs = [("append", f"distinct fact {i} 事实{i}", None) for i in range(20)]
@@ -156,13 +157,13 @@ def test_user_edit_and_tool_write_do_not_overwrite_each_other(make_run, alice, w
         conflicts = 0
         for i in range(10):
             while True:
-                opened = notes.workspace_file_get(user=alice, name="MEMORY.md")
+                opened = selectors.workspace_file_get(user=alice, name="MEMORY.md")
                 try:
-                    notes.workspace_file_write(
+                    services.workspace_file_write(
                         user=alice, name="MEMORY.md", content=opened.content + f"user line {i}\n", base_sha256=opened.sha256
                     )
                     break
-                except notes.WorkspaceEditConflict:
+                except workspace.WorkspaceEditConflict:
                     conflicts += 1
         return conflicts
 
@@ -191,7 +192,7 @@ def test_switch_off_races_with_writes_and_no_write_lands_after_it(make_run, alic
     @_in_thread
     def switch_off():
         barrier.wait(timeout=30)
-        notes.user_settings_update(user=alice, enable_memory=False)
+        services.user_settings_update(user=alice, enable_memory=False)
         return memory_path(workspace_root, alice).read_text() if memory_path(workspace_root, alice).exists() else ""
 
     with ThreadPoolExecutor(max_workers=count + 1) as pool:
@@ -216,8 +217,8 @@ def test_racing_claims_have_exactly_one_winner(make_run, alice, svc):
     def claim(i):
         barrier.wait(timeout=30)
         try:
-            return runs.run_claim(actor=svc, run_id=handle.id, worker_id=f"worker-{i}").run_token
-        except runs.Conflict:
+            return services.run_claim(actor=svc, run_id=handle.id, worker_id=f"worker-{i}").run_token
+        except Conflict:
             return None
 
     with ThreadPoolExecutor(max_workers=count) as pool:
@@ -225,15 +226,15 @@ def test_racing_claims_have_exactly_one_winner(make_run, alice, svc):
     winners = [t for t in tokens if t]
     assert len(winners) == 1
     run = AgentRun.objects.get(pk=handle.id)
-    assert run.lease_generation == 2 and runs.run_credential_from_token(winners[0]) is not None
-    assert runs.run_credential_from_token(handle.token) is None
+    assert run.lease_generation == 2 and leases.run_credential_from_token(winners[0]) is not None
+    assert leases.run_credential_from_token(handle.token) is None
 
 
 def test_lock_timeout_refuses_and_keeps_the_file(make_run, alice, workspace_root, monkeypatch):
     """A real lock failure (the lock stays held past the timeout) is a refusal, not a lock-free write."""
-    from memory_app import locks
+    from memory_app.agent import locks
 
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- keep me\n")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- keep me\n")
     before = memory_path(workspace_root, alice).read_bytes()
     credential = make_run(alice).credential
     monkeypatch.setattr(locks, "LOCK_TIMEOUT_MS", 200)

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from memory_app import conversations, runs
-from memory_app.conversations import READ_RESPONSE_BYTES, SEARCH_RESPONSE_BYTES
-from memory_app.text import TRUNCATION_MARKER, json_size, truncate_json_text, truncate_utf8, utf8_len
+from memory_app.agent import leases, services
+from memory_app.agent.budgets import TRUNCATION_MARKER, json_size, truncate_json_text, truncate_utf8, utf8_len
+from memory_app.agent.history import READ_RESPONSE_BYTES, SEARCH_RESPONSE_BYTES
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.django_db
@@ -42,12 +42,12 @@ def test_truncate_json_text_bounds_the_escaped_size(text):
 
 # --- read / search response caps ------------------------------------------------------------
 def test_read_with_escape_heavy_messages_and_tool_calls_stays_under_64_kib(svc, alice, make_run, run_api):
-    thread = conversations.conversation_create(actor=svc, username="alice", title=NASTY * 40)
+    thread = services.conversation_create(actor=svc, username="alice", title=NASTY * 40)
     nested = {"query": NASTY * 2000, "inner": json.dumps({"deep": NASTY * 1000})}
     for i in range(20):
         calls = [{"name": f"tool{NASTY}{j}", "input": nested, "output": NASTY * 4000, "error": NASTY * 1000, "status": "ok"}
                  for j in range(3)]
-        conversations.message_create(actor=svc, conversation_id=thread.pk, role="assistant" if i % 2 else "user",
+        services.message_create(actor=svc, conversation_id=thread.pk, role="assistant" if i % 2 else "user",
                                      content=NASTY * 3000, tool_calls=calls if i % 2 else None)
     handle = make_run(alice)
     response = run_api(handle.token).post(READ.format(handle.id), {"thread_id": thread.pk, "include_tools": True}, format="json")
@@ -63,10 +63,10 @@ def test_read_with_escape_heavy_messages_and_tool_calls_stays_under_64_kib(svc, 
 
 
 def test_read_tool_calls_alone_cannot_break_the_cap(svc, alice, make_run, run_api):
-    thread = conversations.conversation_create(actor=svc, username="alice", title="t")
+    thread = services.conversation_create(actor=svc, username="alice", title="t")
     # Control characters grow sixfold as JSON: the raw tool-call budgets alone would be ~96 KiB.
     calls = [{"name": "t", "input": {"x": "\x01" * 8000}, "output": "\x01" * 12000, "error": "\x02" * 12000} for _ in range(10)]
-    conversations.message_create(actor=svc, conversation_id=thread.pk, role="assistant", content="short", tool_calls=calls)
+    services.message_create(actor=svc, conversation_id=thread.pk, role="assistant", content="short", tool_calls=calls)
     handle = make_run(alice)
     response = run_api(handle.token).post(READ.format(handle.id), {"thread_id": thread.pk, "include_tools": True}, format="json")
     assert response.status_code == 200 and len(response.content) <= READ_RESPONSE_BYTES
@@ -75,9 +75,9 @@ def test_read_tool_calls_alone_cannot_break_the_cap(svc, alice, make_run, run_ap
 
 
 def test_search_with_escape_heavy_hits_stays_under_16_kib(svc, alice, make_run, run_api):
-    thread = conversations.conversation_create(actor=svc, username="alice", title=NASTY * 40)
+    thread = services.conversation_create(actor=svc, username="alice", title=NASTY * 40)
     for i in range(15):
-        conversations.message_create(actor=svc, conversation_id=thread.pk, role="user", content=f"needle {i} " + NASTY * 3000)
+        services.message_create(actor=svc, conversation_id=thread.pk, role="user", content=f"needle {i} " + NASTY * 3000)
     handle = make_run(alice)
     response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "needle " + NASTY * 100}, format="json")
     assert response.status_code == 200, response.content
@@ -92,10 +92,10 @@ RUN_LIST_PAGE_BYTES = 700 * 1024  # docs/runs.md
 
 
 def test_message_list_is_capped_and_detail_has_the_full_text(api, svc, alice):
-    thread = conversations.conversation_create(actor=svc, username="alice", title="t")
+    thread = services.conversation_create(actor=svc, username="alice", title="t")
     big = NASTY * 16000  # 64 KiB raw, ~224 KiB as JSON
     calls = [{"name": "t", "input": {"x": NASTY * 1000}, "output": NASTY * 4000}] * 5
-    ids = [conversations.message_create(actor=svc, conversation_id=thread.pk, role="user", content=big, tool_calls=calls,
+    ids = [services.message_create(actor=svc, conversation_id=thread.pk, role="user", content=big, tool_calls=calls,
                                         metadata={"m": NASTY * 1000}).pk for _ in range(55)]
     response = api(alice).get(f"/api/conversations/{thread.pk}/messages", {"page_size": 200})
     assert response.status_code == 200
@@ -112,22 +112,22 @@ def test_message_list_is_capped_and_detail_has_the_full_text(api, svc, alice):
 
 
 def test_message_detail_of_another_user_or_thread_is_404(api, svc, alice, mallory):
-    thread = conversations.conversation_create(actor=svc, username="alice", title="t")
-    other = conversations.conversation_create(actor=svc, username="alice", title="o")
-    message = conversations.message_create(actor=svc, conversation_id=thread.pk, role="user", content="secret")
+    thread = services.conversation_create(actor=svc, username="alice", title="t")
+    other = services.conversation_create(actor=svc, username="alice", title="o")
+    message = services.message_create(actor=svc, conversation_id=thread.pk, role="user", content="secret")
     assert api(mallory).get(f"/api/conversations/{thread.pk}/messages/{message.pk}").status_code == 404
     assert api(alice).get(f"/api/conversations/{other.pk}/messages/{message.pk}").status_code == 404
 
 
 def test_run_list_is_capped_and_detail_has_the_full_prompt(api, svc, alice):
-    thread = conversations.conversation_create(actor=svc, username="alice", title="t")
+    thread = services.conversation_create(actor=svc, username="alice", title="t")
     prompt = NASTY * 60000  # 240 KiB raw
     for i in range(55):
-        issued = runs.run_create(actor=svc, username="alice", conversation_id=thread.pk, request_id='"' * 100,
+        issued = services.run_create(actor=svc, username="alice", conversation_id=thread.pk, request_id='"' * 100,
                                  worker_id="\x01" * 200, prompt=prompt, goal=NASTY * 16000)
         if i == 0:
             first_id = issued.run.pk
-            runs.run_finish(credential=runs.run_credential_from_token(issued.run_token), status="completed",
+            services.run_finish(credential=leases.run_credential_from_token(issued.run_token), status="completed",
                             usage={"u": "x" * 8000})
     response = api(alice).get("/api/runs", {"page_size": 200})
     assert response.status_code == 200

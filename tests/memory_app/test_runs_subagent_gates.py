@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory_app import conversations, notes, runs, tools
-from memory_app.models import AgentRun, ToolCall
+from memory_app.agent import services
+from memory_app.agent.models import AgentRun
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def memory_file(alice):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- MARK-MEMORY-SECRET\n")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- MARK-MEMORY-SECRET\n")
 
 
 def _create(client, conversation_id, **extra):
@@ -38,10 +38,10 @@ def test_chat_or_resume_run_with_a_parent_run_is_refused(api, svc, alice, make_r
 @pytest.mark.parametrize("thread", ["agent_call", "agent_evaluation", "subagent", "child"])
 def test_chat_or_resume_run_on_a_subagent_thread_is_refused(api, svc, alice, kind, thread):
     if thread == "child":
-        parent = conversations.conversation_create(actor=svc, username="alice", title="main")
-        conv = conversations.conversation_create(actor=svc, username="alice", title="child", parent_id=parent.pk)
+        parent = services.conversation_create(actor=svc, username="alice", title="main")
+        conv = services.conversation_create(actor=svc, username="alice", title="child", parent_id=parent.pk)
     else:
-        conv = conversations.conversation_create(actor=svc, username="alice", title="t", source=thread)
+        conv = services.conversation_create(actor=svc, username="alice", title="t", source=thread)
     response = _create(api(svc), conv.pk, kind=kind)
     assert response.status_code == 400, response.content
     assert response.json()["error"]["code"] == "subagent_thread"
@@ -50,7 +50,7 @@ def test_chat_or_resume_run_on_a_subagent_thread_is_refused(api, svc, alice, kin
 
 def test_subagent_run_on_a_child_thread_is_still_allowed_and_gets_no_memory(api, svc, alice, make_run, run_api, memory_file):
     parent = make_run(alice)
-    child = conversations.conversation_create(actor=svc, username="alice", title="child", parent_id=parent.run.conversation_id)
+    child = services.conversation_create(actor=svc, username="alice", title="child", parent_id=parent.run.conversation_id)
     response = _create(api(svc), child.pk, kind="subagent", parent_run_id=parent.id)
     assert response.status_code == 201, response.content
     token = response.json()["run_token"]
@@ -85,12 +85,12 @@ def test_expired_lease_gets_no_context(make_run, alice, run_api, memory_file):
 
 def test_finished_run_and_taken_over_token_get_no_context(svc, make_run, alice, run_api, memory_file):
     finished = make_run(alice)
-    runs.run_finish(credential=finished.credential, status="completed")
+    services.run_finish(credential=finished.credential, status="completed")
     response = run_api(finished.token).get(f"/api/runs/{finished.id}/context")
     assert response.status_code in (401, 403) and "MARK-MEMORY-SECRET" not in response.content.decode()
 
     taken = make_run(alice, worker_id="w1")
     AgentRun.objects.filter(pk=taken.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    runs.run_claim(actor=svc, run_id=taken.id, worker_id="w2")
+    services.run_claim(actor=svc, run_id=taken.id, worker_id="w2")
     response = run_api(taken.token).get(f"/api/runs/{taken.id}/context")
     assert response.status_code in (401, 403) and "MARK-MEMORY-SECRET" not in response.content.decode()

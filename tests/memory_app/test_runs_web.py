@@ -1,8 +1,8 @@
 import pytest
 from django.test import Client
 
-from memory_app import conversations, notes
-from memory_app.models import UserSettings
+from memory_app.agent import services
+from memory_app.agent.models import UserSettings
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -51,7 +51,7 @@ def test_settings_page_toggles_memory(alice):
 
 def test_conversations_and_runs_pages_show_only_own(alice, mallory, svc, make_run):
     handle = make_run(alice)
-    conversations.message_create(actor=svc, conversation_id=handle.run.conversation_id, role="user", content="MARK-ALICE-MSG")
+    services.message_create(actor=svc, conversation_id=handle.run.conversation_id, role="user", content="MARK-ALICE-MSG")
     own = _login(alice)
     assert handle.run.conversation_id in own.get("/conversations/").content.decode()
     detail = own.get(f"/conversations/{handle.run.conversation_id}/").content.decode()
@@ -71,7 +71,7 @@ def test_pages_need_login():
 
 def test_admin_lists_runs_and_read_only_conversations(admin, alice, make_run, svc):
     handle = make_run(alice)
-    conversations.message_create(actor=svc, conversation_id=handle.run.conversation_id, role="user", content="hi",
+    services.message_create(actor=svc, conversation_id=handle.run.conversation_id, role="user", content="hi",
                                  tool_calls=[{"name": "t", "input": {}, "output": "o"}])
     client = _login(admin)
     runs_page = client.get("/admin/memory_app/agentrun/?lease=held")
@@ -85,7 +85,7 @@ def test_admin_lists_runs_and_read_only_conversations(admin, alice, make_run, sv
 
 
 def test_notes_editor_and_agent_share_one_file(alice, make_run, run_api, workspace_root):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- from the user\n")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- from the user\n")
     handle = make_run(alice)
     run_api(handle.token).post(f"/api/runs/{handle.id}/tools/remember_memory", {"content": "- from the agent"}, format="json")
     page = _login(alice).get("/workspace/?name=MEMORY.md").content.decode()

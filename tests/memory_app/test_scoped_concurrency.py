@@ -3,8 +3,8 @@ import threading
 import pytest
 from django.db import connection
 
-from memory_app.models import Memory
-from memory_app.scoped.items import scoped_item_create
+from memory_app.memories.models import Memory
+from memory_app.scoped.services import scoped_item_create
 
 A = "milky:private:10001"
 

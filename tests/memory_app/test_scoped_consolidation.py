@@ -1,12 +1,15 @@
 import pytest
 from django.core.management import call_command
 
-from memory_app import services
-from memory_app.extraction import Candidate
-from memory_app.models import CandidateDecision, Conversation, Memory, MemoryCandidate, MemoryEmbedding, Message, Status
+from memory_app.agent.models import Conversation, Message
+from memory_app.automemory.extraction import Candidate
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Status
 from memory_app.scoped.consolidation import consolidate_turn, dream_session, system_actor
-from memory_app.scoped.items import scoped_item_create
 from memory_app.scoped.migration import inspect_plan
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate
+from memory_app.scoped.services import scoped_item_create
+from memory_app.search.models import MemoryEmbedding
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

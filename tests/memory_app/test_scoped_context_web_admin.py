@@ -4,11 +4,13 @@ import pytest
 from django.urls import reverse
 
 from identity_app.models import ChatBinding
-from memory_app import services
-from memory_app.models import AgentRun, Conversation, Memory, MigrationApproval, ScopeMigrationEntry, ScopeMigrationPlan
+from memory_app.agent.models import AgentRun, Conversation
+from memory_app.memories import services
+from memory_app.memories.models import Memory
 from memory_app.scoped.context import scoped_items_section
-from memory_app.scoped.items import scoped_item_create
 from memory_app.scoped.migration import inspect_plan, plan_import
+from memory_app.scoped.models import MigrationApproval, ScopeMigrationEntry, ScopeMigrationPlan
+from memory_app.scoped.services import scoped_item_create
 
 A = "milky:private:10001"
 B = "milky:private:20002"

@@ -7,12 +7,13 @@ import pytest
 from django.core.management import call_command
 
 from config.errors import ServiceUnavailable
-from memory_app import services
-from memory_app.management.commands.refresh_embeddings import refresh_embeddings
-from memory_app.models import Memory, MemoryEmbedding
+from memory_app.memories import services
+from memory_app.memories.derived import embeddings_refresh
+from memory_app.memories.models import Memory
 from memory_app.scoped import search
-from memory_app.scoped.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
-from memory_app.scoped.items import scoped_item_create
+from memory_app.scoped.services import scoped_item_create
+from memory_app.search.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
+from memory_app.search.models import MemoryEmbedding
 
 A = "milky:private:10001"
 
@@ -149,7 +150,7 @@ def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin
         services.memory_archive(actor=svc, memory_id=archived.pk)
 
     provider = _ChangingProvider(change)
-    assert refresh_embeddings(provider=provider) == 3
+    assert embeddings_refresh(provider=provider) == 3
     search.vector_cache.clear()
     vectors = {e.memory_id: (e.scope_type, e.scope_id, e.active) for e in MemoryEmbedding.objects.all()}
     assert vectors == {
@@ -163,5 +164,5 @@ def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin
     in_global = search.vector_search(scope=("global", "__global__"), query="I like plums", limit=5, provider=provider)
     assert moved.pk not in [h.id for h in in_global] and archived.pk not in [h.id for h in in_global]
     assert kept.pk in [h.id for h in in_global]
-    assert refresh_embeddings(provider=provider) == 0  # nothing left to do, nothing duplicated
+    assert embeddings_refresh(provider=provider) == 0  # nothing left to do, nothing duplicated
     assert MemoryEmbedding.objects.count() == 3

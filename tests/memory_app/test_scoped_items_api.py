@@ -1,8 +1,9 @@
 import pytest
 
 from identity_app.models import ChatBinding
-from memory_app.models import Memory, MemoryCandidate
+from memory_app.memories.models import Memory
 from memory_app.scoped.migration import inspect_plan
+from memory_app.scoped.models import MemoryCandidate
 
 pytestmark = pytest.mark.django_db
 
@@ -221,7 +222,7 @@ def test_long_texts_differing_late_are_not_duplicates(api, svc):
 
 def test_staff_flag_alone_cannot_bind_a_chat_and_read_it(api, svc, alice):
     from identity_app.models import ChatBinding
-    from memory_app.scoped.items import scoped_item_create
+    from memory_app.scoped.services import scoped_item_create
     from tests.factories import UserFactory
 
     scoped_item_create(actor=svc, session_id=A, kind="preference", content="Alice prefers oat milk")

@@ -7,11 +7,12 @@ from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from memory_app import services
-from memory_app.models import MemoryCandidate, Memory, Status
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Status
 from memory_app.scoped import search
 from memory_app.scoped.consolidation import SYSTEM_USERNAME
 from memory_app.scoped.migration import inspect_plan
+from memory_app.scoped.models import MemoryCandidate
 
 # Transactional: the SQLite backup API cannot copy a database inside an open write transaction.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,11 +7,12 @@ import pytest
 from django.core.management import call_command
 
 from config.errors import NotFound
-from memory_app import services
-from memory_app.models import AgentRun, Conversation, Memory, Message, Status
+from memory_app.agent.models import AgentRun, Conversation, Message
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Status
 from memory_app.scoped.consolidation import dream_round
 from memory_app.scoped.context import scoped_items_section
-from memory_app.scoped.items import scoped_item_create
+from memory_app.scoped.services import scoped_item_create
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +65,7 @@ def test_archive_pinned_to_a_scope_refuses_a_row_that_moved(svc):
 
 
 def test_memory_worker_embeds_missing_vectors_and_survives_a_provider_outage(svc, settings, capsys):
-    from memory_app.models import MemoryEmbedding
+    from memory_app.search.models import MemoryEmbedding
 
     scoped_item_create(actor=svc, session_id=A, kind="preference", content="I like jazz")
     MemoryEmbedding.objects.all().delete()
@@ -78,7 +79,7 @@ def test_memory_worker_embeds_missing_vectors_and_survives_a_provider_outage(svc
 
 
 def _all_scoped_text():
-    from memory_app.models import MemoryCandidate
+    from memory_app.scoped.models import MemoryCandidate
 
     rows = list(Memory.objects.values_list("content", "evidence", "metadata"))
     rows += list(MemoryCandidate.objects.values_list("content", "evidence", "reason"))
@@ -110,8 +111,8 @@ def test_consolidation_never_writes_a_secret_into_shared_or_chat_memory(api, svc
 @pytest.mark.parametrize("bad", ["tea\x00time", "tea\ud800time"])
 def test_consolidation_service_refuses_nul_and_surrogates(svc, bad):
     from config.errors import InvalidInput
-    from memory_app.models import MemoryCandidate
     from memory_app.scoped.consolidation import consolidate_turn
+    from memory_app.scoped.models import MemoryCandidate
 
     with pytest.raises(InvalidInput):
         consolidate_turn(actor=svc, session_id=A, messages=[{"role": "user", "content": f"I prefer {bad}."}])

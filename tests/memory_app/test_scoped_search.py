@@ -3,13 +3,14 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 
 from identity_app.models import ChatBinding
-from memory_app import services
-from memory_app.models import GLOBAL_SCOPE_ID, MemoryEmbedding
+from memory_app.memories import services
+from memory_app.memories.models import GLOBAL_SCOPE_ID
+from memory_app.memories.selectors import memories_visible
 from memory_app.scoped import search
-from memory_app.scoped.access import chat_scope_readable
-from memory_app.scoped.items import scoped_item_create
 from memory_app.scoped.search import query_terms
-from memory_app.selectors import memories_visible
+from memory_app.scoped.selectors import chat_scope_readable
+from memory_app.scoped.services import scoped_item_create
+from memory_app.search.models import MemoryEmbedding
 
 pytestmark = pytest.mark.django_db
 

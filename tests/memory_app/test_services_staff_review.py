@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from config.errors import NotFound, PermissionDenied
-from memory_app import services
-from memory_app.models import GLOBAL_SCOPE_ID, Memory, Status, Tier
+from memory_app.memories import services
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, Status, Tier
 from tests.factories import ProjectMemoryFactory, UserFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

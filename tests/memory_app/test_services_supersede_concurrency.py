@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 
 from config.errors import Conflict
-from memory_app.models import Memory, Status
-from memory_app.services import memory_supersede
+from memory_app.memories.models import Memory, Status
+from memory_app.memories.services import memory_supersede
 from tests.factories import UserFactory, UserMemoryFactory
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]

@@ -4,8 +4,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory_app import conversations, notes
-from memory_app.conversations import (
+from memory_app.agent import services
+from memory_app.agent.budgets import truncate_utf8
+from memory_app.agent.history import (
     READ_CONTENT_BYTES,
     READ_MESSAGE_BYTES,
     READ_RESPONSE_BYTES,
@@ -14,7 +15,6 @@ from memory_app.conversations import (
     SEARCH_HIT_BYTES,
     SEARCH_RESPONSE_BYTES,
 )
-from memory_app.text import truncate_utf8
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.django_db
@@ -24,11 +24,11 @@ READ = "/api/runs/{}/tools/read_thread_messages"
 
 
 def _thread(svc, user, **kwargs):
-    return conversations.conversation_create(actor=svc, username=user.username, title=kwargs.pop("title", "thread"), **kwargs)
+    return services.conversation_create(actor=svc, username=user.username, title=kwargs.pop("title", "thread"), **kwargs)
 
 
 def _say(svc, thread, content, role="user", **kwargs):
-    return conversations.message_create(actor=svc, conversation_id=thread.pk, role=role, content=content, **kwargs)
+    return services.message_create(actor=svc, conversation_id=thread.pk, role=role, content=content, **kwargs)
 
 
 def _search(run_api, handle, query, **extra):
@@ -150,7 +150,7 @@ def test_hidden_threads_cannot_be_read(run_api, make_run, alice, leaky_history):
 
 
 def test_search_never_loads_tool_calls_and_read_only_when_asked(make_run, alice, leaky_history):
-    from memory_app import tools
+    from memory_app.agent import tools
 
     handle = make_run(alice)
     with CaptureQueriesContext(connection) as queries:
@@ -171,7 +171,7 @@ def test_history_tools_refuse_subagents_and_disabled_memory(run_api, make_run, a
     response = _read(run_api, sub, leaky_history["visible"].pk)
     assert (response.status_code, response.json()["error"]["code"]) == (403, "not_top_level_run")
     handle = make_run(alice)
-    notes.user_settings_update(user=alice, enable_memory=False)
+    services.user_settings_update(user=alice, enable_memory=False)
     response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "billing"}, format="json")
     assert (response.status_code, response.json()["error"]["code"]) == (403, "memory_disabled")
     assert "MARK" not in response.content.decode()

@@ -4,8 +4,8 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
-from memory_app import notes, runs, tools
-from memory_app.models import AgentRun, UserSettings
+from memory_app.agent import leases, services, tools
+from memory_app.agent.models import AgentRun, UserSettings
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -19,7 +19,7 @@ def _remember(run_api, handle, body, headers=None):
 
 
 def _seed(workspace_root, user, text="# Memory\n- likes tea\n"):
-    notes.workspace_file_write(user=user, name="MEMORY.md", content=text)
+    services.workspace_file_write(user=user, name="MEMORY.md", content=text)
     return memory_path(workspace_root, user).read_bytes()
 
 
@@ -38,16 +38,16 @@ def test_append_then_unchanged_then_replace(run_api, make_run, alice, workspace_
 
 
 def test_append_keeps_existing_text_and_adds_newline(run_api, make_run, alice, workspace_root):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="# Memory\n- likes tea")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="# Memory\n- likes tea")
     _remember(run_api, make_run(alice), {"content": "- owns a cat"})
     assert memory_path(workspace_root, alice).read_text() == "# Memory\n- likes tea\n- owns a cat\n"
 
 
 def test_missing_or_empty_file_is_recreated_by_append(run_api, make_run, alice, workspace_root):
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="")
     handle = make_run(alice)
     assert _remember(run_api, handle, {"content": "first"}).json()["result"] == "appended"
-    notes.workspace_file_delete(user=alice, name="MEMORY.md")
+    services.workspace_file_delete(user=alice, name="MEMORY.md")
     assert _remember(run_api, handle, {"content": "second"}).json()["result"] == "appended"
     assert memory_path(workspace_root, alice).read_text() == "second\n"
 
@@ -176,7 +176,7 @@ def test_matching_context_headers_are_accepted(run_api, make_run, alice, workspa
 @pytest.mark.parametrize("status", ["completed", "failed", "cancelled"])
 def test_finished_run_is_refused(run_api, make_run, alice, workspace_root, status):
     before, handle = _seed(workspace_root, alice), make_run(alice)
-    runs.run_finish(credential=handle.credential, status=status)
+    services.run_finish(credential=handle.credential, status=status)
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 403, "run_not_running", workspace_root, alice, before)
 
@@ -191,7 +191,7 @@ def test_expired_lease_is_refused(run_api, make_run, alice, workspace_root):
 def test_taken_over_lease_is_refused(run_api, make_run, alice, svc, workspace_root):
     before, handle = _seed(workspace_root, alice), make_run(alice)
     AgentRun.objects.filter(pk=handle.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    runs.run_claim(actor=svc, run_id=handle.id, worker_id="w2")
+    services.run_claim(actor=svc, run_id=handle.id, worker_id="w2")
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 401, "authentication_failed", workspace_root, alice, before)
 
@@ -201,15 +201,15 @@ def test_take_over_between_authentication_and_lock_is_refused(make_run, alice, s
     before, handle = _seed(workspace_root, alice), make_run(alice)
     credential = handle.credential
     AgentRun.objects.filter(pk=handle.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    runs.run_claim(actor=svc, run_id=handle.id, worker_id="w2")
-    with pytest.raises(runs.LeaseLost):
+    services.run_claim(actor=svc, run_id=handle.id, worker_id="w2")
+    with pytest.raises(leases.LeaseLost):
         tools.remember_memory(credential=credential, content="x")
     assert memory_path(workspace_root, alice).read_bytes() == before
 
 
 def test_switch_turned_off_mid_run_is_refused(run_api, make_run, alice, workspace_root):
     before, handle = _seed(workspace_root, alice), make_run(alice)
-    notes.user_settings_update(user=alice, enable_memory=False)
+    services.user_settings_update(user=alice, enable_memory=False)
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 403, "memory_disabled", workspace_root, alice, before)
     assert UserSettings.objects.get(user=alice).enable_memory is False
@@ -292,7 +292,7 @@ def test_unknown_tool_is_404(run_api, make_run, alice):
 
 @pytest.mark.django_db(transaction=True)
 def test_user_lock_needs_a_transaction(alice):
-    from memory_app.locks import LockFailed, user_lock_acquire, user_lock_key
+    from memory_app.agent.locks import LockFailed, user_lock_acquire, user_lock_key
 
     with pytest.raises(LockFailed):
         user_lock_acquire(user_id=alice.pk)

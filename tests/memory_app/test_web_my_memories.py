@@ -3,8 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from memory_app.models import Memory, Origin, Status, Tier
-from memory_app.models.memory import MAX_CONTENT_CHARS
+from memory_app.memories.models import MAX_CONTENT_CHARS, Memory, Origin, Status, Tier
 from tests.factories import UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from identity_app.models import Membership, Project, Role
-from memory_app.models import Memory, Origin, Status, Tier
+from memory_app.memories.models import Memory, Origin, Status, Tier
 from tests.factories import MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,8 @@
 import hashlib
+
 import pytest
 
-from memory_app.models import UserSettings
+from memory_app.agent.models import UserSettings
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 from django.test import Client
 
-from memory_app import notes, tools
+from memory_app.agent import services, tools
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 
@@ -22,7 +22,7 @@ def test_get_returns_hash_and_etag(api, alice, workspace_root):
     client = api(alice)
     missing = client.get(URL)
     assert missing.json()["sha256"] == _sha(b"") and missing["ETag"] == f'"{_sha(b"")}"'
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- tea\n")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- tea\n")
     response = client.get(URL)
     expected = _sha(b"- tea\n")
     assert response.json()["sha256"] == expected and response["ETag"] == f'"{expected}"'
@@ -78,7 +78,7 @@ def test_malformed_base_is_400_and_changes_nothing(api, alice, workspace_root, b
 def test_web_editor_sends_the_version_and_reports_a_conflict(alice, make_run, workspace_root):
     client = Client()
     client.force_login(alice)
-    notes.workspace_file_write(user=alice, name="MEMORY.md", content="- first\n")
+    services.workspace_file_write(user=alice, name="MEMORY.md", content="- first\n")
     page = client.get("/workspace/?name=MEMORY.md").content.decode()
     base = _sha(b"- first\n")
     assert f'name="base_sha256" value="{base}"' in page

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from memory_app.workspace import Workspace, WorkspaceUnsafe, WorkspaceWriteFailed
+from memory_app.agent.workspace import Workspace, WorkspaceUnsafe, WorkspaceWriteFailed
 from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
 from tests.memory_app.runs_fixtures import memory_path
 

@@ -9,10 +9,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
 
 from config.errors import DomainError, ServiceUnavailable
+from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
-from memory_app.management.commands.refresh_embeddings import refresh_embeddings
+from memory_app.memories.derived import embeddings_refresh
 from memory_app.scoped.consolidation import dream_round
-from memory_app.extraction import get_extractor
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"dreaming pass: {len(dreamed)} sessions ({failed} failed)")
             if embeddings:
                 try:
-                    self.stdout.write(f"embeddings: {refresh_embeddings()} item(s) embedded")
+                    self.stdout.write(f"embeddings: {embeddings_refresh()} item(s) embedded")
                 except ServiceUnavailable as exc:
                     # A remote embedding service being down must not stop extraction rounds.
                     logger.warning("embedding refresh failed", extra={"error_class": type(exc).__name__})

@@ -1,0 +1,476 @@
+"""Conversations, messages and tool calls: writes by service principals, reads by owners, and
+the history selectors behind ``search_thread_messages`` / ``read_thread_messages``.
+
+The history selectors own visibility, the field allowlist, every byte budget and the
+truncation markers (SPEC §5). Cutting itself is ``truncate_utf8``.
+"""
+
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text, validate_json_value
+from identity_app.permissions import CREATE_TASK, READ, is_service_principal, project_require_permission
+from memory_app.agent.budgets import json_size, utf8_len
+from memory_app.agent.leases import (
+    FINISHED_STATUSES,
+    LeaseLost,
+    RunCredential,
+    RunNotAuthorized,
+    hash_run_token,
+    new_run_token,
+    run_check_lease,
+)
+from memory_app.agent.locks import user_lock_acquire
+from memory_app.agent.models import (
+    TOP_LEVEL_RUN_KINDS,
+    AgentRun,
+    Conversation,
+    ConversationSource,
+    ConversationStatus,
+    Message,
+    MessageRole,
+    MessageType,
+    RunKind,
+    RunStatus,
+    ToolCall,
+    UserSettings,
+)
+from memory_app.agent.selectors import conversation_is_main_thread, conversations_visible
+from memory_app.agent.workspace import (
+    MAX_WORKSPACE_FILE_BYTES,
+    Workspace,
+    WorkspaceEditConflict,
+    WorkspaceFile,
+    sha256_hex,
+    validate_base_sha256,
+    validate_workspace_content,
+    validate_workspace_name,
+)
+
+
+def _check_base(workspace: Workspace, name: str, base_sha256: str | None) -> None:
+    """Under the per-user lock: the file is still the version the editor started from."""
+    if base_sha256 is None:
+        return
+    read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
+    if read.truncated or not hmac.compare_digest(sha256_hex(read.content), base_sha256):
+        raise WorkspaceEditConflict(
+            f"{name} changed since you opened it (for example the agent saved a note); nothing was "
+            "changed. Reload it and apply your edit again."
+        )
+
+
+def workspace_file_write(
+    *, user: AbstractBaseUser, name: str, content: str, base_sha256: str | None = None
+) -> WorkspaceFile:
+    """Publish ``content``. With ``base_sha256`` (the hash the editor read) the write happens
+    only if the file is still that version, checked under the per-user lock; otherwise
+    ``409 conflict`` and the file is untouched. Without it the content overwrites the file."""
+    validate_workspace_name(name)
+    content = validate_workspace_content(content)
+    base_sha256 = validate_base_sha256(base_sha256)
+    data = content.encode("utf-8")
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        workspace = Workspace(user.pk)
+        _check_base(workspace, name, base_sha256)
+        workspace.replace_authorized_file(name, data)
+    return WorkspaceFile(name, content, len(data), True, sha256_hex(data))
+
+
+def workspace_file_delete(*, user: AbstractBaseUser, name: str, base_sha256: str | None = None) -> bool:
+    """Remove a file; ``base_sha256`` as for ``workspace_file_write``."""
+    validate_workspace_name(name)
+    base_sha256 = validate_base_sha256(base_sha256)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        workspace = Workspace(user.pk)
+        _check_base(workspace, name, base_sha256)
+        return workspace.delete_file(name)
+
+
+def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:
+    if not isinstance(enable_memory, bool):
+        raise InvalidInput("enable_memory must be a boolean.", code="invalid")
+    with transaction.atomic(durable=True):
+        # Same lock as remember_memory: a switch turned off is seen by every later write.
+        user_lock_acquire(user_id=user.pk)
+        row, _ = UserSettings.objects.select_for_update().get_or_create(user=user)
+        if row.enable_memory != enable_memory:
+            row.enable_memory = enable_memory
+            row.save(update_fields=["enable_memory", "updated_at"])
+    return row
+
+
+MAX_MESSAGE_CONTENT_BYTES = 256 * 1024
+MAX_MESSAGE_JSON_BYTES = 16 * 1024
+MAX_TOOL_CALLS_PER_MESSAGE = 50
+MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
+
+
+def _require_service(actor) -> None:
+    if not is_service_principal(actor):
+        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
+
+
+def _json_field(value, name: str, *, kind: type, limit: int = MAX_MESSAGE_JSON_BYTES):
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise InvalidInput(f"{name} must be a JSON {'object' if kind is dict else 'array'}.", code=f"invalid_{name}")
+    validate_json_value(value, field=name)
+    if json_size(value) > limit:
+        raise TooLarge(f"{name} is larger than {limit} bytes.")
+    return value
+
+
+def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
+    clean_text(value, field=name)
+    if len(value) > limit:
+        raise TooLarge(f"{name} is longer than {limit} characters.")
+    if required and not value.strip():
+        raise InvalidInput(f"{name} may not be empty.", code=f"invalid_{name}")
+    return value
+
+
+def conversation_create(
+    *,
+    actor: AbstractBaseUser,
+    username: str,
+    title: str = "",
+    project_id: str | None = None,
+    source: str = ConversationSource.CHAT,
+    parent_id: str | None = None,
+    session_key: str | None = None,
+) -> Conversation:
+    from memory_app.agent.services import user_by_username
+
+    _require_service(actor)
+    owner = user_by_username(username)
+    if source not in ConversationSource.values:
+        raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
+    parent = None
+    if parent_id:
+        parent = Conversation.objects.filter(pk=parent_id, owner=owner).first()
+        if parent is None:
+            raise NotFound("Parent conversation not found for this user.")
+    project = None
+    if project_id:
+        project = project_require_permission(user=owner, project_id=project_id, permission=READ)
+    conversation = Conversation(
+        owner=owner,
+        project=project,
+        title=_short_text(title, "title", 300),
+        source=source,
+        parent=parent,
+        session_key=_short_text(session_key, "session_key", 200),
+    )
+    conversation.full_clean()
+    with transaction.atomic(durable=True):
+        conversation.save(force_insert=True)
+    return conversation
+
+
+def message_create(
+    *,
+    actor: AbstractBaseUser,
+    conversation_id: str,
+    role: str,
+    type: str = MessageType.TEXT,
+    content: str = "",
+    metadata: dict | None = None,
+    attachments: list | None = None,
+    images: list | None = None,
+    feedback: dict | None = None,
+    run_id: str | None = None,
+    tool_calls: list | None = None,
+) -> Message:
+    _require_service(actor)
+    if role not in MessageRole.values:
+        raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
+    if type not in MessageType.values:
+        raise InvalidInput(f"type must be one of {', '.join(MessageType.values)}.", code="invalid_type")
+    if not isinstance(content, str):
+        raise InvalidInput("content must be a string.", code="invalid_content")
+    clean_text(content, field="content")
+    if utf8_len(content) > MAX_MESSAGE_CONTENT_BYTES:
+        raise TooLarge(f"content is larger than {MAX_MESSAGE_CONTENT_BYTES} bytes.")
+    tool_calls = _json_field(tool_calls, "tool_calls", kind=list, limit=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES)
+    if len(tool_calls) > MAX_TOOL_CALLS_PER_MESSAGE:
+        raise TooLarge(f"at most {MAX_TOOL_CALLS_PER_MESSAGE} tool calls per message.")
+    calls = [_tool_call_fields(call) for call in tool_calls]
+    message = Message(
+        role=role,
+        type=type,
+        content=content,
+        metadata=_json_field(metadata, "metadata", kind=dict),
+        attachments=_json_field(attachments, "attachments", kind=list),
+        images=_json_field(images, "images", kind=list),
+        feedback=_json_field(feedback, "feedback", kind=dict),
+    )
+    with transaction.atomic(durable=True):
+        conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        if run_id:
+            run = AgentRun.objects.filter(pk=run_id, conversation=conversation).first()
+            if run is None:
+                raise NotFound("Run not found in this conversation.")
+            message.run = run
+        message.conversation = conversation
+        message.save(force_insert=True)
+        ToolCall.objects.bulk_create(
+            [ToolCall(message=message, conversation=conversation, **fields) for fields in calls]
+        )
+        conversation.save(update_fields=["updated_at"])
+    return message
+
+
+def conversation_update(
+    *, actor: AbstractBaseUser, conversation_id: str, title: str | None = None, status: str | None = None
+) -> Conversation:
+    """Rename or archive/delete/restore a conversation: its owner or a service principal."""
+    if status is not None and status not in ConversationStatus.values:
+        raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
+    with transaction.atomic(durable=True):
+        conversation = conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        fields = []
+        if title is not None:
+            conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
+        if status is not None:
+            conversation.status, fields = status, [*fields, "status"]
+        if fields:
+            conversation.save(update_fields=[*fields, "updated_at"])
+    return conversation
+
+
+def _tool_call_fields(call) -> dict:
+    if not isinstance(call, dict):
+        raise InvalidInput("each tool call must be a JSON object.", code="invalid_tool_calls")
+    unknown = set(call) - {"name", "input", "output", "status", "error"}
+    if unknown:
+        raise InvalidInput(f"unknown tool call fields: {', '.join(sorted(unknown))}.", code="invalid_tool_calls")
+    call_input = call.get("input") or {}
+    if not isinstance(call_input, (dict, list)):
+        raise InvalidInput("tool call input must be a JSON object or array.", code="invalid_tool_calls")
+    validate_json_value(call_input, field="tool call input")
+    if json_size(call_input) > MAX_TOOL_CALL_FIELD_BYTES:
+        raise TooLarge(f"tool call input is larger than {MAX_TOOL_CALL_FIELD_BYTES} bytes.")
+    output = call.get("output")
+    if output is not None and not isinstance(output, str):
+        output = json.dumps(output, ensure_ascii=False)
+    fields = {
+        "name": _short_text(call.get("name"), "tool call name", 200, required=True),
+        "input": call_input,
+        "output": _short_text(output, "tool call output", MAX_TOOL_CALL_FIELD_BYTES),
+        "status": _short_text(call.get("status"), "tool call status", 32),
+        "error": _short_text(call.get("error"), "tool call error", MAX_TOOL_CALL_FIELD_BYTES),
+    }
+    return fields
+
+
+MIN_LEASE_SECONDS = 5
+MAX_LEASE_SECONDS = 3600
+MAX_USAGE_BYTES = 8 * 1024
+
+
+def _require_service(actor: AbstractBaseUser) -> None:
+    if not is_service_principal(actor):
+        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
+
+
+def _lease_seconds(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not MIN_LEASE_SECONDS <= value <= MAX_LEASE_SECONDS:
+        raise InvalidInput(
+            f"lease_seconds must be an integer between {MIN_LEASE_SECONDS} and {MAX_LEASE_SECONDS}.",
+            code="invalid_lease",
+        )
+    return value
+
+
+def _worker_id(value) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise InvalidInput("worker_id must be a non-empty string of at most 200 characters.", code="invalid_worker")
+    return value.strip()
+
+
+def user_by_username(username) -> AbstractBaseUser:
+    if not isinstance(username, str) or not username:
+        raise InvalidInput("user must be a username.", code="unknown_user")
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+    return user
+
+
+@dataclass(frozen=True)
+class IssuedRun:
+    run: AgentRun
+    run_token: str
+
+
+def run_create(
+    *,
+    actor: AbstractBaseUser,
+    username: str,
+    conversation_id: str,
+    request_id: str,
+    kind: str = RunKind.CHAT,
+    worker_id: str,
+    lease_seconds: int = 60,
+    prompt: str = "",
+    goal: str | None = None,
+    parent_run_id: str | None = None,
+    project_id: str | None = None,
+) -> IssuedRun:
+    """Create a running run on behalf of ``username`` and issue its first run token."""
+    _require_service(actor)
+    user = user_by_username(username)
+    if kind not in RunKind.values:
+        raise InvalidInput(f"kind must be one of {', '.join(RunKind.values)}.", code="invalid_kind")
+    if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 100:
+        raise InvalidInput("request_id must be a non-empty string of at most 100 characters.", code="invalid")
+    worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
+    conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+    if conversation is None:
+        raise NotFound("Conversation not found for this user.")
+    if conversation.status != ConversationStatus.ACTIVE:
+        raise Conflict("The conversation is not active.", code="conversation_not_active")
+    if kind in TOP_LEVEL_RUN_KINDS:
+        # A main-agent run gets MEMORY.md, the memory tools and identity injection; a
+        # sub-agent must never pass for one.
+        if parent_run_id:
+            raise InvalidInput(f"A {kind} run cannot have parent_run_id; use kind=subagent.", code="parent_not_allowed")
+        if not conversation_is_main_thread(conversation):
+            raise InvalidInput(
+                f"A {kind} run cannot execute on a sub-agent or agent-call thread.", code="subagent_thread"
+            )
+    parent = None
+    if parent_run_id:
+        parent = AgentRun.objects.filter(pk=parent_run_id, user=user).first()
+        if parent is None:
+            raise NotFound("Parent run not found for this user.")
+    if kind == RunKind.SUBAGENT and parent is None:
+        raise InvalidInput("A subagent run needs parent_run_id.", code="parent_required")
+    project = None
+    if project_id:
+        project = project_require_permission(user=user, project_id=project_id, permission=CREATE_TASK)
+    elif conversation.project_id:
+        project = conversation.project
+    now = timezone.now()
+    run = AgentRun(
+        user=user,
+        created_by=actor,
+        conversation=conversation,
+        project=project,
+        request_id=request_id.strip(),
+        kind=kind,
+        parent_run=parent,
+        status=RunStatus.RUNNING,
+        prompt=prompt or "",
+        goal=goal,
+        worker_id=worker_id,
+        lease_expires_at=now + timedelta(seconds=lease_seconds),
+        lease_generation=1,
+        started_at=now,
+    )
+    token = new_run_token(run.pk, 1)
+    run.run_token_hash = hash_run_token(token)
+    run.full_clean()
+    with transaction.atomic(durable=True):
+        run.save(force_insert=True)
+    return IssuedRun(run, token)
+
+
+def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
+    """Take over a run whose lease expired (or renew one's own): one conditional UPDATE, so of
+    two racing workers exactly one wins. The previous token stops working."""
+    _require_service(actor)
+    worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
+    with transaction.atomic(durable=True):
+        current = AgentRun.objects.filter(pk=run_id).values("lease_generation", "status").first()
+        if current is None:
+            raise NotFound("Run not found.")
+        if current["status"] in FINISHED_STATUSES:
+            raise Conflict(f"The run is {current['status']}.", code="run_finished")
+        generation = current["lease_generation"] + 1
+        token = new_run_token(run_id, generation)
+        now = timezone.now()
+        claimable = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=now) | Q(worker_id=worker_id)
+        updated = (
+            AgentRun.objects.filter(claimable, pk=run_id, lease_generation=current["lease_generation"])
+            .filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+            .update(
+                worker_id=worker_id,
+                lease_expires_at=now + timedelta(seconds=lease_seconds),
+                lease_generation=F("lease_generation") + 1,
+                run_token_hash=hash_run_token(token),
+                status=RunStatus.RUNNING,
+                updated_at=now,
+            )
+        )
+        if updated != 1:
+            raise Conflict("The run's lease is held by another worker.", code="lease_held")
+    return IssuedRun(AgentRun.objects.get(pk=run_id), token)
+
+
+def run_heartbeat(*, credential: RunCredential, lease_seconds: int = 60) -> AgentRun:
+    lease_seconds = _lease_seconds(lease_seconds)
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        run = AgentRun.objects.select_for_update().filter(pk=credential.run_id).first()
+        if run is None:
+            raise RunNotAuthorized("This run token is not valid for this run.")
+        run_check_lease(run=run, credential=credential, now=now)
+        run.lease_expires_at = now + timedelta(seconds=lease_seconds)
+        run.save(update_fields=["lease_expires_at", "updated_at"])
+    return run
+
+
+def _validate_usage(usage) -> dict:
+    if usage is None:
+        return {}
+    if not isinstance(usage, dict):
+        raise InvalidInput("usage must be a JSON object.", code="invalid_usage")
+    if len(json.dumps(usage, ensure_ascii=False).encode("utf-8")) > MAX_USAGE_BYTES:
+        raise InvalidInput(f"usage is larger than {MAX_USAGE_BYTES} bytes.", code="too_large")
+    return usage
+
+
+def run_finish(*, credential: RunCredential, status: str, usage: dict | None = None) -> AgentRun:
+    """Finish a run. The token must still be the run's current one; an expired lease that
+    nobody took over may still report its outcome."""
+    if status not in FINISHED_STATUSES:
+        raise InvalidInput("status must be completed, failed or cancelled.", code="invalid_status")
+    usage = _validate_usage(usage)
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        run = AgentRun.objects.select_for_update().filter(pk=credential.run_id).first()
+        if run is None:
+            raise RunNotAuthorized("This run token is not valid for this run.")
+        try:
+            run_check_lease(run=run, credential=credential, now=now)
+        except LeaseLost:
+            if run.lease_generation != credential.generation:
+                raise
+        run.status = status
+        run.finished_at = now
+        run.usage = {**(run.usage or {}), **usage}
+        run.lease_expires_at = None
+        run.save(update_fields=["status", "finished_at", "usage", "lease_expires_at", "updated_at"])
+    return run

@@ -1,0 +1,139 @@
+"""End-user pages: the notes-file editor, the memory switch, conversations and runs."""
+
+import functools
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_http_methods
+
+from config.errors import DomainError, NotFound, PermissionDenied
+from memory_app.agent import selectors, services
+from memory_app.agent.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_FILE, WORKSPACE_FILES, WorkspaceEditConflict
+
+PAGE_SIZE = 25
+
+
+def _http_errors(view):
+    """Domain errors from selectors become the matching HTTP error pages."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound:
+            raise Http404 from None
+        except PermissionDenied:
+            raise DjangoPermissionDenied from None
+
+    return wrapper
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace(request):
+    unsaved = None
+    if request.method == "POST":
+        # The name rule is the service's: an unknown name is refused there, never replaced.
+        name = request.POST.get("name", "")
+        # The version the form was opened on: a change made meanwhile (a note the agent saved)
+        # is a conflict, never silently overwritten.
+        base = request.POST.get("base_sha256") or None
+        content = request.POST.get("content", "").replace("\r\n", "\n")  # browsers send CRLF
+        try:
+            if request.POST.get("action") == "delete":
+                services.workspace_file_delete(user=request.user, name=name, base_sha256=base)
+                messages.success(request, f"{name} deleted.")
+            else:
+                services.workspace_file_write(user=request.user, name=name, content=content, base_sha256=base)
+                messages.success(request, f"{name} saved.")
+            return redirect(f"{reverse('web:workspace')}?name={name}")
+        except WorkspaceEditConflict:
+            messages.error(
+                request,
+                f"{name} was changed since you opened it (for example your agent saved a note), so your "
+                "change was not saved. The current version is shown below; your text is kept underneath "
+                "so you can apply it again.",
+            )
+            if request.POST.get("action") != "delete":
+                unsaved = content
+        except NotFound as exc:
+            messages.error(request, exc.message)
+            return redirect("web:workspace")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+    else:
+        name = request.GET.get("name")
+        name = name if name in WORKSPACE_FILES else MEMORY_FILE  # the tabs; anything else shows MEMORY.md
+    file, error = None, None
+    try:
+        file = selectors.workspace_file_get(user=request.user, name=name)
+    except DomainError as exc:
+        error = exc.message
+    return render(
+        request,
+        "runs/workspace.html",
+        {
+            "name": name,
+            "names": WORKSPACE_FILES,
+            "file": file,
+            "error": error,
+            "unsaved": unsaved,
+            "max_bytes": MAX_WORKSPACE_FILE_BYTES,
+        },
+        status=409 if unsaved is not None else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_page(request):
+    if request.method == "POST":
+        enabled = request.POST.get("enable_memory") == "on"
+        services.user_settings_update(user=request.user, enable_memory=enabled)
+        messages.success(request, "Memory is now " + ("on." if enabled else "off."))
+        return redirect("web:settings")
+    return render(request, "runs/settings.html", {"settings": selectors.user_settings_get(user=request.user)})
+
+
+@login_required
+@_http_errors
+def conversation_list(request):
+    qs = selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "runs/conversations.html", {"page": page})
+
+
+@login_required
+@_http_errors
+def conversation_detail(request, conversation_id):
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    page = Paginator(
+        selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50
+    ).get_page(request.GET.get("page"))
+    run_list = selectors.runs_visible(user=request.user).filter(conversation=conversation).order_by("-created_at")[:50]
+    return render(
+        request,
+        "runs/conversation_detail.html",
+        {"conversation": conversation, "page": page, "runs": [(r, selectors.run_lease_state(r)) for r in run_list]},
+    )
+
+
+@login_required
+@_http_errors
+def run_detail(request, run_id):
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    return render(request, "runs/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})
+
+
+urlpatterns = [
+    path("workspace/", workspace, name="workspace"),
+    path("settings/", settings_page, name="settings"),
+    path("conversations/", conversation_list, name="conversations"),
+    path("conversations/<slug:conversation_id>/", conversation_detail, name="conversation_detail"),
+    path("runs/<slug:run_id>/", run_detail, name="run_detail"),
+]

@@ -1,0 +1,162 @@
+"""Auto-memory API (SPEC §6): settings, per-run flags, a manual round, the log."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import StrictBooleanField, StrictCharField, StrictInputMixin, StrictIntegerField, api_route
+from memory_app.agent.models import AgentRun
+from memory_app.automemory import selectors, services
+from memory_app.automemory.models import (
+    AUTO_MEMORY_LIMITS,
+    MODEL_NAME_MAX,
+    AutoMemoryLogEntry,
+    AutoMemoryOutcome,
+    AutoMemorySettings,
+)
+from memory_app.automemory.worker import auto_memory_round_for_user
+
+
+class AutoMemorySettingsInput(StrictInputMixin, serializers.Serializer):
+    generate = StrictBooleanField(required=False)
+    use = StrictBooleanField(required=False)
+    extract_model = StrictCharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
+    consolidation_model = StrictCharField(required=False, allow_blank=True, max_length=MODEL_NAME_MAX)
+    min_idle_minutes = StrictIntegerField(required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_idle_minutes"])
+    min_duration_seconds = StrictIntegerField(
+        required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_duration_seconds"]
+    )
+    min_length_chars = StrictIntegerField(required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_length_chars"])
+    min_quota_remaining_pct = StrictIntegerField(
+        required=False, min_value=0, max_value=AUTO_MEMORY_LIMITS["min_quota_remaining_pct"]
+    )
+    redact_contact_info = StrictBooleanField(required=False)
+
+
+class AutoMemorySettingsOutput(serializers.ModelSerializer):
+    class Meta:
+        model = AutoMemorySettings
+        fields = list(services.SETTINGS_FIELDS)
+
+
+class AutoMemorySettingsView(APIView):
+    @extend_schema(responses=AutoMemorySettingsOutput)
+    def get(self, request):
+        return Response(AutoMemorySettingsOutput(selectors.auto_memory_settings_get(user=request.user)).data)
+
+    @extend_schema(request=AutoMemorySettingsInput, responses=AutoMemorySettingsOutput)
+    def put(self, request):
+        data = AutoMemorySettingsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        row = services.auto_memory_settings_update(user=request.user, changes=dict(data.validated_data))
+        return Response(AutoMemorySettingsOutput(row).data)
+
+
+class NullableStrictBooleanField(StrictBooleanField):
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, **kwargs)
+
+
+class RunFlagsInput(StrictInputMixin, serializers.Serializer):
+    generate = NullableStrictBooleanField(required=False)
+    use = NullableStrictBooleanField(required=False)
+
+
+def run_flags_data(run: AgentRun) -> dict:
+    effective = selectors.effective_flags(run=run)
+    return {
+        "id": run.pk,
+        "generate": run.auto_memory_generate,
+        "use": run.auto_memory_use,
+        "effective": {"generate": effective.generate, "use": effective.use},
+        "processed_at": run.auto_memory_processed_at,
+    }
+
+
+RunFlagsOutput = inline_serializer(
+    "RunAutoMemoryFlags",
+    {
+        "id": serializers.CharField(),
+        "generate": serializers.BooleanField(allow_null=True),
+        "use": serializers.BooleanField(allow_null=True),
+        "effective": inline_serializer(
+            "EffectiveAutoMemoryFlags", {"generate": serializers.BooleanField(), "use": serializers.BooleanField()}
+        ),
+        "processed_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+
+
+class RunFlagsView(APIView):
+    @extend_schema(request=RunFlagsInput, responses=RunFlagsOutput)
+    def post(self, request, run_id):
+        data = RunFlagsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = services.run_auto_memory_flags_set(actor=request.user, run_id=run_id, **data.validated_data)
+        return Response(run_flags_data(run))
+
+
+class AutoMemoryRunView(APIView):
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "AutoMemoryRound",
+            {
+                "processed": serializers.ListField(child=serializers.DictField()),
+                "stopped": serializers.CharField(help_text='"time_budget" when the round stopped early, else ""'),
+                "left": serializers.IntegerField(help_text="the caller's runs still waiting for extraction"),
+            },
+        ),
+    )
+    def post(self, request):
+        report = auto_memory_round_for_user(user=request.user)
+        return Response(
+            {"processed": [r.as_dict() for r in report.results], "stopped": report.stopped, "left": report.left}
+        )
+
+
+class AutoMemoryLogOutput(serializers.ModelSerializer):
+    run_id = serializers.CharField(source="run_ref")
+    project_id = serializers.CharField(source="project_id_ref")
+
+    class Meta:
+        model = AutoMemoryLogEntry
+        fields = [
+            "id",
+            "run_id",
+            "project_id",
+            "outcome",
+            "gate",
+            "reason",
+            "details",
+            "memory_id",
+            "superseded_memory_id",
+            "content",
+            "error_class",
+            "created_at",
+        ]
+
+
+class AutoMemoryLogView(generics.ListAPIView):
+    serializer_class = AutoMemoryLogOutput
+
+    @extend_schema(parameters=[OpenApiParameter("outcome", str, enum=AutoMemoryOutcome.values, required=False)])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation
+            return AutoMemoryLogEntry.objects.none()
+        outcome = self.request.query_params.get("outcome") or None
+        if outcome is not None and outcome not in AutoMemoryOutcome.values:
+            raise serializers.ValidationError({"outcome": ["Unknown outcome."]})
+        return selectors.auto_memory_log_for(user=self.request.user, outcome=outcome)
+
+
+urlpatterns = [
+    api_route(r"users/me/auto-memory-settings", AutoMemorySettingsView.as_view(), "auto-memory-settings"),
+    api_route(r"tasks/(?P<run_id>[\w-]+)/auto-memory-flags", RunFlagsView.as_view(), "run-auto-memory-flags"),
+    api_route(r"users/me/auto-memory/run", AutoMemoryRunView.as_view(), "auto-memory-run"),
+    api_route(r"users/me/auto-memory-log", AutoMemoryLogView.as_view(), "auto-memory-log"),
+]

@@ -1,0 +1,112 @@
+"""Auto-memory pages: settings, the log, a run's flags. Thin: forms → the same services."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+
+from config.errors import DomainError, NotFound
+from memory_app.agent.selectors import run_get
+from memory_app.automemory import selectors, services
+from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
+
+LOG_PAGE_SIZE = 50
+
+
+class AutoMemorySettingsForm(forms.Form):
+    generate = forms.BooleanField(required=False, label="Generate memories from my finished runs")
+    use = forms.BooleanField(required=False, label="Use my memories in new runs")
+    extract_model = forms.CharField(required=False, max_length=MODEL_NAME_MAX, label="Extraction model (stored)")
+    consolidation_model = forms.CharField(
+        required=False, max_length=MODEL_NAME_MAX, label="Consolidation model (stored)"
+    )
+    min_idle_minutes = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_idle_minutes"])
+    min_duration_seconds = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_duration_seconds"])
+    min_length_chars = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_length_chars"])
+    min_quota_remaining_pct = forms.IntegerField(
+        min_value=0, max_value=AUTO_MEMORY_LIMITS["min_quota_remaining_pct"]
+    )
+    redact_contact_info = forms.BooleanField(required=False, label="Also redact emails and phone numbers")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def auto_memory_settings(request):
+    current = selectors.auto_memory_settings_get(user=request.user)
+    initial = {name: getattr(current, name) for name in services.SETTINGS_FIELDS}
+    form = AutoMemorySettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.auto_memory_settings_update(user=request.user, changes=form.cleaned_data)
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, "Auto-memory settings saved.")
+            return redirect("web:auto_memory_settings")
+    return render(request, "automemory/settings.html", {"form": form})
+
+
+@login_required
+def auto_memory_log(request):
+    outcome = request.GET.get("outcome") or None
+    if outcome not in (None, *AutoMemoryOutcome.values):
+        outcome = None
+    page = Paginator(selectors.auto_memory_log_for(user=request.user, outcome=outcome), LOG_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "automemory/log.html",
+        {"page": page, "outcome": outcome or "", "outcomes": AutoMemoryOutcome.values},
+    )
+
+
+_FLAG_CHOICES = [("inherit", "Inherit my setting"), ("on", "On for this run"), ("off", "Off for this run")]
+_FLAG_VALUES = {"inherit": None, "on": True, "off": False}
+
+
+class RunFlagsForm(forms.Form):
+    generate = forms.ChoiceField(choices=_FLAG_CHOICES)
+    use = forms.ChoiceField(choices=_FLAG_CHOICES)
+
+
+def _choice(value: bool | None) -> str:
+    return "inherit" if value is None else ("on" if value else "off")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_auto_memory_flags(request, run_id):
+    try:
+        run = run_get(user=request.user, run_id=run_id, own_only=True)
+    except NotFound:
+        raise Http404("Run not found.") from None
+    form = RunFlagsForm(
+        request.POST or None,
+        initial={"generate": _choice(run.auto_memory_generate), "use": _choice(run.auto_memory_use)},
+    )
+    if request.method == "POST" and form.is_valid():
+        services.run_auto_memory_flags_set(
+            actor=request.user,
+            run_id=run.pk,
+            generate=_FLAG_VALUES[form.cleaned_data["generate"]],
+            use=_FLAG_VALUES[form.cleaned_data["use"]],
+        )
+        messages.success(request, "Auto-memory flags of this run saved.")
+        return redirect("web:run_auto_memory_flags", run_id=run.pk)
+    return render(
+        request,
+        "automemory/run_flags.html",
+        {"run": run, "form": form, "effective": selectors.effective_flags(run=run)},
+    )
+
+
+urlpatterns = [
+    path("auto-memory/settings/", auto_memory_settings, name="auto_memory_settings"),
+    path("auto-memory/log/", auto_memory_log, name="auto_memory_log"),
+    path("runs/<slug:run_id>/auto-memory/", run_auto_memory_flags, name="run_auto_memory_flags"),
+]

@@ -1,0 +1,28 @@
+"""``GET /api/runs/{id}/context``: what a run sees, authenticated by the run's own token."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from config.api import api_route
+from memory_app.agent.api import RUN, RunTokenView
+from memory_app.context import assembly as context
+
+
+class RunContextView(RunTokenView):
+    @extend_schema(
+        parameters=[OpenApiParameter("query", str, required=False), OpenApiParameter("round", int, required=False)],
+        responses={200: dict},
+    )
+    def get(self, request, run_id):
+        return Response(
+            context.run_context_build(
+                credential=self.credential(request, run_id),
+                query=request.query_params.get("query", ""),
+                round_number=context.context_round(request.query_params.get("round")),
+            )
+        )
+
+
+urlpatterns = [
+    api_route(rf"runs/{RUN}/context", RunContextView.as_view(), "run-context"),
+]

@@ -1,0 +1,164 @@
+"""Django admin for memories and project summaries.
+
+Memories are read-only here: every change is an action that calls the memory services
+(``memory_supersede`` / ``memory_forget`` with ``staff_review=True``), so the admin keeps the
+chain and the derived data consistent exactly like the API and the web pages.
+"""
+
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+from django.utils.text import Truncator
+
+from config.errors import DomainError, NotFound
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Origin, ProjectSummary
+
+MAX_ACTION_ROWS = 20
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ["id", "scope_type", "kind", "status", "origin", "preview", "owner", "project", "created_at"]
+    list_filter = ["scope_type", "kind", "status", "origin"]
+    search_fields = ["id", "content", "scope_id", "owner__username", "project__name", "source_thread_id"]
+    list_select_related = ["owner", "project"]
+    raw_id_fields = ["owner", "project", "superseded_by", "created_by"]
+    readonly_fields = [
+        "id",
+        "scope_type",
+        "scope_id",
+        "owner",
+        "project",
+        "kind",
+        "content",
+        "status",
+        "superseded_by",
+        # provenance
+        "origin",
+        "source_thread_id",
+        "created_by",
+        "metadata",
+        "evidence",
+        "created_at",
+        "updated_at",
+    ]
+    ordering = ["-created_at", "-id"]
+    show_full_result_count = False
+    actions = ["supersede_memories", "forget_memories"]
+
+    @admin.display(description="content")
+    def preview(self, obj):
+        return Truncator(obj.content).chars(80)
+
+    # Rows change only through the actions below (services), never through the change form.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_review_permission(self, request):
+        return services.staff_may_review_memories(request.user)
+
+    def _selected(self, request, queryset):
+        rows = list(queryset.order_by("-created_at", "-id")[: MAX_ACTION_ROWS + 1])
+        if len(rows) > MAX_ACTION_ROWS:
+            self.message_user(request, f"Select at most {MAX_ACTION_ROWS} memories at a time.", messages.ERROR)
+            return None
+        return rows
+
+    def _intermediate(self, request, rows, *, template, title, action):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.model._meta,
+            "memories": rows,
+            "action": action,
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, template, context)
+
+    @admin.action(description="Supersede (correct) selected memories…", permissions=["review"])
+    def supersede_memories(self, request, queryset):
+        rows = self._selected(request, queryset)
+        if rows is None:
+            return None
+        if "apply" not in request.POST:
+            return self._intermediate(
+                request,
+                rows,
+                template="admin/memory_app/memory/supersede.html",
+                title="Supersede memories",
+                action="supersede_memories",
+            )
+        done, unchanged = 0, 0
+        for memory in rows:
+            content = request.POST.get(f"content_{memory.pk}", "")
+            if content.strip() == memory.content.strip():
+                unchanged += 1
+                continue
+            try:
+                services.memory_supersede(
+                    actor=request.user,
+                    memory_id=memory.pk,
+                    content=content,
+                    origin=Origin.MANUAL,
+                    staff_review=True,
+                )
+            except DomainError as exc:
+                self.message_user(request, f"{memory.pk}: {exc.message}", messages.ERROR)
+            else:
+                done += 1
+        if done:
+            self.message_user(request, f"Superseded {done} memor{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+        if unchanged:
+            self.message_user(request, f"{unchanged} left as they were (content unchanged).", messages.WARNING)
+        return None
+
+    @admin.action(description="Forget selected memories (with their older versions)…", permissions=["review"])
+    def forget_memories(self, request, queryset):
+        rows = self._selected(request, queryset)
+        if rows is None:
+            return None
+        if "apply" not in request.POST:
+            return self._intermediate(
+                request,
+                rows,
+                template="admin/memory_app/memory/forget.html",
+                title="Forget memories",
+                action="forget_memories",
+            )
+        forgotten: set[str] = set()
+        for memory in rows:
+            if memory.pk in forgotten:
+                continue  # already gone as an older version of another selected row
+            try:
+                forgotten.update(services.memory_forget(actor=request.user, memory_id=memory.pk, staff_review=True))
+            except NotFound:
+                continue
+            except DomainError as exc:
+                self.message_user(request, f"{memory.pk}: {exc.message}", messages.ERROR)
+        self.message_user(request, f"Forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}.", messages.SUCCESS)
+        return None
+
+
+@admin.register(ProjectSummary)
+class ProjectSummaryAdmin(admin.ModelAdmin):
+    list_display = ["title", "project", "preview", "created_by", "updated_at"]
+    list_select_related = ["project", "created_by"]
+    search_fields = ["title", "content", "project__name", "project__id"]
+    raw_id_fields = ["project", "created_by"]
+    readonly_fields = ["created_by", "created_at", "updated_at"]
+    ordering = ["-updated_at", "-id"]
+
+    @admin.display(description="content")
+    def preview(self, obj):
+        return Truncator(obj.content).chars(80)
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)

@@ -1,0 +1,208 @@
+"""Identity memories over REST: a user's own (``/users/me/memories``), a project's
+(``/projects/{id}/identity-memories``) and the identity context."""
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
+from config.validation import is_valid_id
+from identity_app.api.serializers import ProfileOutput
+from memory_app.memories import selectors, services
+from memory_app.memories.filters import MemoryFilter
+from memory_app.memories.identity_context import identity_context_build
+from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
+
+
+class MemoryOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "scope_type",
+            "scope_id",
+            "project_id",
+            "kind",
+            "content",
+            "status",
+            "superseded_by",
+            "origin",
+            "source_thread_id",
+            "metadata",
+            "evidence",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class MemoryCreateInput(StrictInputMixin, serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Kind.choices)
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
+    metadata = JSONObjectField(required=False, default=dict)
+    evidence = JSONObjectField(required=False, default=dict)
+    source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
+    kind = serializers.ChoiceField(choices=Kind.choices, required=False)
+    metadata = JSONObjectField(required=False)
+    evidence = JSONObjectField(required=False)
+    source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True)
+
+
+class IdentityContextOutput(serializers.Serializer):
+    profile = serializers.DictField()
+    memories = serializers.DictField(child=MemoryOutput(many=True))
+    identity_context = StrictCharField()
+    project_summary_context = StrictCharField()
+
+
+class MyMemoryListView(generics.ListAPIView):
+    serializer_class = MemoryOutput
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = MemoryFilter
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return Memory.objects.none()
+        return selectors.user_memories(user=self.request.user).order_by("-created_at", "-id")
+
+    @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
+    def post(self, request):
+        memory = services.memory_create(
+            actor=request.user, tier=Tier.USER, origin=Origin.API, **validated(MemoryCreateInput, request)
+        )
+        return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+
+
+class MyMemoryDetailView(APIView):
+    @extend_schema(responses=MemoryOutput)
+    def get(self, request, memory_id):
+        return Response(MemoryOutput(selectors.user_memory_get(user=request.user, memory_id=memory_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, memory_id):
+        services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.USER)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyMemorySupersedeView(APIView):
+    @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
+    def post(self, request, memory_id):
+        new = services.memory_supersede(
+            actor=request.user, memory_id=memory_id, tier=Tier.USER, **validated(MemorySupersedeInput, request)
+        )
+        return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
+
+
+class MyMemoryChainView(APIView):
+    @extend_schema(responses=MemoryOutput(many=True))
+    def get(self, request, memory_id):
+        memory = selectors.user_memory_get(user=request.user, memory_id=memory_id)
+        return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
+
+
+class ProjectMemoryListView(generics.ListAPIView):
+    serializer_class = MemoryOutput
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = MemoryFilter
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return Memory.objects.none()
+        return selectors.project_memories(
+            user=self.request.user, project_id=self.kwargs["project_id"]
+        ).order_by("-created_at", "-id")
+
+    @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
+    def post(self, request, project_id):
+        memory = services.memory_create(
+            actor=request.user,
+            tier=Tier.PROJECT,
+            project_id=project_id,
+            origin=Origin.API,
+            **validated(MemoryCreateInput, request),
+        )
+        return Response(MemoryOutput(memory).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectMemoryDetailView(APIView):
+    @extend_schema(responses=MemoryOutput)
+    def get(self, request, project_id, memory_id):
+        memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        return Response(MemoryOutput(memory).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, project_id, memory_id):
+        # Visibility first so a non-member cannot learn anything from the error.
+        selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.PROJECT, project_id=project_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProjectMemorySupersedeView(APIView):
+    @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
+    def post(self, request, project_id, memory_id):
+        selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        new = services.memory_supersede(
+            actor=request.user,
+            memory_id=memory_id,
+            tier=Tier.PROJECT,
+            project_id=project_id,
+            **validated(MemorySupersedeInput, request),
+        )
+        return Response(MemoryOutput(new).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectMemoryChainView(APIView):
+    @extend_schema(responses=MemoryOutput(many=True))
+    def get(self, request, project_id, memory_id):
+        memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
+
+
+class IdentityContextView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("project_id", str, required=False)],
+        responses=IdentityContextOutput,
+    )
+    def get(self, request):
+        project_id = request.query_params.get("project_id") or None
+        if project_id is not None and not is_valid_id(project_id):
+            raise ValidationError({"project_id": ["Not a project id."]})
+        ctx = identity_context_build(user=request.user, project_id=project_id)
+        return Response(
+            {
+                "profile": ProfileOutput(ctx.profile).data,
+                "memories": {
+                    "user": MemoryOutput(ctx.user_memories, many=True).data,
+                    "project": MemoryOutput(ctx.project_memories, many=True).data,
+                },
+                "identity_context": ctx.identity_context,
+                "project_summary_context": ctx.project_summary_context,
+            }
+        )
+
+
+MEM = r"(?P<memory_id>[\w-]+)"
+PRJ = r"(?P<project_id>[\w-]+)"
+
+urlpatterns = [
+    api_route(r"users/me/memories", MyMemoryListView.as_view(), "my-memories"),
+    api_route(rf"users/me/memories/{MEM}", MyMemoryDetailView.as_view(), "my-memory-detail"),
+    api_route(rf"users/me/memories/{MEM}/supersede", MyMemorySupersedeView.as_view(), "my-memory-supersede"),
+    api_route(rf"users/me/memories/{MEM}/chain", MyMemoryChainView.as_view(), "my-memory-chain"),
+    api_route(r"users/me/identity-context", IdentityContextView.as_view(), "identity-context"),
+    api_route(rf"projects/{PRJ}/identity-memories", ProjectMemoryListView.as_view(), "project-memories"),
+    api_route(rf"projects/{PRJ}/identity-memories/{MEM}", ProjectMemoryDetailView.as_view(), "project-memory-detail"),
+    api_route(
+        rf"projects/{PRJ}/identity-memories/{MEM}/supersede",
+        ProjectMemorySupersedeView.as_view(),
+        "project-memory-supersede",
+    ),
+    api_route(rf"projects/{PRJ}/identity-memories/{MEM}/chain", ProjectMemoryChainView.as_view(), "project-memory-chain"),
+]

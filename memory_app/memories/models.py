@@ -1,0 +1,172 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from identity_app.ids import new_id
+from identity_app.models import Project
+
+GLOBAL_SCOPE_ID = "__global__"
+MAX_CONTENT_CHARS = 4000
+
+
+class Tier(models.TextChoices):
+    USER = "user"
+    PROJECT = "project"
+    CHAT = "chat"
+    GLOBAL = "global"
+
+
+# The tiers of bot chat memory (seed N): indexed for search, written through session keys.
+SCOPED_TIERS = (Tier.CHAT, Tier.GLOBAL)
+
+
+class Kind(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    DECISION = "decision"
+    CONVENTION = "convention"
+    TASK = "task"
+    PROCEDURE = "procedure"
+    WARNING = "warning"
+    SUMMARY = "summary"
+
+
+KIND_VALUES = frozenset(Kind.values)
+
+
+# Identity tiers (user, project) accept only these four (seed H).
+IDENTITY_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE, Kind.DECISION, Kind.CONVENTION})
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+
+
+class Origin(models.TextChoices):
+    MANUAL = "manual"
+    API = "api"
+    AUTO = "auto"
+    CONSOLIDATION = "consolidation"
+    TOOL = "tool"
+    MIGRATION = "migration"
+
+
+def new_memory_id() -> str:
+    return new_id("mem")
+
+
+class Memory(models.Model):
+    """One remembered statement in one tier.
+
+    ``scope_id`` names the scope inside the tier: the user's id, the project's id, the chat
+    key, or ``__global__``. ``owner``/``project`` duplicate it as foreign keys for the two
+    identity tiers so that deleting a user or project deletes their memories.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
+    scope_type = models.CharField(max_length=16, choices=Tier.choices)
+    scope_id = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memories",
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    content = models.TextField(max_length=MAX_CONTENT_CHARS)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+    )
+    # Provenance only: no foreign key to threads (seed H).
+    source_thread_id = models.CharField(max_length=64, blank=True, default="")
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API)
+    metadata = models.JSONField(default=dict, blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # "latest active in a scope": the query behind every context and list.
+            models.Index(
+                fields=["scope_type", "scope_id", "status", "-created_at"],
+                name="memory_scope_latest_idx",
+            ),
+            models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_idx"),
+            models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="memory_tier_fields_consistent",
+                condition=(
+                    Q(scope_type=Tier.USER, owner__isnull=False, project__isnull=True)
+                    | Q(scope_type=Tier.PROJECT, owner__isnull=True, project__isnull=False)
+                    | (
+                        Q(scope_type=Tier.CHAT, owner__isnull=True, project__isnull=True)
+                        & ~Q(scope_id="")
+                        & ~Q(scope_id=GLOBAL_SCOPE_ID)
+                    )
+                    | Q(
+                        scope_type=Tier.GLOBAL,
+                        owner__isnull=True,
+                        project__isnull=True,
+                        scope_id=GLOBAL_SCOPE_ID,
+                    )
+                ),
+            ),
+            models.CheckConstraint(
+                name="memory_kind_valid", condition=Q(kind__in=Kind.values)
+            ),
+            models.CheckConstraint(
+                name="memory_status_valid", condition=Q(status__in=Status.values)
+            ),
+            models.CheckConstraint(
+                name="memory_superseded_has_successor_or_forgotten",
+                # A superseded row is never active; an active row never points forward.
+                condition=~Q(status=Status.ACTIVE, superseded_by__isnull=False),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.id} [{self.scope_type}/{self.kind}/{self.status}]"
+
+
+class ProjectSummary(models.Model):
+    """Project summaries; their text becomes ``project_summary_context`` (never merged)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="summaries")
+    title = models.CharField(max_length=200, blank=True)
+    content = models.TextField(max_length=20000)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["project", "-updated_at"], name="summary_project_idx")]
+        verbose_name_plural = "project summaries"
+
+    def __str__(self):
+        return self.title or f"Summary {self.pk}"

@@ -1,0 +1,117 @@
+"""Reads that decide who may see which memory. Every adapter goes through these."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from config.errors import NotFound
+from identity_app.models import ChatBinding
+from identity_app.permissions import (
+    READ,
+    is_service_principal,
+    project_ids_with_permission,
+    project_require_permission,
+)
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Status, Tier
+
+IDENTITY_CONTEXT_LIMIT = 5
+MAX_CHAIN_LENGTH = 1000
+PROJECT_SUMMARY_LIMIT = 3
+PROJECT_SUMMARY_MAX_CHARS = 8000
+ALL_CHATS = None
+
+
+def chat_keys_bound_to(*, user: AbstractBaseUser):
+    """Chat keys whose memories ``user`` may read (extended by chat bindings)."""
+    return ChatBinding.objects.filter(user=user).values("chat_key")
+
+
+def chat_keys_readable_by(*, user: AbstractBaseUser):
+    """The chat read rule: ``ALL_CHATS`` for a service principal, else the chat keys bound to
+    ``user`` (a values queryset, usable as a subquery); none for an anonymous user."""
+    if not user or not user.is_authenticated:
+        return ChatBinding.objects.none().values("chat_key")
+    if is_service_principal(user):
+        return ALL_CHATS
+    return chat_keys_bound_to(user=user)
+
+
+def memory_visibility_q(*, user: AbstractBaseUser) -> Q:
+    """SPEC §2 read rule for all four tiers, as one filter."""
+    if not user or not user.is_authenticated:
+        return Q(pk__in=[])
+    rule = Q(scope_type=Tier.USER, owner=user)
+    rule |= Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
+    chats = chat_keys_readable_by(user=user)
+    rule |= Q(scope_type=Tier.CHAT) if chats is ALL_CHATS else Q(scope_type=Tier.CHAT, scope_id__in=chats)
+    rule |= Q(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID)
+    return rule
+
+
+def memories_visible(*, user: AbstractBaseUser, tier: str | None = None) -> QuerySet[Memory]:
+    qs = Memory.objects.filter(memory_visibility_q(user=user)).select_related("project", "superseded_by")
+    if tier:
+        qs = qs.filter(scope_type=tier)
+    return qs
+
+
+def user_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
+    return memories_visible(user=user, tier=Tier.USER)
+
+
+def project_memories(*, user: AbstractBaseUser, project_id: str) -> QuerySet[Memory]:
+    project = project_require_permission(user=user, project_id=project_id, permission=READ)
+    return memories_visible(user=user, tier=Tier.PROJECT).filter(project=project)
+
+
+def user_memory_get(*, user: AbstractBaseUser, memory_id: str) -> Memory:
+    memory = user_memories(user=user).filter(pk=memory_id).first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return memory
+
+
+def project_memory_get(*, user: AbstractBaseUser, project_id: str, memory_id: str) -> Memory:
+    memory = project_memories(user=user, project_id=project_id).filter(pk=memory_id).first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return memory
+
+
+def memory_chain(*, memory: Memory) -> list[Memory]:
+    """The supersede chain through ``memory``, oldest first (bounded)."""
+    scope = Memory.objects.filter(scope_type=memory.scope_type, scope_id=memory.scope_id)
+    back: list[Memory] = []
+    current = memory
+    for _ in range(MAX_CHAIN_LENGTH):
+        previous = scope.filter(superseded_by=current).order_by("created_at").first()
+        if previous is None:
+            break
+        back.append(previous)
+        current = previous
+    forward: list[Memory] = []
+    current = memory
+    for _ in range(MAX_CHAIN_LENGTH):
+        if not current.superseded_by_id:
+            break
+        current = scope.filter(pk=current.superseded_by_id).first()
+        if current is None:
+            break
+        forward.append(current)
+    return [*reversed(back), memory, *forward]
+
+
+def latest_active(qs: QuerySet[Memory], limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
+    return list(qs.filter(status=Status.ACTIVE).order_by("-created_at", "-id")[:limit])
+
+
+def latest_active_user_memories(*, user, limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
+    return latest_active(user_memories(user=user), limit)
+
+
+def latest_active_project_memories(*, user, project_id: str, limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
+    return latest_active(project_memories(user=user, project_id=project_id), limit)
+
+
+def project_summaries_for(*, user, project_id: str) -> list[ProjectSummary]:
+    project = project_require_permission(user=user, project_id=project_id, permission=READ)
+    return list(ProjectSummary.objects.filter(project=project).order_by("-updated_at", "-id")[:PROJECT_SUMMARY_LIMIT])

@@ -1,0 +1,325 @@
+"""Every write to tiered memories goes through these functions."""
+
+import json
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text, validate_json_value
+from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission
+from memory_app.memories import derived
+from memory_app.memories.models import (
+    GLOBAL_SCOPE_ID,
+    IDENTITY_KINDS,
+    KIND_VALUES,
+    MAX_CONTENT_CHARS,
+    Memory,
+    Origin,
+    ProjectSummary,
+    Status,
+    Tier,
+)
+from memory_app.memories.selectors import MAX_CHAIN_LENGTH, memory_visibility_q
+
+logger = logging.getLogger(__name__)
+MAX_JSON_BYTES = 8 * 1024
+
+
+def _validate_content(content) -> str:
+    if not isinstance(content, str):
+        raise InvalidInput("content must be a string.", code="invalid_content")
+    content = content.strip()
+    if not content:
+        raise InvalidInput("content may not be empty.", code="invalid_content")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters.")
+    return clean_text(content, field="content")
+
+
+def _validate_kind(kind, tier: str) -> str:
+    allowed = IDENTITY_KINDS if tier in (Tier.USER, Tier.PROJECT) else KIND_VALUES
+    if kind not in allowed:
+        raise InvalidInput(
+            f"kind must be one of {', '.join(sorted(allowed))} for the {tier} tier.",
+            code="invalid_kind",
+        )
+    return kind
+
+
+def _validate_json_object(value, name: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name} must be a JSON object.", code=f"invalid_{name}")
+    validate_json_value(value, field=name)
+    if len(json.dumps(value, ensure_ascii=False).encode("utf-8")) > MAX_JSON_BYTES:
+        raise TooLarge(f"{name} is larger than {MAX_JSON_BYTES} bytes.")
+    return value
+
+
+def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
+    """Admin review: active staff holding the ``change_memory`` permission may correct or
+    forget a memory of any tier (only through ``staff_review=True`` in the admin)."""
+    return bool(
+        actor
+        and actor.is_authenticated
+        and actor.is_active
+        and actor.is_staff
+        and actor.has_perm("memory_app.change_memory")
+    )
+
+
+def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
+    """SPEC §2 write rule. Hidden rows are 404; visible but not writable rows are 403."""
+    if staff_review:
+        if not staff_may_review_memories(actor):
+            raise PermissionDenied("Only staff with the change_memory permission may review memories.")
+        return
+    tier = memory.scope_type
+    if tier == Tier.USER:
+        if memory.owner_id != actor.pk:
+            raise NotFound("Memory not found.")
+    elif tier == Tier.PROJECT:
+        project_require_permission(user=actor, project_id=memory.project_id, permission=CREATE_TASK)
+    elif tier == Tier.CHAT:
+        if not is_service_principal(actor):
+            if Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
+                raise PermissionDenied("Only service principals may change chat memories.")
+            raise NotFound("Memory not found.")
+    elif tier == Tier.GLOBAL:
+        if not (actor.is_staff or is_service_principal(actor)):
+            raise PermissionDenied("Only staff and service principals may change global memories.")
+
+
+def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
+    if tier == Tier.USER:
+        return {"scope_id": str(actor.pk), "owner": actor, "project": None}
+    if tier == Tier.PROJECT:
+        if not project_id:
+            raise InvalidInput("project_id is required for the project tier.", code="invalid_project")
+        project = project_require_permission(user=actor, project_id=project_id, permission=CREATE_TASK)
+        return {"scope_id": project.pk, "owner": None, "project": project}
+    if tier == Tier.CHAT:
+        if not is_service_principal(actor):
+            raise PermissionDenied("Only service principals may write chat memories.")
+        if not scope_id or scope_id == GLOBAL_SCOPE_ID:
+            raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
+        return {"scope_id": scope_id, "owner": None, "project": None}
+    if tier == Tier.GLOBAL:
+        if not (actor.is_staff or is_service_principal(actor)):
+            raise PermissionDenied("Only staff and service principals may write global memories.")
+        return {"scope_id": GLOBAL_SCOPE_ID, "owner": None, "project": None}
+    raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
+
+
+def scope_require_write(*, actor: AbstractBaseUser, tier: str, scope_id: str | None = None) -> None:
+    """The create rule of a chat/global scope, for callers that must check before reading it."""
+    _scope_for_create(actor=actor, tier=tier, project_id=None, scope_id=scope_id)
+
+
+def memory_create(
+    *,
+    actor: AbstractBaseUser,
+    tier: str,
+    kind: str,
+    content: str,
+    project_id: str | None = None,
+    scope_id: str | None = None,
+    origin: str = Origin.API,
+    metadata: dict | None = None,
+    evidence: dict | None = None,
+    source_thread_id: str = "",
+) -> Memory:
+    content = _validate_content(content)
+    kind = _validate_kind(kind, tier)
+    metadata = _validate_json_object(metadata, "metadata")
+    evidence = _validate_json_object(evidence, "evidence")
+    if origin not in Origin.values:
+        raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
+    with transaction.atomic():
+        scope = _scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id)
+        memory = Memory(
+            scope_type=tier,
+            kind=kind,
+            content=content,
+            origin=origin,
+            metadata=metadata,
+            evidence=evidence,
+            source_thread_id=(source_thread_id or "")[:64],
+            created_by=actor if actor and actor.is_authenticated else None,
+            **scope,
+        )
+        memory.save(force_insert=True)
+        derived.on_memories_written(created=[memory])
+    return memory
+
+
+def _locked_memory(*, memory_id: str, tier: str | None, project_id: str | None, scope_id: str | None = None) -> Memory:
+    qs = Memory.objects.select_for_update().filter(pk=str(memory_id))
+    if tier:
+        qs = qs.filter(scope_type=tier)
+    if scope_id is not None:
+        qs = qs.filter(scope_id=scope_id)
+    if project_id is not None:
+        qs = qs.filter(project_id=str(project_id))
+    memory = qs.first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return memory
+
+
+def memory_supersede(
+    *,
+    actor: AbstractBaseUser,
+    memory_id: str,
+    content: str,
+    kind: str | None = None,
+    tier: str | None = None,
+    project_id: str | None = None,
+    origin: str = Origin.API,
+    metadata: dict | None = None,
+    evidence: dict | None = None,
+    source_thread_id: str | None = None,
+    staff_review: bool = False,
+) -> Memory:
+    """Replace an active memory by a new row; the old row becomes ``superseded`` → new.
+
+    ``tier``/``project_id`` restrict which rows the caller's route may address, so an id of
+    another tier or project is a 404. Two concurrent supersedes of one row: the row lock
+    serializes them and the second sees a non-active row → 409.
+    ``staff_review=True`` (the admin only) replaces the tier write rule by
+    ``staff_may_review_memories``.
+    """
+    content = _validate_content(content)
+    metadata = _validate_json_object(metadata, "metadata") if metadata is not None else None
+    evidence = _validate_json_object(evidence, "evidence") if evidence is not None else None
+    with transaction.atomic():
+        old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
+        _require_write(actor=actor, memory=old, staff_review=staff_review)
+        if old.status != Status.ACTIVE:
+            raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
+        new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
+        new = Memory(
+            scope_type=old.scope_type,
+            scope_id=old.scope_id,
+            owner_id=old.owner_id,
+            project_id=old.project_id,
+            kind=new_kind,
+            content=content,
+            origin=origin,
+            metadata=metadata if metadata is not None else old.metadata,
+            evidence=evidence if evidence is not None else old.evidence,
+            source_thread_id=(source_thread_id if source_thread_id is not None else old.source_thread_id)[:64],
+            created_by=actor if actor and actor.is_authenticated else None,
+        )
+        new.save(force_insert=True)
+        # Conditional update as a second guard: exactly one supersede can move the row.
+        moved = Memory.objects.filter(pk=old.pk, status=Status.ACTIVE).update(
+            status=Status.SUPERSEDED, superseded_by=new, updated_at=timezone.now()
+        )
+        if moved != 1:
+            raise Conflict("Memory was superseded concurrently.", code="not_active")
+        derived.on_memories_written(created=[new], changed=[old.pk])
+    return new
+
+
+def memory_forget(
+    *,
+    actor: AbstractBaseUser,
+    memory_id: str,
+    tier: str | None = None,
+    project_id: str | None = None,
+    staff_review: bool = False,
+) -> list[str]:
+    """Physically delete a memory **and the older versions it replaced**.
+
+    Older versions hold the same fact in older words, so forgetting a memory forgets its
+    history too. Later versions (if ``memory_id`` is itself superseded) stay, and nothing
+    is left pointing at a deleted row, so every remaining chain stays consistent.
+    Returns the deleted ids.
+    """
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
+        _require_write(actor=actor, memory=memory, staff_review=staff_review)
+        doomed = [memory.pk]
+        frontier = [memory.pk]
+        for _ in range(MAX_CHAIN_LENGTH):
+            frontier = list(
+                Memory.objects.select_for_update()
+                .filter(superseded_by_id__in=frontier, scope_type=memory.scope_type, scope_id=memory.scope_id)
+                .values_list("pk", flat=True)
+            )
+            if not frontier:
+                break
+            doomed.extend(frontier)
+        derived.on_memories_deleted(doomed)
+        Memory.objects.filter(pk__in=doomed).delete()
+    logger.info("memory forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
+    return doomed
+
+
+def project_summary_create(*, actor, project_id: str, content: str, title: str = "") -> ProjectSummary:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content may not be empty.", code="invalid_content")
+    with transaction.atomic():
+        project = project_require_permission(user=actor, project_id=project_id, permission=CREATE_TASK)
+        summary = ProjectSummary(project=project, title=title, content=content.strip(), created_by=actor)
+        summary.full_clean()
+        summary.save()
+    return summary
+
+
+def memory_archive(
+    *, actor: AbstractBaseUser, memory_id: str, tier: str | None = None, scope_id: str | None = None
+) -> bool:
+    """Move an active memory to ``archived`` (it leaves every context and search, stays
+    auditable). Returns False when the row was no longer active (a concurrent change won).
+    ``tier``/``scope_id`` pin the scope: a row moved to another scope meanwhile is a 404."""
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=None, scope_id=scope_id)
+        _require_write(actor=actor, memory=memory)
+        moved = Memory.objects.filter(pk=memory.pk, status=Status.ACTIVE).update(
+            status=Status.ARCHIVED, updated_at=timezone.now()
+        )
+        if moved:
+            derived.on_memories_written(created=[], changed=[memory.pk])
+    return bool(moved)
+
+
+def memory_rescope(*, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]) -> Memory:
+    """Move a chat/global memory between those two tiers (scope migration, seed N Phase 4).
+
+    The caller locks and checks the row first; this re-checks ``from_scope`` under the lock
+    so a row changed since then is a Conflict, never a silent move.
+    """
+    if from_scope[0] not in (Tier.CHAT, Tier.GLOBAL) or to_scope[0] not in (Tier.CHAT, Tier.GLOBAL):
+        raise InvalidInput("Only chat and global memories can change scope.", code="invalid_scope")
+    if to_scope[0] == Tier.CHAT and (not to_scope[1] or to_scope[1] == GLOBAL_SCOPE_ID):
+        raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
+    if to_scope[0] == Tier.GLOBAL and to_scope[1] != GLOBAL_SCOPE_ID:
+        raise InvalidInput("The global scope id is __global__.", code="invalid_scope")
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=None, project_id=None)
+        _require_write(actor=actor, memory=memory)
+        if (memory.scope_type, memory.scope_id) != tuple(from_scope):
+            raise Conflict("Memory changed scope concurrently.", code="stale")
+        # Older versions move along, so the supersede chain (and forgetting it) stays whole.
+        moving, frontier = [memory.pk], [memory.pk]
+        for _ in range(MAX_CHAIN_LENGTH):
+            frontier = list(
+                Memory.objects.select_for_update()
+                .filter(superseded_by_id__in=frontier, scope_type=from_scope[0], scope_id=from_scope[1])
+                .values_list("pk", flat=True)
+            )
+            if not frontier:
+                break
+            moving.extend(frontier)
+        Memory.objects.filter(pk__in=moving).update(
+            scope_type=to_scope[0], scope_id=to_scope[1], updated_at=timezone.now()
+        )
+        derived.on_memories_written(created=[], changed=moving)
+        memory.refresh_from_db()
+    return memory

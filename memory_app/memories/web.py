@@ -1,0 +1,344 @@
+"""Server-rendered pages for identity memories (user and project tiers).
+
+Thin: every read is a selector, every write a service; the same rules as the API apply
+because they are the same functions. User-tier and project-tier pages share one set of views
+parameterised by a ``MemoryScope``.
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.http import QueryDict
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_http_methods
+
+from config.errors import DomainError
+from config.web import form_error_status, web_errors
+from identity_app.models import Membership, Project
+from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
+from identity_app.selectors import membership_role, profile_get, projects_visible
+from identity_app.services import project_create
+from memory_app.memories import selectors, services
+from memory_app.memories.filters import MemoryFilter
+from memory_app.memories.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilterForm, ProjectCreateForm
+from memory_app.memories.models import Memory, Origin, Status, Tier
+
+PAGE_SIZE = 20
+PROJECTS_PAGE_SIZE = 50
+HOME_PROJECTS = 10
+MAX_QUERY_CHARS = 200  # MemoryFilter's limit for ``q``
+
+
+@dataclass
+class MemoryScope:
+    """Which tier a page works on, and what the viewer may do there."""
+
+    tier: str
+    can_write: bool
+    project: Project | None = None
+    role: str | None = None
+
+    @property
+    def title(self) -> str:
+        return "My memories" if self.project is None else f"Project {self.project.name}: memories"
+
+    def _args(self, *extra) -> list:
+        return [*([self.project.pk] if self.project else []), *extra]
+
+    def url(self, name: str, memory_id: str | None = None) -> str:
+        prefix = "web:my_memor" if self.project is None else "web:project_memor"
+        names = {
+            "list": prefix + "ies",
+            "detail": prefix + "y",
+            "correct": prefix + "y_correct",
+            "forget": prefix + "y_forget",
+        }
+        return reverse(names[name], args=self._args(*([memory_id] if memory_id else [])))
+
+    def queryset(self, user):
+        if self.project is None:
+            return selectors.user_memories(user=user)
+        return selectors.project_memories(user=user, project_id=self.project.pk)
+
+    def get(self, user, memory_id: str) -> Memory:
+        if self.project is None:
+            return selectors.user_memory_get(user=user, memory_id=memory_id)
+        return selectors.project_memory_get(user=user, project_id=self.project.pk, memory_id=memory_id)
+
+    @property
+    def url_list(self) -> str:
+        return self.url("list")
+
+    @property
+    def project_id(self) -> str | None:
+        return self.project.pk if self.project else None
+
+
+def _user_scope(request) -> MemoryScope:
+    return MemoryScope(tier=Tier.USER, can_write=True)
+
+
+def _project_scope(request, project_id: str, *, write: bool) -> MemoryScope:
+    """Non-members get 404; with ``write`` a member lacking ``create_task`` gets 403."""
+    project = project_require_permission(
+        user=request.user, project_id=project_id, permission=CREATE_TASK if write else READ
+    )
+    role = membership_role(user=request.user, project=project)
+    return MemoryScope(
+        tier=Tier.PROJECT, project=project, role=role, can_write=CREATE_TASK in role_permissions(role)
+    )
+
+
+def _with_urls(scope: MemoryScope, memories):
+    for memory in memories:
+        memory.detail_url = scope.url("detail", memory.pk)
+        memory.correct_url = scope.url("correct", memory.pk)
+        memory.forget_url = scope.url("forget", memory.pk)
+    return memories
+
+
+def _filter_params(request) -> QueryDict:
+    """The list filters that were actually filled in (empty selects mean "any")."""
+    params = QueryDict(mutable=True)
+    for name in ("q", "kind", "status"):
+        value = request.GET.get(name, "").strip()[:MAX_QUERY_CHARS]
+        if value:
+            params[name] = value
+    return params
+
+
+def _field_of(exc: DomainError) -> str | None:
+    """The form field a service's input error is about (None: the form as a whole)."""
+    return {"invalid_content": "content", "too_large": "content", "invalid_kind": "kind"}.get(exc.code)
+
+
+def _memory_list(request, scope: MemoryScope):
+    create_form = MemoryCreateForm()
+    status = 200
+    if request.method == "POST":
+        create_form = MemoryCreateForm(request.POST)
+        if create_form.is_valid():
+            try:
+                memory = services.memory_create(
+                    actor=request.user,
+                    tier=scope.tier,
+                    project_id=scope.project_id,
+                    origin=Origin.MANUAL,
+                    **create_form.cleaned_data,
+                )
+            except DomainError as exc:
+                if exc.status_code in (403, 404):
+                    raise
+                create_form.add_error(_field_of(exc), exc.message)
+                status = form_error_status(exc)
+            else:
+                messages.success(request, "Memory saved.")
+                return redirect(scope.url("list"))
+        else:
+            status = 400
+    params = _filter_params(request)
+    filtered = MemoryFilter(params, queryset=scope.queryset(request.user).order_by("-created_at", "-id"))
+    page = Paginator(filtered.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    _with_urls(scope, page.object_list)
+    return render(
+        request,
+        "memory_app/memory_list.html",
+        {
+            "scope": scope,
+            "page": page,
+            "filter_form": MemoryFilterForm(params or None, initial={"status": Status.ACTIVE}),
+            "filter_query": urlencode(params),
+            "create_form": create_form,
+        },
+        status=status,
+    )
+
+
+def _memory_detail(request, scope: MemoryScope, memory_id: str):
+    memory = scope.get(request.user, memory_id)
+    chain = _with_urls(scope, selectors.memory_chain(memory=memory))
+    _with_urls(scope, [memory])
+    return render(request, "memory_app/memory_detail.html", {"scope": scope, "memory": memory, "chain": chain})
+
+
+def _memory_correct(request, scope: MemoryScope, memory_id: str):
+    memory = scope.get(request.user, memory_id)
+    form = MemoryCorrectForm(initial={"kind": memory.kind, "content": memory.content})
+    status = 200
+    if request.method == "POST":
+        form = MemoryCorrectForm(request.POST)
+        if form.is_valid():
+            try:
+                new = services.memory_supersede(
+                    actor=request.user,
+                    memory_id=memory.pk,
+                    tier=scope.tier,
+                    project_id=scope.project_id,
+                    origin=Origin.MANUAL,
+                    **form.cleaned_data,
+                )
+            except DomainError as exc:
+                if exc.status_code in (403, 404):
+                    raise
+                form.add_error(_field_of(exc), exc.message)
+                status = form_error_status(exc)
+                memory = scope.get(request.user, memory_id)  # it may have changed meanwhile
+            else:
+                messages.success(request, "Memory corrected. The old version stays in the chain.")
+                return redirect(scope.url("detail", new.pk))
+        else:
+            status = 400
+    chain = _with_urls(scope, selectors.memory_chain(memory=memory))
+    return render(
+        request,
+        "memory_app/memory_correct.html",
+        {"scope": scope, "memory": memory, "chain": chain, "form": form},
+        status=status,
+    )
+
+
+def _memory_forget(request, scope: MemoryScope, memory_id: str):
+    memory = scope.get(request.user, memory_id)
+    if request.method == "POST":
+        forgotten = services.memory_forget(
+            actor=request.user, memory_id=memory.pk, tier=scope.tier, project_id=scope.project_id
+        )
+        noun = "memory" if len(forgotten) == 1 else "memories"
+        messages.success(request, f"Forgot {len(forgotten)} {noun}.")
+        return redirect(scope.url("list"))
+    older = selectors.memory_chain(memory=memory)
+    older = older[: older.index(memory)] if memory in older else []
+    _with_urls(scope, [memory])
+    return render(request, "memory_app/memory_forget.html", {"scope": scope, "memory": memory, "older": older})
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def my_memories(request):
+    return _memory_list(request, _user_scope(request))
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET"])
+def my_memory(request, memory_id):
+    return _memory_detail(request, _user_scope(request), memory_id)
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def my_memory_correct(request, memory_id):
+    return _memory_correct(request, _user_scope(request), memory_id)
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def my_memory_forget(request, memory_id):
+    return _memory_forget(request, _user_scope(request), memory_id)
+
+
+def _projects_with_role(user):
+    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    return (
+        projects_visible(user=user)
+        .annotate(my_role=Subquery(role), active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE)))
+        .order_by("name", "id")
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def projects(request):
+    form = ProjectCreateForm()
+    status = 200
+    if request.method == "POST":
+        form = ProjectCreateForm(request.POST)
+        if form.is_valid():
+            try:
+                project = project_create(actor=request.user, **form.cleaned_data)
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+                status = 400
+            else:
+                messages.success(request, f"Project {project.name} created; you are its owner.")
+                return redirect("web:project_memories", project.pk)
+        else:
+            status = 400
+    page = Paginator(_projects_with_role(request.user), PROJECTS_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "memory_app/projects.html", {"page": page, "form": form}, status=status)
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def project_memories(request, project_id):
+    return _memory_list(request, _project_scope(request, project_id, write=request.method == "POST"))
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET"])
+def project_memory(request, project_id, memory_id):
+    return _memory_detail(request, _project_scope(request, project_id, write=False), memory_id)
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def project_memory_correct(request, project_id, memory_id):
+    return _memory_correct(request, _project_scope(request, project_id, write=True), memory_id)
+
+
+@login_required
+@web_errors
+@require_http_methods(["GET", "POST"])
+def project_memory_forget(request, project_id, memory_id):
+    return _memory_forget(request, _project_scope(request, project_id, write=True), memory_id)
+
+
+@login_required
+@require_http_methods(["GET"])
+def home(request):
+    latest = _with_urls(MemoryScope(tier=Tier.USER, can_write=True), selectors.latest_active_user_memories(user=request.user))
+    return render(
+        request,
+        "memory_app/home.html",
+        {
+            "display_name": profile_get(user=request.user).display_name or request.user.get_username(),
+            "latest": latest,
+            "active_count": selectors.user_memories(user=request.user).filter(status=Status.ACTIVE).count(),
+            "projects": list(_projects_with_role(request.user)[:HOME_PROJECTS]),
+        },
+    )
+
+
+urlpatterns = [
+    path("", home, name="home"),
+    path("memories/", my_memories, name="my_memories"),
+    path("memories/<slug:memory_id>/", my_memory, name="my_memory"),
+    path("memories/<slug:memory_id>/correct/", my_memory_correct, name="my_memory_correct"),
+    path("memories/<slug:memory_id>/forget/", my_memory_forget, name="my_memory_forget"),
+    path("projects/", projects, name="projects"),
+    path("projects/<slug:project_id>/", project_memories, name="project_memories"),
+    path("projects/<slug:project_id>/memories/<slug:memory_id>/", project_memory, name="project_memory"),
+    path(
+        "projects/<slug:project_id>/memories/<slug:memory_id>/correct/",
+        project_memory_correct,
+        name="project_memory_correct",
+    ),
+    path(
+        "projects/<slug:project_id>/memories/<slug:memory_id>/forget/",
+        project_memory_forget,
+        name="project_memory_forget",
+    ),
+]

@@ -1,0 +1,11 @@
+"""Every model of the app, so Django registers them under the one ``memory_app`` label.
+
+Each domain package defines its own models (``memories/models.py``, ``agent/models.py`` …);
+code imports them from there, never from this module.
+"""
+
+from memory_app.agent.models import *  # noqa: F403
+from memory_app.automemory.models import *  # noqa: F403
+from memory_app.memories.models import *  # noqa: F403
+from memory_app.scoped.models import *  # noqa: F403
+from memory_app.search.models import *  # noqa: F403

@@ -1,0 +1,150 @@
+"""Scoped items for bots (SPEC §3, §7): items, search, consolidation; and chat bindings."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, validated
+from identity_app import chat_bindings
+from identity_app.models import ChatBinding
+from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
+from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
+from memory_app.scoped import consolidation, search
+from memory_app.scoped import services as items
+from memory_app.scoped.consolidation import MAX_TURN_MESSAGES
+from memory_app.scoped.selectors import searchable_scopes
+
+
+class ItemCreateInput(StrictInputMixin, serializers.Serializer):
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS)
+    kind = serializers.ChoiceField(choices=Kind.choices)
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, required=False, trim_whitespace=False)
+    metadata = JSONObjectField(required=False, default=dict)
+    evidence = JSONObjectField(required=False, default=dict)
+    scope_type = serializers.ChoiceField(choices=["global"], required=False)
+
+
+class ItemOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Memory
+        fields = ["id", "scope_type", "scope_id", "kind", "content", "status", "origin", "metadata", "evidence", "created_at"]
+
+
+class ItemCreateView(APIView):
+    @extend_schema(request=ItemCreateInput, responses={201: ItemOutput, 200: ItemOutput})
+    def post(self, request):
+        memory, created = items.scoped_item_create(actor=request.user, **validated(ItemCreateInput, request))
+        body = {**ItemOutput(memory).data, "deduplicated": not created}
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class SearchInput(StrictInputMixin, serializers.Serializer):
+    query = StrictCharField(max_length=search.MAX_QUERY_CHARS)
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    limit = serializers.IntegerField(min_value=1, max_value=search.MAX_LIMIT, default=10)
+    mode = serializers.ChoiceField(choices=search.MODES, default="hybrid")
+
+
+class SearchHitOutput(serializers.Serializer):
+    id = serializers.CharField()
+    content = serializers.CharField()
+    kind = serializers.CharField()
+    scope_type = serializers.CharField()
+    scope_id = serializers.CharField()
+    score = serializers.FloatField()
+
+
+class SearchOutput(serializers.Serializer):
+    results = SearchHitOutput(many=True)
+    mode = serializers.CharField()
+
+
+class SearchView(APIView):
+    @extend_schema(request=SearchInput, responses=SearchOutput)
+    def post(self, request):
+        data = validated(SearchInput, request)
+        scopes = searchable_scopes(user=request.user, session_id=data["session_id"])
+        hits = search.cascade_search(scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"])
+        return Response({"results": [hit.as_dict() for hit in hits], "mode": data["mode"]})
+
+
+class TurnMessageInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
+    content = StrictCharField(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)
+
+
+class ConsolidateInput(StrictInputMixin, serializers.Serializer):
+    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    messages = TurnMessageInput(many=True, allow_empty=False, max_length=MAX_TURN_MESSAGES)
+
+
+class CandidateOutput(serializers.Serializer):
+    id = serializers.CharField()
+    decision = serializers.CharField()
+    reason = serializers.CharField()
+    kind = serializers.CharField()
+    content = serializers.CharField()
+    scope_type = serializers.CharField()
+    scope_id = serializers.CharField()
+    memory_id = serializers.CharField(allow_null=True)
+
+
+class ConsolidateView(APIView):
+    @extend_schema(request=ConsolidateInput, responses=CandidateOutput(many=True))
+    def post(self, request):
+        data = validated(ConsolidateInput, request)
+        report = consolidation.consolidate_turn(
+            actor=request.user, session_id=data["session_id"], messages=[dict(m) for m in data["messages"]]
+        )
+        return Response(
+            {
+                "session_id": report.session_id,
+                "candidates": CandidateOutput(report.candidates, many=True).data,
+                "counts": report.counts(),
+            }
+        )
+
+
+class ChatBindingOutput(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = ChatBinding
+        fields = ["id", "chat_key", "username", "created_at"]
+
+
+class ChatBindingInput(StrictInputMixin, serializers.Serializer):
+    chat_key = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    user = StrictCharField(max_length=150)
+
+
+class ChatBindingListView(generics.ListAPIView):
+    serializer_class = ChatBindingOutput
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return ChatBinding.objects.none()
+        return chat_bindings.chat_bindings_visible(user=self.request.user)
+
+    @extend_schema(request=ChatBindingInput, responses={201: ChatBindingOutput})
+    def post(self, request):
+        data = validated(ChatBindingInput, request)
+        binding = chat_bindings.chat_binding_create(actor=request.user, chat_key=data["chat_key"], username=data["user"])
+        return Response(ChatBindingOutput(binding).data, status=status.HTTP_201_CREATED)
+
+
+class ChatBindingDetailView(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, binding_id):
+        chat_bindings.chat_binding_delete(actor=request.user, binding_id=int(binding_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+urlpatterns = [
+    api_route(r"memory/items", ItemCreateView.as_view(), "memory-items"),
+    api_route(r"memory/search", SearchView.as_view(), "memory-search"),
+    api_route(r"memory/consolidate", ConsolidateView.as_view(), "memory-consolidate"),
+    api_route(r"chat-bindings", ChatBindingListView.as_view(), "chat-bindings"),
+    api_route(r"chat-bindings/(?P<binding_id>[0-9]{1,18})", ChatBindingDetailView.as_view(), "chat-binding-detail"),
+]

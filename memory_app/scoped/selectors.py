@@ -1,0 +1,35 @@
+"""Who may search or read which chat/global scope: the chat rule of
+``memory_app.selectors`` (``chat_keys_readable_by``, also behind ``memory_visibility_q``),
+asked for one chat key that may have no rows yet."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from config.errors import PermissionDenied
+from identity_app.models import ChatBinding
+from memory_app.memories.models import Memory, Tier
+from memory_app.memories.selectors import ALL_CHATS, chat_keys_readable_by, memories_visible
+from memory_app.scoped.scope import SCOPE_TYPE_CHAT, cascade_scopes
+
+
+def chat_scope_readable(*, user: AbstractBaseUser, chat_key: str) -> bool:
+    chats = chat_keys_readable_by(user=user)
+    return chats is ALL_CHATS or chats.filter(chat_key=chat_key).exists()
+
+
+def searchable_scopes(*, user: AbstractBaseUser, session_id: str) -> list[tuple[str, str]]:
+    """The cascade of ``session_id`` if ``user`` may read all of it, else PermissionDenied."""
+    scopes = cascade_scopes(session_id)
+    for scope_type, scope_id in scopes:
+        if scope_type == SCOPE_TYPE_CHAT and not chat_scope_readable(user=user, chat_key=scope_id):
+            raise PermissionDenied("This chat is not bound to you.", code="chat_not_accessible")
+    return scopes
+
+
+def bound_chats(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
+    return ChatBinding.objects.filter(user=user).order_by("chat_key")
+
+
+def chat_memories(*, user: AbstractBaseUser, chat_key: str) -> QuerySet[Memory]:
+    """Memories of one chat as ``user`` may see them (the shared visibility selector)."""
+    return memories_visible(user=user, tier=Tier.CHAT).filter(scope_id=chat_key).order_by("-created_at", "-id")

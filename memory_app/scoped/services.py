@@ -1,0 +1,156 @@
+"""Writing chat/global items for bots (SPEC §3 ``POST /api/memory/items``).
+
+The scope always comes from the session and the kind (``scope.write_scope``); metadata can
+not choose it, and only staff may write to global directly. Neither metadata nor evidence may
+carry the keys scope migration reads as clues (``scope.SCOPE_CLUE_KEYS``): the system records
+the real session as ``evidence.source_session_id``. Duplicates are looked for inside the
+target scope only: the same text in another chat is not a duplicate. Two texts are
+duplicates when their normalized forms (``duplicate_key``) are equal — the one rule both this
+check and dreaming's archive pass use.
+"""
+
+import functools
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+
+from config.errors import InvalidInput, PermissionDenied
+from config.validation import clean_text, validate_json_value
+from memory_app.automemory.extraction import normalize_text
+from memory_app.memories import services
+from memory_app.memories.models import Memory, Origin, Status
+from memory_app.scoped.scope import (
+    GLOBAL_SCOPE,
+    SCOPE_CLUE_KEYS,
+    SCOPE_TYPE_GLOBAL,
+    resolve_scope_from_session,
+    write_scope,
+)
+
+RESERVED_METADATA_KEYS = frozenset({"scope", "scope_type", "scope_id", "scope_key"})
+
+
+# How many of a scope's newest active items the duplicate check and the archive pass read.
+DUPLICATE_SCAN_LIMIT = 2000
+
+
+def lock_scope(scope: tuple[str, str]) -> None:
+    """Serialize check-then-write inside one scope for the rest of the transaction.
+
+    PostgreSQL: a transaction-level advisory lock on the scope. SQLite: transactions are
+    IMMEDIATE (settings), so the write lock is already held from BEGIN.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory-scope:{scope[0]}:{scope[1]}"])
+
+
+@functools.lru_cache(maxsize=4096)  # a scope's newest texts are compared again on every write
+def duplicate_key(text: str) -> str:
+    """Two items of one scope are duplicates when this is equal (and not empty)."""
+    return normalize_text(text)
+
+
+def recent_active_texts(scope: tuple[str, str]):
+    """(id, content) of the scope's newest active items, newest first (bounded)."""
+    return (
+        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE)
+        .order_by("-created_at", "-id")
+        .values_list("id", "content")[:DUPLICATE_SCAN_LIMIT]
+    )
+
+
+def find_duplicate(*, scope: tuple[str, str], content: str) -> Memory | None:
+    """An active item of ``scope`` whose text is a duplicate of ``content``, if any.
+
+    Looks at the newest ``DUPLICATE_SCAN_LIMIT`` items (the window the archive pass reads)
+    and, beyond it, at items with the same text up to letter case.
+    """
+    key = duplicate_key(content)
+    same_text = (
+        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE, content__iexact=content.strip())
+        .order_by("created_at", "id")
+        .first()
+    )
+    if same_text is not None and duplicate_key(same_text.content) == key:
+        return same_text
+    if not key:
+        return None
+    matches = [memory_id for memory_id, text in recent_active_texts(scope) if duplicate_key(text) == key]
+    return Memory.objects.filter(pk=matches[-1]).first() if matches else None  # the oldest of them
+
+
+def reject_scope_in_metadata(metadata: dict | None, evidence: dict | None = None) -> None:
+    for key in metadata or {}:
+        if str(key).strip().lower() in RESERVED_METADATA_KEYS | SCOPE_CLUE_KEYS:
+            raise InvalidInput(
+                f"metadata may not set {key!r}: the scope follows the session and the kind.",
+                code="scope_in_metadata",
+            )
+    for key in evidence or {}:
+        if str(key).strip().lower() in SCOPE_CLUE_KEYS:
+            raise InvalidInput(
+                f"evidence may not set {key!r}: the session is recorded by the system.",
+                code="scope_in_evidence",
+            )
+
+
+def strip_scope_clues(data: dict | None) -> dict:
+    """``data`` without the keys scope migration reads as clues (for extractor output)."""
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if str(k).strip().lower() not in SCOPE_CLUE_KEYS}
+
+
+def scoped_item_create(
+    *,
+    actor: AbstractBaseUser,
+    kind: str,
+    content: str,
+    session_id: str | None = None,
+    metadata: dict | None = None,
+    evidence: dict | None = None,
+    scope_type: str | None = None,
+    origin: str = Origin.API,
+) -> tuple[Memory, bool]:
+    """Create an item in the scope of (session, kind); returns (item, created).
+
+    An existing active item with the same text in that scope is returned instead of a
+    second copy (``created`` False).
+    """
+    clean_text(content, field="content")
+    validate_json_value(metadata, field="metadata")
+    validate_json_value(evidence, field="evidence")
+    reject_scope_in_metadata(metadata, evidence)
+    if session_id is not None:
+        resolve_scope_from_session(session_id)  # malformed → 400, even when the scope is explicit
+    if scope_type is not None:
+        if scope_type != SCOPE_TYPE_GLOBAL:
+            raise InvalidInput("Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope")
+        if not actor.is_staff:
+            raise PermissionDenied("Only staff may write global items directly.")
+        scope = GLOBAL_SCOPE
+    else:
+        if not session_id:
+            raise InvalidInput("session_id is required.", code="invalid_session_key")
+        scope = write_scope(session_id=session_id, kind=kind)
+    evidence = dict(evidence or {})
+    if session_id:
+        evidence["source_session_id"] = session_id
+    # The write rule first, so nobody can learn from the dedupe answer what a scope holds.
+    services.scope_require_write(actor=actor, tier=scope[0], scope_id=scope[1])
+    with transaction.atomic():
+        lock_scope(scope)
+        if isinstance(content, str) and (existing := find_duplicate(scope=scope, content=content)):
+            return existing, False
+        memory = services.memory_create(
+            actor=actor,
+            tier=scope[0],
+            scope_id=scope[1],
+            kind=kind,
+            content=content,
+            origin=origin,
+            metadata=metadata,
+            evidence=evidence,
+        )
+    return memory, True

@@ -1,0 +1,40 @@
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import render
+from django.urls import path
+
+from memory_app.memories.models import Status
+from memory_app.scoped.selectors import bound_chats
+from memory_app.scoped.selectors import chat_memories as chat_memories_qs
+
+PAGE_SIZE = 25
+MAX_CHATS = 50
+
+
+@login_required
+def chat_memories(request):
+    """The user's bound private chats and, for the chosen one, its memories."""
+    chats = list(bound_chats(user=request.user)[:MAX_CHATS])
+    keys = [c.chat_key for c in chats]
+    selected = request.GET.get("chat") or (keys[0] if keys else "")
+    page = None
+    if selected in keys:
+        qs = chat_memories_qs(user=request.user, chat_key=selected)
+        status = request.GET.get("status") or Status.ACTIVE
+        if status not in (*Status.values, "all"):
+            status = Status.ACTIVE
+        if status != "all":
+            qs = qs.filter(status=status)
+        page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    else:
+        selected, status = "", "active"
+    return render(
+        request,
+        "memory_app/chat_memories.html",
+        {"chats": chats, "selected": selected, "page": page, "status": status},
+    )
+
+
+urlpatterns = [
+    path("chats/", chat_memories, name="chat_memories"),
+]

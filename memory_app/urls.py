@@ -1,0 +1,34 @@
+"""Every route of the app, collected from the packages that own them.
+
+``api_urlpatterns`` are mounted under ``/api/``; ``web_urlpatterns`` at the site root in the
+``web`` namespace (the profile page of ``identity_app`` shares that namespace).
+"""
+
+from django.urls import path
+
+from identity_app.web import views as identity_views
+from memory_app.agent import api as agent_api
+from memory_app.agent import web as agent_web
+from memory_app.automemory import api as automemory_api
+from memory_app.automemory import web as automemory_web
+from memory_app.context import api as context_api
+from memory_app.memories import api as memories_api
+from memory_app.memories import web as memories_web
+from memory_app.scoped import api as scoped_api
+from memory_app.scoped import web as scoped_web
+
+api_urlpatterns = [
+    *memories_api.urlpatterns,
+    *agent_api.urlpatterns,
+    *context_api.urlpatterns,
+    *automemory_api.urlpatterns,
+    *scoped_api.urlpatterns,
+]
+
+web_urlpatterns = [
+    *memories_web.urlpatterns,
+    path("profile/", identity_views.profile, name="profile"),
+    *agent_web.urlpatterns,
+    *automemory_web.urlpatterns,
+    *scoped_web.urlpatterns,
+]
