@@ -100,6 +100,7 @@ def run(args, bench_url):
     from django.db import connection
 
     from memory_app.scoped import search
+    from memory_app.search.analysis import query_terms
     from memory_app.search.embeddings import get_provider, to_bytes
 
     t0 = time.perf_counter()
@@ -181,7 +182,7 @@ def run(args, bench_url):
     # only when the chat scope left budget), without ranking, fusion, caching or row mapping.
     def raw_keyword(session, query):
         chat = ":".join(session.split(":")[:3])
-        terms = search.query_terms(query)
+        terms = query_terms(query)
         if not terms:
             return 0
         found = len(search._keyword_candidates(("chat", chat), terms, search.CANDIDATE_CAP))

@@ -1,8 +1,11 @@
+"""What the history tools return: ``search_thread_messages`` and ``read_thread_messages``.
+
+These selectors own visibility (through ``history_threads``/``history_messages``), the field
+allowlist, every byte budget and the truncation markers (docs/runs.md). Cutting itself is
+``truncate_utf8``; ranking is the shared engine's (``memory_app.search``).
+"""
+
 import json
-import math
-import re
-import unicodedata
-from collections import Counter
 
 from django.db.models import Q
 from django.db.models.functions import Left
@@ -12,6 +15,8 @@ from config.validation import clean_text
 from memory_app.agent.budgets import json_size, truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.models import ToolCall
 from memory_app.agent.selectors import history_messages, history_threads
+from memory_app.search.analysis import query_terms
+from memory_app.search.ranking import bm25_scores
 
 SEARCH_MAX_HITS = 10
 SEARCH_HIT_BYTES = 512
@@ -35,79 +40,6 @@ HISTORY_NOTICE = (
 )
 
 
-_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_STOPWORDS = frozenset(
-    """a an the and or but of to in on at for from by with about as is are was were be been being do does did
-    done have has had i you he she it we they me my your our their this that these those what which who whom
-    whose when where why how can could should would will shall may might must not no yes so if then than there
-    here any some all just also into out up over again please tell know remember say said""".split()
-)
-
-
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x3040 <= code <= 0x30FF  # kana
-        or 0x3400 <= code <= 0x4DBF
-        or 0x4E00 <= code <= 0x9FFF
-        or 0xAC00 <= code <= 0xD7AF  # hangul
-        or 0xF900 <= code <= 0xFAFF
-        or 0x20000 <= code <= 0x2FA1F
-    )
-
-
-def search_terms(text: str) -> list[str]:
-    """Words (casefolded, English stopwords dropped, light plural stemming) plus character
-    bigrams for runs of CJK text."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    terms: list[str] = []
-    for word in _WORD_RE.findall(text):
-        cjk = [c for c in word if _is_cjk(c)]
-        if cjk:
-            run = ""
-            for ch in word + " ":
-                if _is_cjk(ch):
-                    run += ch
-                    continue
-                if run:
-                    terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
-                    run = ""
-            latin = "".join(" " if _is_cjk(c) else c for c in word).split()
-            terms.extend(_stem(w) for w in latin if w not in _STOPWORDS)
-        elif word not in _STOPWORDS and (len(word) > 1 or word.isdigit()):
-            terms.append(_stem(word))
-    return terms
-
-
-def _stem(word: str) -> str:
-    # Only ever strips a suffix, so a stem is a prefix of the word and the substring prefilter
-    # still finds the original form.
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _bm25(query_terms: list[str], docs: list[list[str]], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    n = len(docs)
-    if not n:
-        return []
-    avg = sum(len(d) for d in docs) / n or 1.0
-    unique = set(query_terms)
-    counted = [Counter(doc) for doc in docs]
-    df = {t: sum(1 for counts in counted if t in counts) for t in unique}
-    scores = []
-    for doc, counts in zip(docs, counted):
-        length, score = len(doc), 0.0
-        for term in unique:
-            tf = counts.get(term, 0)
-            if not tf:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
-        scores.append(score)
-    return scores
-
-
 def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     """A window of ``content`` starting shortly before the first matched term, cut to budget."""
     folded = content.casefold()
@@ -119,12 +51,12 @@ def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
 
 
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
-    """Rank visible messages by BM25 over words and CJK bigrams. Never touches tool calls."""
+    """Rank visible messages with the shared engine (terms, BM25). Never touches tool calls."""
     query = clean_text(query or "", field="query").strip()
     if not query or len(query) > SEARCH_QUERY_MAX_CHARS:
         raise InvalidInput(f"query must be 1 to {SEARCH_QUERY_MAX_CHARS} characters.", code="invalid_query")
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
-    terms = list(dict.fromkeys(search_terms(query)))[:24]
+    terms = query_terms(query)
     if not terms:
         raise InvalidInput("query has no searchable words.", code="invalid_query")
     prefilter = Q()
@@ -137,7 +69,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         .order_by("-created_at", "-id")
         .values("id", "conversation_id", "conversation__title", "role", "created_at", "head")[:SEARCH_CANDIDATES]
     )
-    scores = _bm25(terms, [search_terms(c["head"]) for c in candidates])
+    scores = bm25_scores([c["head"] for c in candidates], terms, query)
     ranked = sorted(
         (pair for pair in zip(scores, candidates) if pair[0] > 0),
         key=lambda pair: (-pair[0], -pair[1]["created_at"].timestamp()),

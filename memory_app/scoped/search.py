@@ -2,67 +2,40 @@
 cascade (seed N §3.3) shared by all three.
 
 Every query carries its scope filter inside the SQL; nothing is fetched across scopes and
-filtered afterwards.
+filtered afterwards. Terms, ranking and fusion are the shared engine's (``memory_app.search``).
 
 Keyword search
-    The query is split into terms: words of Latin-script text (stop words dropped, light
-    suffix stemming) and, for Chinese/Japanese/Korean, overlapping character bigrams (a
-    one- or two-character run is a term by itself, so ``咖啡`` works). Candidates are the
-    scope's active rows containing any term — SQLite: the FTS5 ``trigram`` index for terms
-    of three or more characters plus ``LIKE`` for shorter ones; PostgreSQL: ``ILIKE``
-    served by the ``pg_trgm`` GIN index — pre-ordered by how many (and how long) terms they
-    contain and capped. They are then ranked by BM25 (k1=1.2, b=0.75) with document
-    frequencies taken over the candidate set, times the share of query terms covered, plus
-    a bonus when the whole query occurs verbatim. A natural-language question therefore
-    finds rows that share its content words, not only rows containing it as a substring.
+    Candidates are the scope's active rows containing any query term — SQLite: the FTS5
+    ``trigram`` index for terms of three or more characters plus ``LIKE`` for shorter ones;
+    PostgreSQL: ``ILIKE`` served by the ``pg_trgm`` GIN index — pre-ordered by how many (and
+    how long) terms they contain and capped, then ranked by ``ranking.bm25_scores``.
 
 Vector search
-    Cosine similarity between the query vector and the scope's stored vectors of the
-    current provider/model, in numpy (with pgvector, where installed, in SQL). Only the scope's ids are read on each query; the
-    vectors (immutable per stored row) are cached per process and scope.
+    Cosine similarity between the query vector and the scope's stored vectors of the current
+    provider/model (``vectors.nearest``).
 
 Hybrid
-    Reciprocal rank fusion of the keyword and vector rankings of the same scope:
-    ``score = Σ 1 / (60 + rank)`` over the two lists (rank from 1).
+    Reciprocal rank fusion of the keyword and vector rankings of the same scope.
 """
 
-import math
-import threading
-from collections import OrderedDict
+import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
 from django.db import connection
 
 from config.validation import clean_text
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.scope import cascade_scopes
-from memory_app.search import pgvector
-from memory_app.search.embeddings import EmbeddingProvider, from_bytes, get_provider, text_runs
-from memory_app.search.models import MemoryEmbedding
+from memory_app.search.analysis import query_terms
+from memory_app.search.embeddings import EmbeddingProvider, get_provider
+from memory_app.search.index import FTS_TABLE
+from memory_app.search.ranking import bm25_scores, rrf_fuse
+from memory_app.search.vectors import nearest
 
 MODES = ("fts", "vector", "hybrid")
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 1000
-MAX_TERMS = 24
 CANDIDATE_CAP = 400
-RRF_K = 60
-BM25_K1 = 1.2
-BM25_B = 0.75
-FTS_TABLE = "memory_scoped_fts"
-
-STOP_WORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each few for from
-    further had has have having he her here hers him his how i if in into is it its itself just
-    me more most my no nor not now of off on once only or other our ours out over own please
-    same she should so some such than that the their theirs them then there these they this
-    those through to too under until up us very was we were what when where which while who
-    whom why will with would you your yours tell know remember anything something""".split()
-)
-# Chinese function characters: a bigram made only of these carries no topic.
-ZH_STOP_CHARS = frozenset("的了是我你他她它们这那哪个吗呢吧啊在有和就都也要会对把被给让什么怎样为啥谁吧呀嘛")
-_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s")
 
 
 @dataclass
@@ -83,36 +56,6 @@ class Hit:
             "scope_id": self.scope_id,
             "score": round(float(self.score), 6),
         }
-
-
-def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            stem = word[: -len(suffix)]
-            if suffix in ("ies", "ied"):
-                stem += "y"
-            return stem
-    return word
-
-
-def query_terms(text: str) -> list[str]:
-    """Distinct search terms of ``text``, in order (see the module docstring)."""
-    terms: list[str] = []
-    for is_cjk, run in text_runs(text):
-        if is_cjk:
-            if len(run) <= 2:
-                pieces = [run]
-            else:
-                pieces = [run[i : i + 2] for i in range(len(run) - 1)]
-                pieces = [p for p in pieces if not set(p) <= ZH_STOP_CHARS]
-        else:
-            if run in STOP_WORDS or (len(run) < 2 and not run.isdigit()):
-                continue
-            pieces = [_stem(run)]
-        for piece in pieces:
-            if piece not in terms:
-                terms.append(piece)
-    return terms[:MAX_TERMS]
 
 
 def _fts_phrase(term: str) -> str:
@@ -160,114 +103,17 @@ def _keyword_candidates(scope: tuple[str, str], terms: list[str], cap: int) -> l
         return cursor.fetchall()
 
 
-def _bm25_rank(rows: list[tuple], terms: list[str], query: str) -> list[tuple[float, tuple]]:
-    lowered = [row[1].lower() for row in rows]
-    n_docs = len(rows)
-    lengths = [max(len(text), 1) for text in lowered]
-    avg_len = sum(lengths) / n_docs
-    df = {t: sum(1 for text in lowered if t in text) for t in terms}
-    idf = {t: math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    whole = " ".join(query.lower().split())
-    scored = []
-    for row, text, length in zip(rows, lowered, lengths, strict=True):
-        score, covered = 0.0, 0
-        for term in terms:
-            tf = text.count(term)
-            if not tf:
-                continue
-            covered += 1
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len)
-            score += idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
-        score *= 0.5 + 0.5 * covered / len(terms)
-        if len(whole) >= 2 and whole in " ".join(text.split()):
-            score += 1.0
-        if covered:
-            scored.append((score, row))
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    return scored
-
-
 def keyword_search(*, scope: tuple[str, str], query: str, limit: int) -> list[Hit]:
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
     rows = _keyword_candidates(scope, terms, CANDIDATE_CAP)
-    if not rows:
-        return []
+    scores = bm25_scores([row[1] for row in rows], terms, query)
+    ranked = sorted((pair for pair in zip(scores, rows, strict=True) if pair[0] > 0), key=lambda p: p[0], reverse=True)
     return [
         Hit(id=row[0], content=row[1], kind=row[2], scope_type=scope[0], scope_id=scope[1], score=score)
-        for score, row in _bm25_rank(rows, terms, query)[:limit]
+        for score, row in ranked[:limit]
     ]
-
-
-class _VectorCache:
-    """Per-process cache of a scope's vector matrix, keyed by the ids of its stored vectors.
-
-    A stored vector row is never updated in place, so equal key lists mean equal matrices;
-    the id list itself is read fresh (scope-filtered) on every query.
-    """
-
-    def __init__(self, max_scopes: int = 64):
-        self.max_scopes = max_scopes
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, embedding_ids: tuple):
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is not None and entry[0] == embedding_ids:
-                self._data.move_to_end(key)
-                return entry[1], entry[2]
-        return None
-
-    def put(self, key, embedding_ids: tuple, memory_ids: list, matrix: np.ndarray):
-        with self._lock:
-            self._data[key] = (embedding_ids, memory_ids, matrix)
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_scopes:
-                self._data.popitem(last=False)
-
-    def clear(self):
-        with self._lock:
-            self._data.clear()
-
-
-vector_cache = _VectorCache()
-
-
-def _scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
-    # Plain cursor: this runs on every vector query and reads the whole scope's id list
-    # (an index-only scan of embedding_scope_idx on PostgreSQL); model rows cost too much here.
-    # A model has one dimension; each vector's size is checked below.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, memory_id FROM {MemoryEmbedding._meta.db_table} WHERE scope_type = %s AND scope_id = %s "
-            "AND active = %s AND provider = %s AND model = %s ORDER BY id",
-            [scope[0], scope[1], True, provider.name, provider.model],
-        )
-        pairs = [tuple(row) for row in cursor.fetchall()]
-    # Keyed by (vector id, item id): item ids are never reused, so even a vector id reused
-    # after a rolled-back insert (SQLite) cannot bring back a stale vector.
-    embedding_ids = tuple(pairs)
-    key = (connection.alias, connection.settings_dict.get("NAME"), scope, provider.name, provider.model)
-    cached = vector_cache.get(key, embedding_ids)
-    if cached is not None:
-        return cached
-    vectors = (
-        dict(MemoryEmbedding.objects.filter(id__in=[p[0] for p in pairs]).values_list("id", "vector")) if pairs else {}
-    )
-    # Rows that vanished between the two reads (or of another dimension) are dropped.
-    size = provider.dim * 4
-    kept = [(eid, mid) for eid, mid in pairs if eid in vectors and len(vectors[eid]) == size]
-    memory_ids = [mid for _, mid in kept]
-    matrix = (
-        np.vstack([from_bytes(vectors[eid], provider.dim) for eid, _ in kept])
-        if kept
-        else np.zeros((0, provider.dim), dtype=np.float32)
-    )
-    if len(kept) == len(pairs):
-        vector_cache.put(key, embedding_ids, memory_ids, matrix)
-    return memory_ids, matrix
 
 
 def _hits_for(scope: tuple[str, str], scored_ids: list[tuple[str, float]]) -> list[Hit]:
@@ -294,18 +140,7 @@ def vector_search(
     provider = provider or get_provider()
     if query_vector is None:
         query_vector = provider.embed([query])[0]
-    if pgvector.enabled():
-        nearest = pgvector.nearest(scope=scope, query_vector=query_vector, provider=provider, limit=limit)
-        return _hits_for(scope, [(mid, sim) for mid, sim in nearest if sim > provider.min_score])
-    memory_ids, matrix = _scope_vectors(scope, provider)
-    if not memory_ids:
-        return []
-    sims = matrix @ query_vector
-    k = min(limit, len(memory_ids))
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    scored = [(memory_ids[i], float(sims[i])) for i in top if sims[i] > provider.min_score]
-    return _hits_for(scope, scored)
+    return _hits_for(scope, nearest(scope=scope, query_vector=query_vector, provider=provider, limit=limit))
 
 
 def hybrid_search(
@@ -316,18 +151,9 @@ def hybrid_search(
     depth = max(limit * 3, 20)
     keyword = keyword_search(scope=scope, query=query, limit=depth)
     vector = vector_search(scope=scope, query=query, limit=depth, provider=provider, query_vector=query_vector)
-    fused: dict[str, float] = {}
-    by_id: dict[str, Hit] = {}
-    for ranking in (keyword, vector):
-        for rank, hit in enumerate(ranking, start=1):
-            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
-            by_id.setdefault(hit.id, hit)
-    ordered = sorted(fused.items(), key=lambda pair: pair[1], reverse=True)[:limit]
-    out = []
-    for mid, score in ordered:
-        hit = by_id[mid]
-        out.append(Hit(hit.id, hit.content, hit.kind, hit.scope_type, hit.scope_id, score))
-    return out
+    by_id = {hit.id: hit for hit in [*vector, *keyword]}
+    fused = rrf_fuse([[hit.id for hit in keyword], [hit.id for hit in vector]])[:limit]
+    return [dataclasses.replace(by_id[mid], score=score) for mid, score in fused]
 
 
 def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, provider=None, query_vector=None):

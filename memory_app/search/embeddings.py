@@ -13,8 +13,6 @@ little-endian float32 bytes, which every database stores the same way.
 """
 
 import json
-import re
-import unicodedata
 import urllib.error
 import urllib.request
 import zlib
@@ -24,9 +22,8 @@ import numpy as np
 from django.conf import settings
 
 from config.errors import ServiceUnavailable
+from memory_app.search.analysis import text_runs
 
-CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_RUNS = re.compile(rf"(?P<cjk>[{CJK}]+)|(?P<word>[^\W_{CJK}]+)")
 DTYPE = np.dtype("<f4")
 MAX_BATCH = 64
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -41,13 +38,6 @@ class EmbeddingProvider(Protocol):
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """An (n, dim) float32 matrix of L2-normalised rows."""
-
-
-def text_runs(text: str):
-    """(is_cjk, run) pairs of the NFKC-lower-cased text."""
-    text = unicodedata.normalize("NFKC", text or "").lower()
-    for match in _RUNS.finditer(text):
-        yield (match.lastgroup == "cjk", match.group())
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from memory_app.scoped import search
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
 from memory_app.search.models import MemoryEmbedding
+from memory_app.search.vectors import vector_cache
 
 A = "milky:private:10001"
 
@@ -151,7 +152,7 @@ def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin
 
     provider = _ChangingProvider(change)
     assert embeddings_refresh(provider=provider) == 3
-    search.vector_cache.clear()
+    vector_cache.clear()
     vectors = {e.memory_id: (e.scope_type, e.scope_id, e.active) for e in MemoryEmbedding.objects.all()}
     assert vectors == {
         moved.pk: ("chat", A, True),

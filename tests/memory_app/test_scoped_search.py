@@ -11,6 +11,7 @@ from memory_app.scoped.search import query_terms
 from memory_app.scoped.selectors import chat_scope_readable
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import MemoryEmbedding
+from memory_app.search.ranking import RRF_K
 
 pytestmark = pytest.mark.django_db
 
@@ -184,7 +185,7 @@ def test_hybrid_uses_reciprocal_rank_fusion(svc):
     memory = put(svc, "Weekly report goes out on Friday", kind="task")
     hits = search.hybrid_search(scope=("chat", A), query="weekly report", limit=5)
     assert hits[0].id == memory.pk
-    assert hits[0].score == pytest.approx(2 / (search.RRF_K + 1))
+    assert hits[0].score == pytest.approx(2 / (RRF_K + 1))
 
 
 def test_vector_rows_follow_the_item_scope_and_status(svc):
