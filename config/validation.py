@@ -3,12 +3,13 @@ lone UTF-16 surrogates (they have no UTF-8 form). Every service validator that a
 or JSON from outside calls these, and the API's JSON parser applies the same rule to whole
 request bodies."""
 
+import json
 import re
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from config.errors import InvalidInput
+from config.errors import InvalidInput, TooLarge
 
 ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
 
@@ -57,6 +58,24 @@ def validate_json_value(value, *, field: str):
     problem = json_text_problem(value)
     if problem:
         raise InvalidInput(f"{field} {problem}.", code="invalid_text")
+    return value
+
+
+def json_size(value) -> int:
+    """Bytes of ``value`` as the API renders it (compact separators, UTF-8, no ASCII escaping)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def validate_json_container(value, *, field: str, max_bytes: int, kind: type = dict):
+    """A JSON object (or, with ``kind=list``, array) of storable strings, at most ``max_bytes``
+    rendered; ``None`` becomes an empty one. Every JSON field a caller supplies goes through here."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise InvalidInput(f"{field} must be a JSON {'object' if kind is dict else 'array'}.", code=f"invalid_{field}")
+    validate_json_value(value, field=field)
+    if json_size(value) > max_bytes:
+        raise TooLarge(f"{field} is larger than {max_bytes} bytes.")
     return value
 
 

@@ -1,51 +1,11 @@
-from django import forms
+"""Identity admin. Projects, memberships (and chat bindings, in ``memory_app.scoped.admin``)
+are saved and deleted through the identity services, so the last-owner rule lives only there."""
+
 from django.contrib import admin
 
-from identity_app.models import ApiToken, Membership, Profile, Project, Role
-
-# A project always keeps an owner (the same rule as identity_app.services.ensure_an_owner_remains,
-# checked here before saving so the admin shows a form error instead of failing).
-LAST_OWNER_MESSAGE = "A project must keep at least one owner."
-
-
-def _other_owner_exists(membership: Membership) -> bool:
-    return (
-        Membership.objects.filter(project_id=membership.project_id, role=Role.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
-    )
-
-
-class MembershipInlineFormSet(forms.BaseInlineFormSet):
-    def clean(self):
-        super().clean()
-        owners = [
-            form
-            for form in self.forms
-            if form.cleaned_data
-            and not form.cleaned_data.get("DELETE")
-            and form.cleaned_data.get("role") == Role.OWNER
-        ]
-        if not owners:
-            raise forms.ValidationError(LAST_OWNER_MESSAGE)
-
-
-class MembershipForm(forms.ModelForm):
-    class Meta:
-        model = Membership
-        fields = ["project", "user", "role"]
-
-    def clean(self):
-        cleaned = super().clean()
-        instance = self.instance
-        if (
-            instance.pk
-            and instance.role == Role.OWNER
-            and cleaned.get("role") != Role.OWNER
-            and not _other_owner_exists(instance)
-        ):
-            raise forms.ValidationError(LAST_OWNER_MESSAGE)
-        return cleaned
+from config.admin import ServiceModelAdmin
+from identity_app import services
+from identity_app.models import ApiToken, Membership, Profile, Project
 
 
 @admin.register(Profile)
@@ -57,40 +17,78 @@ class ProfileAdmin(admin.ModelAdmin):
 
 
 class MembershipInline(admin.TabularInline):
+    """Members at a glance; they are changed on the membership pages, through the services."""
+
     model = Membership
-    formset = MembershipInlineFormSet
-    raw_id_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = fields
     extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ServiceModelAdmin):
     list_display = ["id", "name", "created_by", "created_at"]
     list_select_related = ["created_by"]
     search_fields = ["id", "name"]
-    readonly_fields = ["id", "created_at"]
-    raw_id_fields = ["created_by"]
+    fields = ["id", "name", "description", "created_by", "created_at"]
+    readonly_fields = ["id", "created_by", "created_at"]
     inlines = [MembershipInline]
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if change:
+            services.project_update(
+                actor=request.user,
+                project_id=obj.pk,
+                name=data["name"],
+                description=data["description"],
+                staff_review=True,
+            )
+        else:  # the admin who creates a project becomes its first owner, as anywhere else
+            created = services.project_create(actor=request.user, name=data["name"], description=data["description"])
+            obj.pk, obj.created_by, obj.created_at = created.pk, created.created_by, created.created_at
+
+    def save_related(self, request, form, formsets, change):
+        # Memberships are read-only here; save(commit=False) writes nothing but records the
+        # (empty) changes the admin's change message reads.
+        for formset in formsets:
+            formset.save(commit=False)
+
+    def delete_model(self, request, obj):
+        services.project_delete(actor=request.user, project_id=obj.pk, staff_review=True)
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ServiceModelAdmin):
     list_display = ["project", "user", "role", "created_at"]
     list_filter = ["role"]
     list_select_related = ["project", "user"]
     search_fields = ["project__name", "user__username"]
     raw_id_fields = ["project", "user"]
-    form = MembershipForm
 
-    def has_delete_permission(self, request, obj=None):
-        if obj is not None and obj.role == Role.OWNER and not _other_owner_exists(obj):
-            return False
-        return super().has_delete_permission(request, obj)
+    def get_readonly_fields(self, request, obj=None):
+        return ["project", "user", "created_at"] if obj is not None else []
 
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # bulk delete could remove every owner
-        return actions
+    def save_model(self, request, obj, form, change):
+        if change:
+            services.membership_change(
+                actor=request.user, project_id=obj.project_id, user_id=obj.user_id, role=obj.role, staff_review=True
+            )
+            return
+        created = services.membership_add(
+            actor=request.user, project_id=obj.project_id, username=obj.user.username, role=obj.role, staff_review=True
+        )
+        obj.pk, obj.created_at = created.pk, created.created_at
+
+    def delete_model(self, request, obj):
+        services.membership_remove(
+            actor=request.user, project_id=obj.project_id, user_id=obj.user_id, staff_review=True
+        )
 
 
 @admin.register(ApiToken)

@@ -5,7 +5,6 @@ one. Bindings are made by a service principal (a bot knows whose private chat it
 in) or by staff holding the ``add_chatbinding`` permission; a user may remove their own binding.
 """
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -13,6 +12,7 @@ from django.db.models import QuerySet
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.models import ChatBinding
 from identity_app.permissions import is_service_principal
+from identity_app.selectors import user_get_active
 from identity_app.session_keys import ChatAddress
 
 BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
@@ -40,9 +40,7 @@ def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:
         raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
-    if user is None:
-        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+    user = user_get_active(username=username)
     try:
         with transaction.atomic():
             return ChatBinding.objects.create(chat_key=address.chat_key, user=user)

@@ -68,6 +68,9 @@ class Profile(models.Model):
         return self.display_name or self.user.get_username()
 
 
+MAX_DESCRIPTION_CHARS = 4000
+
+
 def new_project_id() -> str:
     return new_id("prj")
 
@@ -75,9 +78,9 @@ def new_project_id() -> str:
 class Project(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_project_id, editable=False)
     name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, max_length=4000)
+    description = models.TextField(blank=True, max_length=MAX_DESCRIPTION_CHARS)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

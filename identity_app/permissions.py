@@ -45,6 +45,19 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
     return cached
 
 
+def staff_may_change(actor: AbstractBaseUser, *, model: str) -> bool:
+    """Admin review: active staff holding ``identity_app.change_<model>`` (superusers do)."""
+    return bool(
+        actor and actor.is_authenticated and actor.is_active and actor.is_staff
+        and actor.has_perm(f"identity_app.change_{model}")
+    )
+
+
+def require_service_principal(actor: AbstractBaseUser) -> None:
+    if not is_service_principal(actor):
+        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
+
+
 def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:
     """Return the project if ``user`` holds ``permission`` in it.
 

@@ -1,12 +1,12 @@
 import secrets
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db import IntegrityError, transaction
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from identity_app.models import ApiToken, Membership, Profile, Project, Role, hash_token
-from identity_app.permissions import MANAGE, project_require_permission
+from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Membership, Profile, Project, Role, hash_token
+from identity_app.permissions import MANAGE, project_require_permission, staff_may_change
+from identity_app.selectors import membership_role, user_get_active
 
 _UNSET = object()
 
@@ -35,9 +35,6 @@ def profile_update(
     return profile
 
 
-MAX_DESCRIPTION_CHARS = 4000
-
-
 def _check_description(description) -> None:
     # TextField.max_length is not enforced by full_clean(); the service enforces it for every adapter.
     if description is not _UNSET and len(description or "") > MAX_DESCRIPTION_CHARS:
@@ -54,10 +51,23 @@ def project_create(*, actor: AbstractBaseUser, name: str, description: str = "")
     return project
 
 
-def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET) -> Project:
+def _project_to_manage(*, actor, project_id: str, staff_review: bool, model: str) -> Project:
+    """The project ``actor`` may manage: as a member with ``manage`` or, in the admin
+    (``staff_review``), as active staff holding ``identity_app.change_<model>``."""
+    if not staff_review:
+        return project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+    if not staff_may_change(actor, model=model):
+        raise PermissionDenied(f"Reviewing needs the identity_app.change_{model} permission.")
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise NotFound("Project not found.")
+    return project
+
+
+def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, staff_review: bool = False) -> Project:
     _check_description(description)
     with transaction.atomic():
-        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="project")
         project = Project.objects.select_for_update().get(pk=project.pk)
         fields = []
         if name is not _UNSET:
@@ -70,11 +80,14 @@ def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET) -
     return project
 
 
-def _user_by_username(username: str) -> AbstractBaseUser:
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
-    if user is None:
-        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
-    return user
+def project_delete(*, actor, project_id: str, staff_review: bool = False) -> None:
+    """Delete a project with its memberships and memories (cascade); owners only, or staff
+    reviewing in the admin."""
+    with transaction.atomic():
+        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="project")
+        if not staff_review:
+            _require_owner_for_owner_changes(actor=actor, project=project, roles=(Role.OWNER,))
+        project.delete()
 
 
 def ensure_an_owner_remains(project: Project) -> None:
@@ -82,20 +95,21 @@ def ensure_an_owner_remains(project: Project) -> None:
         raise Conflict("A project must keep at least one owner.", code="last_owner")
 
 
-def _require_owner_for_owner_changes(*, actor, project: Project, roles) -> None:
-    """Granting, changing or removing the owner role takes an owner; a project admin must not
-    be able to promote themselves and then remove the original owner."""
-    if Role.OWNER in roles and actor_role(actor, project) != Role.OWNER:
+def _require_owner_for_owner_changes(*, actor, project: Project, roles, staff_review: bool = False) -> None:
+    """Granting, changing or removing the owner role takes an owner (or staff reviewing in the
+    admin); a project admin must not be able to promote themselves and then remove the
+    original owner."""
+    if Role.OWNER in roles and not staff_review and membership_role(user=actor, project=project) != Role.OWNER:
         raise PermissionDenied("Only an owner may grant, change or remove the owner role.", code="owner_required")
 
 
-def membership_add(*, actor, project_id: str, username: str, role: str) -> Membership:
+def membership_add(*, actor, project_id: str, username: str, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
-        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
-        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role,))
-        user = _user_by_username(username)
+        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
+        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role,), staff_review=staff_review)
+        user = user_get_active(username=username)
         try:
             with transaction.atomic():
                 return Membership.objects.create(project=project, user=user, role=role)
@@ -103,37 +117,37 @@ def membership_add(*, actor, project_id: str, username: str, role: str) -> Membe
             raise Conflict(f"{username!r} is already a member.", code="already_member") from None
 
 
-def membership_change(*, actor, project_id: str, user_id: int, role: str) -> Membership:
+def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
-        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
         # Lock every membership row of the project so two demotions cannot both see an owner.
         list(Membership.objects.select_for_update().filter(project=project))
         membership = Membership.objects.filter(project=project, user_id=user_id).first()
         if membership is None:
             raise NotFound("Member not found.")
-        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role, membership.role))
+        _require_owner_for_owner_changes(
+            actor=actor, project=project, roles=(role, membership.role), staff_review=staff_review
+        )
         membership.role = role
         membership.save(update_fields=["role"])
         ensure_an_owner_remains(project)
     return membership
 
 
-def membership_remove(*, actor, project_id: str, user_id: int) -> None:
+def membership_remove(*, actor, project_id: str, user_id: int, staff_review: bool = False) -> None:
     with transaction.atomic():
-        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
         list(Membership.objects.select_for_update().filter(project=project))
         membership = Membership.objects.filter(project=project, user_id=user_id).first()
         if membership is None:
             raise NotFound("Member not found.")
-        _require_owner_for_owner_changes(actor=actor, project=project, roles=(membership.role,))
+        _require_owner_for_owner_changes(
+            actor=actor, project=project, roles=(membership.role,), staff_review=staff_review
+        )
         membership.delete()
         ensure_an_owner_remains(project)
-
-
-def actor_role(actor, project: Project) -> str | None:
-    return Membership.objects.filter(project=project, user=actor).values_list("role", flat=True).first()
 
 
 TOKEN_PREFIX = "mk_"

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from config.api import StrictCharField, StrictInputMixin
-from identity_app.models import Membership, Profile, Project, Role
+from identity_app.models import MAX_DESCRIPTION_CHARS, Membership, Profile, Project, Role
 
 
 class ProfileOutput(serializers.ModelSerializer):
@@ -36,12 +36,12 @@ class ProjectOutput(serializers.ModelSerializer):
 
 class ProjectInput(StrictInputMixin, serializers.Serializer):
     name = StrictCharField(max_length=200)
-    description = StrictCharField(max_length=4000, allow_blank=True, required=False, default="")
+    description = StrictCharField(max_length=MAX_DESCRIPTION_CHARS, allow_blank=True, required=False, default="")
 
 
 class ProjectUpdateInput(StrictInputMixin, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False)
-    description = StrictCharField(max_length=4000, allow_blank=True, required=False)
+    description = StrictCharField(max_length=MAX_DESCRIPTION_CHARS, allow_blank=True, required=False)
 
 
 class MemberOutput(serializers.ModelSerializer):

@@ -1,4 +1,3 @@
-from django.db.models import OuterRef, Subquery
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
@@ -33,18 +32,13 @@ class ProfileView(APIView):
         return Response(ProfileOutput(profile).data)
 
 
-def _with_my_role(qs, user):
-    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
-    return qs.annotate(my_role=Subquery(role))
-
-
 class ProjectListView(generics.ListAPIView):
     serializer_class = ProjectOutput
 
     def get_queryset(self):
         if is_schema_generation(self):
             return Project.objects.none()
-        return _with_my_role(selectors.projects_visible(user=self.request.user), self.request.user)
+        return selectors.projects_with_my_role(user=self.request.user)
 
     @extend_schema(request=ProjectInput, responses={201: ProjectOutput})
     def post(self, request):

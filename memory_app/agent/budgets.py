@@ -1,6 +1,6 @@
 """UTF-8 byte budgets. Every cut of text shown to an agent goes through ``truncate_utf8``."""
 
-import json
+from config.validation import json_size
 
 TRUNCATION_MARKER = "…[truncated]"
 
@@ -29,11 +29,6 @@ def truncate_utf8(text: str, max_bytes: int, *, marker: str = TRUNCATION_MARKER)
     # result valid UTF-8 and at most ``room`` bytes long.
     head = data[:room].decode("utf-8", errors="ignore")
     return head + marker, True
-
-
-def json_size(value) -> int:
-    """Bytes of ``value`` as the API renders it (compact separators, UTF-8, no ASCII escaping)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def truncate_json_text(text: str, max_json_bytes: int, *, marker: str = TRUNCATION_MARKER) -> tuple[str, bool]:

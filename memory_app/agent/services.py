@@ -10,15 +10,15 @@ import json
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
-from config.validation import clean_text, validate_json_value
-from identity_app.permissions import CREATE_TASK, READ, is_service_principal, project_require_permission
+from config.errors import Conflict, InvalidInput, NotFound, TooLarge
+from config.validation import clean_text, validate_json_container, validate_json_value
+from identity_app.permissions import CREATE_TASK, READ, project_require_permission, require_service_principal
+from identity_app.selectors import user_get_active
 from memory_app.agent.budgets import json_size, utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -117,22 +117,6 @@ MAX_TOOL_CALLS_PER_MESSAGE = 50
 MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
 
 
-def _require_service(actor) -> None:
-    if not is_service_principal(actor):
-        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
-
-
-def _json_field(value, name: str, *, kind: type, limit: int = MAX_MESSAGE_JSON_BYTES):
-    if value is None:
-        return kind()
-    if not isinstance(value, kind):
-        raise InvalidInput(f"{name} must be a JSON {'object' if kind is dict else 'array'}.", code=f"invalid_{name}")
-    validate_json_value(value, field=name)
-    if json_size(value) > limit:
-        raise TooLarge(f"{name} is larger than {limit} bytes.")
-    return value
-
-
 def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
     if value is None:
         value = ""
@@ -156,10 +140,8 @@ def conversation_create(
     parent_id: str | None = None,
     session_key: str | None = None,
 ) -> Conversation:
-    from memory_app.agent.services import user_by_username
-
-    _require_service(actor)
-    owner = user_by_username(username)
+    require_service_principal(actor)
+    owner = user_get_active(username=username)
     if source not in ConversationSource.values:
         raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
     parent = None
@@ -198,7 +180,7 @@ def message_create(
     run_id: str | None = None,
     tool_calls: list | None = None,
 ) -> Message:
-    _require_service(actor)
+    require_service_principal(actor)
     if role not in MessageRole.values:
         raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
     if type not in MessageType.values:
@@ -208,7 +190,9 @@ def message_create(
     clean_text(content, field="content")
     if utf8_len(content) > MAX_MESSAGE_CONTENT_BYTES:
         raise TooLarge(f"content is larger than {MAX_MESSAGE_CONTENT_BYTES} bytes.")
-    tool_calls = _json_field(tool_calls, "tool_calls", kind=list, limit=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES)
+    tool_calls = validate_json_container(
+        tool_calls, field="tool_calls", kind=list, max_bytes=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES
+    )
     if len(tool_calls) > MAX_TOOL_CALLS_PER_MESSAGE:
         raise TooLarge(f"at most {MAX_TOOL_CALLS_PER_MESSAGE} tool calls per message.")
     calls = [_tool_call_fields(call) for call in tool_calls]
@@ -216,10 +200,10 @@ def message_create(
         role=role,
         type=type,
         content=content,
-        metadata=_json_field(metadata, "metadata", kind=dict),
-        attachments=_json_field(attachments, "attachments", kind=list),
-        images=_json_field(images, "images", kind=list),
-        feedback=_json_field(feedback, "feedback", kind=dict),
+        metadata=validate_json_container(metadata, field="metadata", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        attachments=validate_json_container(attachments, field="attachments", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        images=validate_json_container(images, field="images", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
     )
     with transaction.atomic(durable=True):
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
@@ -289,11 +273,6 @@ MAX_LEASE_SECONDS = 3600
 MAX_USAGE_BYTES = 8 * 1024
 
 
-def _require_service(actor: AbstractBaseUser) -> None:
-    if not is_service_principal(actor):
-        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
-
-
 def _lease_seconds(value) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not MIN_LEASE_SECONDS <= value <= MAX_LEASE_SECONDS:
         raise InvalidInput(
@@ -307,15 +286,6 @@ def _worker_id(value) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200:
         raise InvalidInput("worker_id must be a non-empty string of at most 200 characters.", code="invalid_worker")
     return value.strip()
-
-
-def user_by_username(username) -> AbstractBaseUser:
-    if not isinstance(username, str) or not username:
-        raise InvalidInput("user must be a username.", code="unknown_user")
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
-    if user is None:
-        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
-    return user
 
 
 @dataclass(frozen=True)
@@ -339,8 +309,8 @@ def run_create(
     project_id: str | None = None,
 ) -> IssuedRun:
     """Create a running run on behalf of ``username`` and issue its first run token."""
-    _require_service(actor)
-    user = user_by_username(username)
+    require_service_principal(actor)
+    user = user_get_active(username=username)
     if kind not in RunKind.values:
         raise InvalidInput(f"kind must be one of {', '.join(RunKind.values)}.", code="invalid_kind")
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 100:
@@ -400,7 +370,7 @@ def run_create(
 def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
     """Take over a run whose lease expired (or renew one's own): one conditional UPDATE, so of
     two racing workers exactly one wins. The previous token stops working."""
-    _require_service(actor)
+    require_service_principal(actor)
     worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
     with transaction.atomic(durable=True):
         current = AgentRun.objects.filter(pk=run_id).values("lease_generation", "status").first()
@@ -442,22 +412,12 @@ def run_heartbeat(*, credential: RunCredential, lease_seconds: int = 60) -> Agen
     return run
 
 
-def _validate_usage(usage) -> dict:
-    if usage is None:
-        return {}
-    if not isinstance(usage, dict):
-        raise InvalidInput("usage must be a JSON object.", code="invalid_usage")
-    if len(json.dumps(usage, ensure_ascii=False).encode("utf-8")) > MAX_USAGE_BYTES:
-        raise InvalidInput(f"usage is larger than {MAX_USAGE_BYTES} bytes.", code="too_large")
-    return usage
-
-
 def run_finish(*, credential: RunCredential, status: str, usage: dict | None = None) -> AgentRun:
     """Finish a run. The token must still be the run's current one; an expired lease that
     nobody took over may still report its outcome."""
     if status not in FINISHED_STATUSES:
         raise InvalidInput("status must be completed, failed or cancelled.", code="invalid_status")
-    usage = _validate_usage(usage)
+    usage = validate_json_container(usage, field="usage", max_bytes=MAX_USAGE_BYTES)
     now = timezone.now()
     with transaction.atomic(durable=True):
         run = AgentRun.objects.select_for_update().filter(pk=credential.run_id).first()

@@ -1,6 +1,5 @@
 """Every write to tiered memories goes through these functions."""
 
-import json
 import logging
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -8,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
-from config.validation import clean_text, validate_json_value
+from config.validation import clean_text, validate_json_container
 from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission
 from memory_app.memories import derived
 from memory_app.memories.models import (
@@ -47,17 +46,6 @@ def _validate_kind(kind, tier: str) -> str:
             code="invalid_kind",
         )
     return kind
-
-
-def _validate_json_object(value, name: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{name} must be a JSON object.", code=f"invalid_{name}")
-    validate_json_value(value, field=name)
-    if len(json.dumps(value, ensure_ascii=False).encode("utf-8")) > MAX_JSON_BYTES:
-        raise TooLarge(f"{name} is larger than {MAX_JSON_BYTES} bytes.")
-    return value
 
 
 def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
@@ -135,8 +123,8 @@ def memory_create(
 ) -> Memory:
     content = _validate_content(content)
     kind = _validate_kind(kind, tier)
-    metadata = _validate_json_object(metadata, "metadata")
-    evidence = _validate_json_object(evidence, "evidence")
+    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
+    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
     if origin not in Origin.values:
         raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
     with transaction.atomic():
@@ -194,8 +182,8 @@ def memory_supersede(
     ``staff_may_review_memories``.
     """
     content = _validate_content(content)
-    metadata = _validate_json_object(metadata, "metadata") if metadata is not None else None
-    evidence = _validate_json_object(evidence, "evidence") if evidence is not None else None
+    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES) if metadata is not None else None
+    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES) if evidence is not None else None
     with transaction.atomic():
         old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
         _require_write(actor=actor, memory=old, staff_review=staff_review)

@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Q
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -20,9 +20,9 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError
 from config.web import form_error_status, web_errors
-from identity_app.models import Membership, Project
+from identity_app.models import Project
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
-from identity_app.selectors import membership_role, profile_get, projects_visible
+from identity_app.selectors import membership_role, profile_get, projects_with_my_role
 from identity_app.services import project_create
 from memory_app.memories import selectors, services
 from memory_app.memories.filters import MemoryFilter
@@ -247,10 +247,9 @@ def my_memory_forget(request, memory_id):
 
 
 def _projects_with_role(user):
-    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
     return (
-        projects_visible(user=user)
-        .annotate(my_role=Subquery(role), active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE)))
+        projects_with_my_role(user=user)
+        .annotate(active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE)))
         .order_by("name", "id")
     )
 

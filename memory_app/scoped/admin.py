@@ -13,10 +13,10 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from config.admin import ServiceModelAdmin
 from config.errors import DomainError
-from identity_app.chat_bindings import BINDABLE_TARGET_TYPES, chat_binding_create
+from identity_app.chat_bindings import chat_binding_create, chat_binding_delete
 from identity_app.models import ChatBinding
-from identity_app.session_keys import ChatAddress, InvalidSessionKey
 from memory_app.scoped import migration
 from memory_app.scoped.consolidation import system_actor
 from memory_app.scoped.models import MemoryCandidate, MigrationApproval, ScopeMigrationEntry, ScopeMigrationPlan
@@ -40,24 +40,11 @@ class MemoryCandidateAdmin(admin.ModelAdmin):
         return False
 
 
-class ChatBindingForm(forms.ModelForm):
-    class Meta:
-        model = ChatBinding
-        fields = ["chat_key", "user"]
-
-    def clean_chat_key(self):
-        try:
-            address = ChatAddress.parse(self.cleaned_data["chat_key"])
-        except InvalidSessionKey as exc:
-            raise ValidationError(exc.message) from None
-        if address.target_type not in BINDABLE_TARGET_TYPES:
-            raise ValidationError("Only private chats can be bound to a user.")
-        return address.chat_key
-
-
 @admin.register(ChatBinding)
-class ChatBindingAdmin(admin.ModelAdmin):
-    form = ChatBindingForm
+class ChatBindingAdmin(ServiceModelAdmin):
+    """Bindings are created and deleted through ``chat_bindings`` (who may bind, which chats)."""
+
+    fields = ["chat_key", "user"]
     list_display = ["chat_key", "user", "created_at"]
     list_select_related = ["user"]
     search_fields = ["chat_key", "user__username"]
@@ -68,7 +55,10 @@ class ChatBindingAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         binding = chat_binding_create(actor=request.user, chat_key=obj.chat_key, username=obj.user.username)
-        obj.pk, obj.created_at = binding.pk, binding.created_at
+        obj.pk, obj.chat_key, obj.created_at = binding.pk, binding.chat_key, binding.created_at
+
+    def delete_model(self, request, obj):
+        chat_binding_delete(actor=request.user, binding_id=obj.pk)
 
 
 class PlanImportForm(forms.Form):

@@ -35,13 +35,68 @@ def test_admin_cannot_demote_or_delete_the_last_owner(client, admin, alice, proj
 
     client.force_login(admin)
     owner = Membership.objects.get(project=project, user=alice)
-    response = client.post(
-        f"/admin/identity_app/membership/{owner.pk}/change/",
-        {"project": project.pk, "user": alice.pk, "role": "member"},
-    )
-    assert response.status_code == 200 and "at least one owner" in response.content.decode()
-    assert client.post(f"/admin/identity_app/membership/{owner.pk}/delete/", {"post": "yes"}).status_code == 403
+    change_url = f"/admin/identity_app/membership/{owner.pk}/change/"
+    response = client.post(change_url, {"role": "member"}, follow=True)
+    assert "at least one owner" in response.content.decode()
     assert Membership.objects.get(pk=owner.pk).role == Role.OWNER
+    delete_url = f"/admin/identity_app/membership/{owner.pk}/delete/"
+    response = client.post(delete_url, {"post": "yes"}, follow=True)
+    assert "at least one owner" in response.content.decode()
+    assert Membership.objects.get(pk=owner.pk).role == Role.OWNER
+
+
+def test_admin_membership_changes_go_through_the_services(client, admin, alice, bob, mallory, project):
+    from identity_app.models import Membership, Role
+
+    client.force_login(admin)
+    bob_row = Membership.objects.get(project=project, user=bob)
+    # Promote bob to owner (staff may grant the owner role), then alice may be demoted.
+    client.post(f"/admin/identity_app/membership/{bob_row.pk}/change/", {"role": "owner"})
+    assert Membership.objects.get(pk=bob_row.pk).role == Role.OWNER
+    alice_row = Membership.objects.get(project=project, user=alice)
+    client.post(f"/admin/identity_app/membership/{alice_row.pk}/change/", {"role": "viewer"})
+    assert Membership.objects.get(pk=alice_row.pk).role == Role.VIEWER
+    # Adding an existing member is refused by the service, not duplicated.
+    response = client.post(
+        "/admin/identity_app/membership/add/", {"project": project.pk, "user": bob.pk, "role": "member"}, follow=True
+    )
+    assert Membership.objects.filter(project=project, user=bob).count() == 1
+    client.post("/admin/identity_app/membership/add/", {"project": project.pk, "user": mallory.pk, "role": "viewer"})
+    assert Membership.objects.get(project=project, user=mallory).role == Role.VIEWER
+    client.post(f"/admin/identity_app/membership/{alice_row.pk}/delete/", {"post": "yes"})
+    assert not Membership.objects.filter(pk=alice_row.pk).exists()
+    assert response.status_code == 200
+
+
+def test_staff_without_the_permission_cannot_change_memberships_through_the_service(alice, bob, project):
+    from config.errors import PermissionDenied
+    from identity_app.models import Membership, Role
+    from identity_app.services import membership_change
+    from tests.factories import UserFactory
+
+    plain_staff = UserFactory(username="plainstaff", is_staff=True)
+    with pytest.raises(PermissionDenied):
+        membership_change(actor=plain_staff, project_id=project.pk, user_id=bob.pk, role="owner", staff_review=True)
+    assert Membership.objects.get(project=project, user=bob).role == Role.MEMBER
+
+
+def test_admin_project_edit_and_delete_go_through_the_services(client, admin, alice, project):
+    from identity_app.models import Membership, Project
+
+    client.force_login(admin)
+    inline = {"memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0"}
+    client.post(f"/admin/identity_app/project/{project.pk}/change/", {"name": "Renamed", "description": "d", **inline})
+    assert Project.objects.get(pk=project.pk).name == "Renamed"
+    response = client.post(
+        f"/admin/identity_app/project/{project.pk}/change/", {"name": "Renamed", "description": "x" * 4001, **inline}
+    )
+    assert Project.objects.get(pk=project.pk).description == "d"
+    assert response.status_code == 200  # the form's own length check answers first
+    client.post("/admin/identity_app/project/add/", {"name": "Made by staff", "description": "", **inline})
+    made = Project.objects.get(name="Made by staff")
+    assert Membership.objects.get(project=made).user == admin  # the creator owns it, as anywhere
+    client.post(f"/admin/identity_app/project/{project.pk}/delete/", {"post": "yes"})
+    assert not Project.objects.filter(pk=project.pk).exists()
 
 
 def test_project_description_limit_applies_to_every_adapter(api, alice):

@@ -115,3 +115,14 @@ def test_service_grant_through_a_group_counts(db):
     group.permissions.add(Permission.objects.get(codename="run_agents"))
     bot.groups.add(group)
     assert is_service_principal(bot)
+
+
+def test_project_can_be_renamed_after_its_creator_account_is_deleted(api, alice, bob):
+    from identity_app.models import Membership, Project, Role
+
+    created = api(bob).post("/api/projects", {"name": "Inherited"}, format="json").json()
+    Membership.objects.create(project_id=created["id"], user=alice, role=Role.OWNER)
+    bob.delete()  # created_by becomes NULL
+    response = api(alice).patch(f"/api/projects/{created['id']}", {"name": "Renamed"}, format="json")
+    assert response.status_code == 200, response.content
+    assert Project.objects.get(pk=created["id"]).name == "Renamed"

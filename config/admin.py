@@ -1,0 +1,35 @@
+"""Admin helpers shared by every app."""
+
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+
+from config.errors import DomainError
+
+
+class ServiceModelAdmin(admin.ModelAdmin):
+    """A model admin whose ``save_model``/``delete_model`` call the domain services.
+
+    A change the service refuses (any ``DomainError``: the last-owner rule, a chat key that
+    cannot be bound …) rolls back the admin view's transaction and comes back to the page
+    the user was on with the service's message, so the admin never holds a copy of a rule.
+    Bulk delete is off: it would bypass ``delete_model``.
+    """
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions

@@ -1,0 +1,54 @@
+"""The chat-binding admin creates and deletes bindings through ``identity_app.chat_bindings``:
+the same rules as the API (private chats only, one binding per chat, who may bind)."""
+
+import pytest
+from django.urls import reverse
+
+from identity_app.models import ChatBinding
+
+pytestmark = pytest.mark.django_db
+
+PRIVATE = "milky:private:10001"
+
+
+def test_admin_binds_a_private_chat(client, admin, alice):
+    client.force_login(admin)
+    client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": alice.pk})
+    assert ChatBinding.objects.get(chat_key=PRIVATE).user == alice
+
+
+@pytest.mark.parametrize("chat_key", ["milky:group:20002", "milky:10001", "not a key"])
+def test_admin_cannot_bind_a_group_legacy_or_malformed_key(client, admin, alice, chat_key):
+    client.force_login(admin)
+    response = client.post(
+        reverse("admin:identity_app_chatbinding_add"), {"chat_key": chat_key, "user": alice.pk}, follow=True
+    )
+    assert response.status_code == 200
+    assert not ChatBinding.objects.exists()
+
+
+def test_admin_cannot_bind_a_chat_twice(client, admin, alice, bob):
+    ChatBinding.objects.create(chat_key=PRIVATE, user=alice)
+    client.force_login(admin)
+    client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": bob.pk}, follow=True)
+    assert list(ChatBinding.objects.values_list("user__username", flat=True)) == ["alice"]
+
+
+def test_staff_without_the_binding_permission_cannot_bind_through_the_admin(client, alice):
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    staff = UserFactory(username="reviewer", is_staff=True)
+    # May open the admin page, but holds no add_chatbinding: the service refuses.
+    staff.user_permissions.add(Permission.objects.get(codename="view_chatbinding"))
+    client.force_login(staff)
+    client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": alice.pk})
+    assert not ChatBinding.objects.exists()
+
+
+def test_admin_delete_goes_through_the_service(client, admin, alice):
+    binding = ChatBinding.objects.create(chat_key=PRIVATE, user=alice)
+    client.force_login(admin)
+    client.post(reverse("admin:identity_app_chatbinding_delete", args=[binding.pk]), {"post": "yes"})
+    assert not ChatBinding.objects.exists()
