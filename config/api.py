@@ -78,12 +78,12 @@ def exception_handler(exc, context):
     return None  # unexpected: Django's 500 handler (JSON for /api/) takes it
 
 
-def _is_api(request) -> bool:
+def is_api_request(request) -> bool:
     return request.path.startswith("/api/")
 
 
 def api_aware_404(request, exception=None):
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
     from django.views.defaults import page_not_found
 
@@ -91,7 +91,7 @@ def api_aware_404(request, exception=None):
 
 
 def api_aware_500(request):
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body("server_error", "Internal server error."), status=500)
     from django.views.defaults import server_error
 
@@ -99,7 +99,7 @@ def api_aware_500(request):
 
 
 def api_aware_400(request, exception=None):
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body("bad_request", "Bad request."), status=400)
     from django.views.defaults import bad_request
 
@@ -107,7 +107,7 @@ def api_aware_400(request, exception=None):
 
 
 def api_aware_403(request, exception=None):
-    if _is_api(request):
+    if is_api_request(request):
         return JsonResponse(error_body("permission_denied", "Permission denied."), status=403)
     from django.views.defaults import permission_denied
 

@@ -1,33 +1,71 @@
-"""How domain errors (config.errors) surface in the server-rendered pages.
+"""The one way domain errors (``config.errors``) surface in the server-rendered pages.
 
-Hidden things are 404 and forbidden things 403, exactly as in the API; input errors and
-conflicts are shown next to the form by the view that called the service.
+- ``DomainErrorMiddleware``: an error a page view does not handle becomes the matching page,
+  exactly as in the API — hidden things 404, forbidden things 403, anything else the error
+  page with the error's status. Views need no decorator for this.
+- ``service_call(form)``: a service call made for a submitted form; a refused input (a 400
+  or 409 domain error, or a model ``ValidationError``) is shown on the form with its status,
+  while 403/404 still go to the middleware.
 """
 
-from functools import wraps
+from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.handlers.exception import response_for_exception
 from django.http import Http404
 from django.shortcuts import render
 
+from config.api import is_api_request
 from config.errors import DomainError, NotFound, PermissionDenied
 
-
-def web_errors(view):
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
-        except PermissionDenied as exc:
-            raise DjangoPermissionDenied(exc.message) from None
-        except DomainError as exc:  # any other domain error a view did not place on a form
-            return render(request, "memory_app/error.html", {"error": exc}, status=exc.status_code)
-
-    return wrapper
+# Error codes of the services that are about one form field (None: the form as a whole).
+FIELD_OF_CODE = {"invalid_content": "content", "too_large": "content", "invalid_kind": "kind"}
 
 
-def form_error_status(exc: DomainError) -> int:
-    """Status of a page re-rendered with a service error on its form (400, 409, ...)."""
-    return exc.status_code
+class DomainErrorMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, DomainError) or is_api_request(request):
+            return None  # the API's exception handler answers in JSON
+        if isinstance(exception, NotFound):
+            return response_for_exception(request, Http404(exception.message))
+        if isinstance(exception, PermissionDenied):
+            return response_for_exception(request, DjangoPermissionDenied(exception.message))
+        return render(request, "error.html", {"error": exception}, status=exception.status_code)
+
+
+@dataclass
+class ServiceCall:
+    form: object
+    ok: bool = True
+    status: int = 200
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            return False
+        if isinstance(exc, DjangoValidationError):
+            # Model validators ran inside the service's transaction; nothing was saved.
+            for field, errors in exc.message_dict.items():
+                self.form.add_error(field if field in self.form.fields else None, errors)
+            self.ok, self.status = False, 400
+            return True
+        if isinstance(exc, DomainError) and not isinstance(exc, NotFound | PermissionDenied):
+            field = FIELD_OF_CODE.get(exc.code)
+            self.form.add_error(field if field in self.form.fields else None, exc.message)
+            self.ok, self.status = False, exc.status_code
+            return True
+        return False
+
+
+def service_call(form) -> ServiceCall:
+    """``with service_call(form) as call: service(...)``, then ``call.ok`` / ``call.status``."""
+    return ServiceCall(form)

@@ -4,10 +4,10 @@ from functools import lru_cache
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from config.web import service_call
 from identity_app.selectors import profile_get
 from identity_app.services import profile_update
 from identity_app.web.forms import ProfileForm
@@ -26,16 +26,12 @@ def profile(request):
     if request.method == "POST":
         form = ProfileForm(request.POST)
         if form.is_valid():
-            try:
+            with service_call(form) as call:
                 profile_update(user=request.user, **form.cleaned_data)
-            except ValidationError as exc:
-                # The model validators ran inside the service's transaction; nothing was saved.
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-                status = 400
-            else:
+            if call.ok:
                 messages.success(request, "Profile saved.")
                 return redirect("web:profile")
+            status = call.status
         else:
             status = 400
     else:

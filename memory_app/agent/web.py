@@ -1,36 +1,18 @@
 """End-user pages: the notes-file editor, the memory switch, conversations and runs."""
 
-import functools
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods
 
-from config.errors import DomainError, NotFound, PermissionDenied
+from config.errors import DomainError, NotFound
 from memory_app.agent import selectors, services
 from memory_app.agent.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_FILE, WORKSPACE_FILES, WorkspaceEditConflict
 
 PAGE_SIZE = 25
-
-
-def _http_errors(view):
-    """Domain errors from selectors become the matching HTTP error pages."""
-
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except NotFound:
-            raise Http404 from None
-        except PermissionDenied:
-            raise DjangoPermissionDenied from None
-
-    return wrapper
 
 
 @login_required
@@ -101,7 +83,6 @@ def settings_page(request):
 
 
 @login_required
-@_http_errors
 def conversation_list(request):
     qs = selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -109,7 +90,6 @@ def conversation_list(request):
 
 
 @login_required
-@_http_errors
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     page = Paginator(
@@ -124,7 +104,6 @@ def conversation_detail(request, conversation_id):
 
 
 @login_required
-@_http_errors
 def run_detail(request, run_id):
     run = selectors.run_get(user=request.user, run_id=run_id)
     return render(request, "runs/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})

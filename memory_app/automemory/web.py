@@ -4,12 +4,11 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from config.errors import DomainError, NotFound
+from config.web import service_call
 from memory_app.agent.selectors import run_get
 from memory_app.automemory import selectors, services
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
@@ -39,15 +38,18 @@ def auto_memory_settings(request):
     current = selectors.auto_memory_settings_get(user=request.user)
     initial = {name: getattr(current, name) for name in services.SETTINGS_FIELDS}
     form = AutoMemorySettingsForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.auto_memory_settings_update(user=request.user, changes=form.cleaned_data)
-        except DomainError as exc:
-            form.add_error(None, exc.message)
+    status = 200
+    if request.method == "POST":
+        if not form.is_valid():
+            status = 400
         else:
-            messages.success(request, "Auto-memory settings saved.")
-            return redirect("web:auto_memory_settings")
-    return render(request, "automemory/settings.html", {"form": form})
+            with service_call(form) as call:
+                services.auto_memory_settings_update(user=request.user, changes=form.cleaned_data)
+            if call.ok:
+                messages.success(request, "Auto-memory settings saved.")
+                return redirect("web:auto_memory_settings")
+            status = call.status
+    return render(request, "automemory/settings.html", {"form": form}, status=status)
 
 
 @login_required
@@ -81,10 +83,7 @@ def _choice(value: bool | None) -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_auto_memory_flags(request, run_id):
-    try:
-        run = run_get(user=request.user, run_id=run_id, own_only=True)
-    except NotFound:
-        raise Http404("Run not found.") from None
+    run = run_get(user=request.user, run_id=run_id, own_only=True)
     form = RunFlagsForm(
         request.POST or None,
         initial={"generate": _choice(run.auto_memory_generate), "use": _choice(run.auto_memory_use)},

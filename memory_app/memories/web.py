@@ -10,7 +10,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import QueryDict
@@ -18,8 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods
 
-from config.errors import DomainError
-from config.web import form_error_status, web_errors
+from config.web import service_call
 from identity_app.models import Project
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role, profile_get, projects_with_my_role
@@ -113,33 +111,24 @@ def _filter_params(request) -> QueryDict:
     return params
 
 
-def _field_of(exc: DomainError) -> str | None:
-    """The form field a service's input error is about (None: the form as a whole)."""
-    return {"invalid_content": "content", "too_large": "content", "invalid_kind": "kind"}.get(exc.code)
-
-
 def _memory_list(request, scope: MemoryScope):
     create_form = MemoryCreateForm()
     status = 200
     if request.method == "POST":
         create_form = MemoryCreateForm(request.POST)
         if create_form.is_valid():
-            try:
-                memory = services.memory_create(
+            with service_call(create_form) as call:
+                services.memory_create(
                     actor=request.user,
                     tier=scope.tier,
                     project_id=scope.project_id,
                     origin=Origin.MANUAL,
                     **create_form.cleaned_data,
                 )
-            except DomainError as exc:
-                if exc.status_code in (403, 404):
-                    raise
-                create_form.add_error(_field_of(exc), exc.message)
-                status = form_error_status(exc)
-            else:
+            if call.ok:
                 messages.success(request, "Memory saved.")
                 return redirect(scope.url("list"))
+            status = call.status
         else:
             status = 400
     params = _filter_params(request)
@@ -174,7 +163,7 @@ def _memory_correct(request, scope: MemoryScope, memory_id: str):
     if request.method == "POST":
         form = MemoryCorrectForm(request.POST)
         if form.is_valid():
-            try:
+            with service_call(form) as call:
                 new = services.memory_supersede(
                     actor=request.user,
                     memory_id=memory.pk,
@@ -183,15 +172,11 @@ def _memory_correct(request, scope: MemoryScope, memory_id: str):
                     origin=Origin.MANUAL,
                     **form.cleaned_data,
                 )
-            except DomainError as exc:
-                if exc.status_code in (403, 404):
-                    raise
-                form.add_error(_field_of(exc), exc.message)
-                status = form_error_status(exc)
-                memory = scope.get(request.user, memory_id)  # it may have changed meanwhile
-            else:
+            if call.ok:
                 messages.success(request, "Memory corrected. The old version stays in the chain.")
                 return redirect(scope.url("detail", new.pk))
+            status = call.status
+            memory = scope.get(request.user, memory_id)  # it may have changed meanwhile
         else:
             status = 400
     chain = _with_urls(scope, selectors.memory_chain(memory=memory))
@@ -219,28 +204,24 @@ def _memory_forget(request, scope: MemoryScope, memory_id: str):
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def my_memories(request):
     return _memory_list(request, _user_scope(request))
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET"])
 def my_memory(request, memory_id):
     return _memory_detail(request, _user_scope(request), memory_id)
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def my_memory_correct(request, memory_id):
     return _memory_correct(request, _user_scope(request), memory_id)
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def my_memory_forget(request, memory_id):
     return _memory_forget(request, _user_scope(request), memory_id)
@@ -262,15 +243,12 @@ def projects(request):
     if request.method == "POST":
         form = ProjectCreateForm(request.POST)
         if form.is_valid():
-            try:
+            with service_call(form) as call:
                 project = project_create(actor=request.user, **form.cleaned_data)
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-                status = 400
-            else:
+            if call.ok:
                 messages.success(request, f"Project {project.name} created; you are its owner.")
                 return redirect("web:project_memories", project.pk)
+            status = call.status
         else:
             status = 400
     page = Paginator(_projects_with_role(request.user), PROJECTS_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -278,28 +256,24 @@ def projects(request):
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def project_memories(request, project_id):
     return _memory_list(request, _project_scope(request, project_id, write=request.method == "POST"))
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET"])
 def project_memory(request, project_id, memory_id):
     return _memory_detail(request, _project_scope(request, project_id, write=False), memory_id)
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def project_memory_correct(request, project_id, memory_id):
     return _memory_correct(request, _project_scope(request, project_id, write=True), memory_id)
 
 
 @login_required
-@web_errors
 @require_http_methods(["GET", "POST"])
 def project_memory_forget(request, project_id, memory_id):
     return _memory_forget(request, _project_scope(request, project_id, write=True), memory_id)

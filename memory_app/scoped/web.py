@@ -1,8 +1,11 @@
+"""The chat memories page: a user's bound private chats and what the bots remember there."""
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import path
 
+from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.models import Status
 from memory_app.scoped.selectors import bound_chats
 from memory_app.scoped.selectors import chat_memories as chat_memories_qs
@@ -19,13 +22,12 @@ def chat_memories(request):
     selected = request.GET.get("chat") or (keys[0] if keys else "")
     page = None
     if selected in keys:
-        qs = chat_memories_qs(user=request.user, chat_key=selected)
-        status = request.GET.get("status") or Status.ACTIVE
-        if status not in (*Status.values, "all"):
-            status = Status.ACTIVE
-        if status != "all":
-            qs = qs.filter(status=status)
-        page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+        # The memory list's own filter: active by default, "all", or one status.
+        filters = MemoryFilter(
+            {"status": request.GET.get("status", "")}, queryset=chat_memories_qs(user=request.user, chat_key=selected)
+        )
+        page = Paginator(filters.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+        status = filters.form.cleaned_data.get("status") or Status.ACTIVE
     else:
         selected, status = "", "active"
     return render(
