@@ -141,7 +141,7 @@ class Memory(models.Model):
                 name="memory_status_valid", condition=Q(status__in=Status.values)
             ),
             models.CheckConstraint(
-                name="memory_superseded_has_successor_or_forgotten",
+                name="memory_active_row_has_no_successor",
                 # A superseded row is never active; an active row never points forward.
                 condition=~Q(status=Status.ACTIVE, superseded_by__isnull=False),
             ),

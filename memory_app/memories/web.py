@@ -49,15 +49,16 @@ class MemoryScope:
     def _args(self, *extra) -> list:
         return [*([self.project.pk] if self.project else []), *extra]
 
+    URL_NAMES = {
+        "list": ("web:my_memories", "web:project_memories"),
+        "detail": ("web:my_memory", "web:project_memory"),
+        "correct": ("web:my_memory_correct", "web:project_memory_correct"),
+        "forget": ("web:my_memory_forget", "web:project_memory_forget"),
+    }
+
     def url(self, name: str, memory_id: str | None = None) -> str:
-        prefix = "web:my_memor" if self.project is None else "web:project_memor"
-        names = {
-            "list": prefix + "ies",
-            "detail": prefix + "y",
-            "correct": prefix + "y_correct",
-            "forget": prefix + "y_forget",
-        }
-        return reverse(names[name], args=self._args(*([memory_id] if memory_id else [])))
+        mine, project = self.URL_NAMES[name]
+        return reverse(mine if self.project is None else project, args=self._args(*([memory_id] if memory_id else [])))
 
     def queryset(self, user):
         if self.project is None:
