@@ -58,7 +58,7 @@ def workspace(request):
         error = exc.message
     return render(
         request,
-        "runs/workspace.html",
+        "agent/workspace.html",
         {
             "name": name,
             "names": WORKSPACE_FILES,
@@ -79,14 +79,14 @@ def settings_page(request):
         services.user_settings_update(user=request.user, enable_memory=enabled)
         messages.success(request, "Memory is now " + ("on." if enabled else "off."))
         return redirect("web:settings")
-    return render(request, "runs/settings.html", {"settings": selectors.user_settings_get(user=request.user)})
+    return render(request, "agent/settings.html", {"settings": selectors.user_settings_get(user=request.user)})
 
 
 @login_required
 def conversation_list(request):
     qs = selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "runs/conversations.html", {"page": page})
+    return render(request, "agent/conversations.html", {"page": page})
 
 
 @login_required
@@ -98,7 +98,7 @@ def conversation_detail(request, conversation_id):
     run_list = selectors.runs_visible(user=request.user).filter(conversation=conversation).order_by("-created_at")[:50]
     return render(
         request,
-        "runs/conversation_detail.html",
+        "agent/conversation_detail.html",
         {"conversation": conversation, "page": page, "runs": [(r, selectors.run_lease_state(r)) for r in run_list]},
     )
 
@@ -106,7 +106,7 @@ def conversation_detail(request, conversation_id):
 @login_required
 def run_detail(request, run_id):
     run = selectors.run_get(user=request.user, run_id=run_id)
-    return render(request, "runs/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})
+    return render(request, "agent/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})
 
 
 urlpatterns = [

@@ -138,7 +138,7 @@ def _memory_list(request, scope: MemoryScope):
     _with_urls(scope, page.object_list)
     return render(
         request,
-        "memory_app/memory_list.html",
+        "memories/memory_list.html",
         {
             "scope": scope,
             "page": page,
@@ -154,7 +154,7 @@ def _memory_detail(request, scope: MemoryScope, memory_id: str):
     memory = scope.get(request.user, memory_id)
     chain = _with_urls(scope, selectors.memory_chain(memory=memory))
     _with_urls(scope, [memory])
-    return render(request, "memory_app/memory_detail.html", {"scope": scope, "memory": memory, "chain": chain})
+    return render(request, "memories/memory_detail.html", {"scope": scope, "memory": memory, "chain": chain})
 
 
 def _memory_correct(request, scope: MemoryScope, memory_id: str):
@@ -183,7 +183,7 @@ def _memory_correct(request, scope: MemoryScope, memory_id: str):
     chain = _with_urls(scope, selectors.memory_chain(memory=memory))
     return render(
         request,
-        "memory_app/memory_correct.html",
+        "memories/memory_correct.html",
         {"scope": scope, "memory": memory, "chain": chain, "form": form},
         status=status,
     )
@@ -201,7 +201,7 @@ def _memory_forget(request, scope: MemoryScope, memory_id: str):
     older = selectors.memory_chain(memory=memory)
     older = older[: older.index(memory)] if memory in older else []
     _with_urls(scope, [memory])
-    return render(request, "memory_app/memory_forget.html", {"scope": scope, "memory": memory, "older": older})
+    return render(request, "memories/memory_forget.html", {"scope": scope, "memory": memory, "older": older})
 
 
 @login_required
@@ -253,7 +253,7 @@ def projects(request):
         else:
             status = 400
     page = Paginator(_projects_with_role(request.user), PROJECTS_PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "memory_app/projects.html", {"page": page, "form": form}, status=status)
+    return render(request, "memories/projects.html", {"page": page, "form": form}, status=status)
 
 
 @login_required
@@ -286,7 +286,7 @@ def home(request):
     latest = _with_urls(MemoryScope(tier=Tier.USER, can_write=True), selectors.latest_active_user_memories(user=request.user))
     return render(
         request,
-        "memory_app/home.html",
+        "memories/home.html",
         {
             "display_name": profile_get(user=request.user).display_name or request.user.get_username(),
             "latest": latest,

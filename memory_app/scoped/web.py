@@ -32,7 +32,7 @@ def chat_memories(request):
         selected, status = "", "active"
     return render(
         request,
-        "memory_app/chat_memories.html",
+        "scoped/chat_memories.html",
         {"chats": chats, "selected": selected, "page": page, "status": status},
     )
 
