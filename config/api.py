@@ -121,7 +121,7 @@ class DefaultPagination(PageNumberPagination):
 
 
 def api_route(pattern: str, view, name: str):
-    """A URL under /api/ whose trailing slash is optional (SPEC §3)."""
+    """A URL under /api/ whose trailing slash is optional (docs/API.md)."""
     from django.urls import re_path
 
     return re_path(rf"^{pattern}/?$", view, name=name)

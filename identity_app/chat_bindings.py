@@ -1,4 +1,4 @@
-"""Chat bindings: which user a private chat address belongs to (SPEC §1, §2).
+"""Chat bindings: which user a private chat address belongs to (docs/tiers.md).
 
 A bound user may read that chat's memories; service principals act for every chat without
 one. Bindings are made by a service principal (a bot knows whose private chat it is talking

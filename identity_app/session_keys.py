@@ -1,4 +1,4 @@
-"""Session keys and chat addresses (seed N).
+"""Session keys and chat addresses (docs/scoped-memory.md).
 
 A session key is ``platform:target_type:target_id[:lane_type:lane_id…]``, e.g.
 ``milky:private:10001`` or ``milky:private:10001:cron:abc``. The first three parts are the

@@ -1,4 +1,4 @@
-"""Runs and leases (SPEC §5): create, claim, heartbeat, finish, and the run-token check.
+"""Runs and leases (docs/runs.md): create, claim, heartbeat, finish, and the run-token check.
 
 A run token is ``<run_id>.<lease_generation>.<secret>``; only its SHA-256 is stored. Creating
 or claiming a run issues a new token bound to (run, worker, lease generation) and replaces

@@ -1,5 +1,5 @@
 """The per-user lock that serializes every read-modify-write of a user's workspace files and
-memory switch (SPEC §5): PostgreSQL ``pg_advisory_xact_lock`` keyed by the uid; on SQLite the
+memory switch (docs/runs.md): PostgreSQL ``pg_advisory_xact_lock`` keyed by the uid; on SQLite the
 IMMEDIATE transaction (see settings) already holds the database write lock from BEGIN."""
 
 import hashlib

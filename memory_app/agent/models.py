@@ -1,4 +1,4 @@
-"""Conversations, messages, tool calls and agent runs (seed Y, SPEC §5).
+"""Conversations, messages, tool calls and agent runs (docs/runs.md).
 
 Written by service principals on behalf of a user; a user reads their own.
 """

@@ -2,7 +2,7 @@
 the history selectors behind ``search_thread_messages`` / ``read_thread_messages``.
 
 The history selectors own visibility, the field allowlist, every byte budget and the
-truncation markers (SPEC §5). Cutting itself is ``truncate_utf8``.
+truncation markers (docs/runs.md). Cutting itself is ``truncate_utf8``.
 """
 
 import hmac

@@ -1,4 +1,4 @@
-"""The three main-agent tools (SPEC §5). The caller's identity is the run token only; no tool
+"""The three main-agent tools (docs/runs.md). The caller's identity is the run token only; no tool
 takes a uid, path, worker or thread-owner argument."""
 
 import logging

@@ -2,7 +2,7 @@
 
 Every access walks the path with directory file descriptors and ``O_NOFOLLOW`` so a symlink
 or other non-regular file planted anywhere below the root is refused, never followed.
-Publishing is atomic (SPEC §4): temp file created exclusively in the target directory, written
+Publishing is atomic (docs/runs.md): temp file created exclusively in the target directory, written
 in full, fsynced, renamed within the same directory fd, then the directory is fsynced.
 """
 
@@ -230,7 +230,7 @@ class Workspace:
             logger.error("could not remove temp file %s: %s", name, exc)
 
 
-# Source and result of MEMORY.md are capped at 128 KiB (SPEC §5); the other two files share it.
+# Source and result of MEMORY.md are capped at 128 KiB (docs/runs.md); the other two files share it.
 MAX_WORKSPACE_FILE_BYTES = 128 * 1024
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 

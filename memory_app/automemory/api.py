@@ -1,4 +1,4 @@
-"""Auto-memory API (SPEC §6): settings, per-run flags, a manual round, the log."""
+"""Auto-memory API (docs/auto-memory.md): settings, per-run flags, a manual round, the log."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers

@@ -1,4 +1,4 @@
-"""The five gates a completed run passes before anything is extracted (seed H), in this order.
+"""The five gates a completed run passes before anything is extracted (docs/auto-memory.md), in this order.
 
 Each gate is a small pure function of the values it compares and its threshold (0 disables
 it), returning a ``GateResult`` that names the gate and keeps the compared values for the log.

@@ -1,4 +1,4 @@
-"""Identity-memory injection into a run's first round (SPEC §5 item 4). Implemented by the
+"""Identity-memory injection into a run's first round (docs/auto-memory.md, Injection). Implemented by the
 auto-memory part; the context assembler calls ``identity_injection_for_run`` and treats any
 exception it raises as fail-open (context without the block, a warning, a log line).
 ``injection_or_warning`` does exactly that for callers that want it done here."""
@@ -56,7 +56,7 @@ def injection_or_warning(*, run, round_number: int) -> tuple[Injection | None, s
     """Fail-open wrapper: on any failure, no block, a warning for the response and a log line."""
     try:
         return identity_injection_for_run(run=run, round_number=round_number), None
-    except Exception as exc:  # noqa: BLE001 - fail-open is the contract here (SPEC §5 item 4)
+    except Exception as exc:  # noqa: BLE001 - fail-open is the contract here (docs/auto-memory.md, Injection)
         logger.warning(
             "identity injection failed; context returned without it",
             extra={"run_id": getattr(run, "pk", None), "error_class": type(exc).__name__},

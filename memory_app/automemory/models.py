@@ -1,4 +1,4 @@
-"""Auto-memory (seed H, SPEC §6): per-user settings, the extraction log and run claims."""
+"""Auto-memory (docs/auto-memory.md): per-user settings, the extraction log and run claims."""
 
 from django.conf import settings
 from django.db import models

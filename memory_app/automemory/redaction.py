@@ -1,4 +1,4 @@
-"""Secrets are removed from conversation text before anything is extracted (seed H).
+"""Secrets are removed from conversation text before anything is extracted (docs/auto-memory.md).
 
 Redacted text is what the extractor sees, so no secret can reach a memory or the log.
 Order matters: whole blocks (private keys, connection strings) first, then header and

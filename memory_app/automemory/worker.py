@@ -1,4 +1,4 @@
-"""Auto-memory extraction (seed H, SPEC §6): sweep, claim, gate, redact, extract, write.
+"""Auto-memory extraction (docs/auto-memory.md): sweep, claim, gate, redact, extract, write.
 
 A round sweeps completed top-level runs whose effective ``generate`` is on and that carry no
 processed marker. Each run is claimed (``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL, then

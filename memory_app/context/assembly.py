@@ -1,4 +1,4 @@
-"""Context assembly for ``GET /api/runs/{id}/context`` (SPEC §5, §5a). Each source has its own gate:
+"""Context assembly for ``GET /api/runs/{id}/context`` (docs/runs.md). Each source has its own gate:
 
 1. AGENTS.md + USER.md for every run, sub-agents included;
 2. MEMORY.md (≤ 24 KiB, low-trust) only for top-level runs of users with ``enable_memory`` on;
@@ -95,7 +95,7 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
     prompt, goal = run.prompt, run.goal
     try:
         injected = identity_injection.identity_injection_for_run(run=run, round_number=round_number)
-    except Exception:  # fail-open by specification (SPEC §5 item 4), and logged
+    except Exception:  # fail-open by specification (docs/auto-memory.md, Injection), and logged
         logger.exception("identity-memory injection failed for run %s; context returned without it", run.pk)
         warnings.append("identity_memory_unavailable")
         injected = None

@@ -1,4 +1,4 @@
-"""``identity-context``: profile + latest identity memories, rendered as data (seed H)."""
+"""``identity-context``: profile + latest identity memories, rendered as data (docs/API.md)."""
 
 from dataclasses import dataclass
 

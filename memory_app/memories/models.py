@@ -16,7 +16,7 @@ class Tier(models.TextChoices):
     GLOBAL = "global"
 
 
-# The tiers of bot chat memory (seed N): indexed for search, written through session keys.
+# The tiers of bot chat memory (docs/scoped-memory.md): indexed for search, written through session keys.
 SCOPED_TIERS = (Tier.CHAT, Tier.GLOBAL)
 
 
@@ -34,7 +34,7 @@ class Kind(models.TextChoices):
 KIND_VALUES = frozenset(Kind.values)
 
 
-# Identity tiers (user, project) accept only these four (seed H).
+# Identity tiers (user, project) accept only these four (docs/tiers.md).
 IDENTITY_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE, Kind.DECISION, Kind.CONVENTION})
 
 
@@ -88,7 +88,7 @@ class Memory(models.Model):
         on_delete=models.SET_NULL,
         related_name="supersedes",
     )
-    # Provenance only: no foreign key to threads (seed H).
+    # Provenance only: no foreign key to threads (docs/tiers.md).
     source_thread_id = models.CharField(max_length=64, blank=True, default="")
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API)
     metadata = models.JSONField(default=dict, blank=True)

@@ -36,7 +36,7 @@ def chat_keys_readable_by(*, user: AbstractBaseUser):
 
 
 def memory_visibility_q(*, user: AbstractBaseUser) -> Q:
-    """SPEC §2 read rule for all four tiers, as one filter."""
+    """The read rule (docs/tiers.md) for all four tiers, as one filter."""
     if not user or not user.is_authenticated:
         return Q(pk__in=[])
     rule = Q(scope_type=Tier.USER, owner=user)

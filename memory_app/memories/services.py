@@ -61,7 +61,7 @@ def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
 
 
 def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
-    """SPEC §2 write rule. Hidden rows are 404; visible but not writable rows are 403."""
+    """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403."""
     if staff_review:
         if not staff_may_review_memories(actor):
             raise PermissionDenied("Only staff with the change_memory permission may review memories.")
@@ -278,7 +278,7 @@ def memory_archive(
 
 
 def memory_rescope(*, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]) -> Memory:
-    """Move a chat/global memory between those two tiers (scope migration, seed N Phase 4).
+    """Move a chat/global memory between those two tiers (scope migration, docs/scoped-memory.md).
 
     The caller locks and checks the row first; this re-checks ``from_scope`` under the lock
     so a row changed since then is a Conflict, never a silent move.

@@ -1,4 +1,4 @@
-"""Scoped items for bots (SPEC §3, §7): items, search, consolidation; and chat bindings."""
+"""Scoped items for bots (docs/scoped-memory.md): items, search, consolidation; and chat bindings."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status

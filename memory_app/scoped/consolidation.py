@@ -1,4 +1,4 @@
-"""Consolidation after a turn and per-session "dreaming" (seed N Phases 1 and 3).
+"""Consolidation after a turn and per-session "dreaming" (docs/scoped-memory.md).
 
 Candidates come from the shared extractor interface (``memory_app.extraction``); each is
 recorded as a ``MemoryCandidate`` and turned into an item in the scope its kind decides

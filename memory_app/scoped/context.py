@@ -1,5 +1,5 @@
 """Context section 5: scoped items (chat/global) relevant to the current message, found by
-the cascade search (SPEC §7)."""
+the cascade search (docs/scoped-memory.md)."""
 
 import logging
 import re

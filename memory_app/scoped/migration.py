@@ -1,4 +1,4 @@
-"""Scope migration of existing global items (seed N Phase 4).
+"""Scope migration of existing global items (docs/scoped-memory.md, scope migration runbook).
 
 ``inspect`` reads every active global item and decides, from structured clues only:
 

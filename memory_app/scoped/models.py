@@ -1,4 +1,4 @@
-"""Models of chat/global scoped items (seed N): embeddings, consolidation candidates and
+"""Models of chat/global scoped items (docs/scoped-memory.md): embeddings, consolidation candidates and
 scope-migration plans. The items themselves are ``Memory`` rows with ``scope_type`` chat or
 global."""
 

@@ -1,4 +1,4 @@
-"""Chat/global scope rules (seed N §3): the one place that decides where a scoped item lives.
+"""Chat/global scope rules (docs/scoped-memory.md): the one place that decides where a scoped item lives.
 
 - A typed session (``milky:private:10001[:lane…]``) has the chat scope of its address;
   an untyped legacy session (``milky:10001``) only has the global scope.
@@ -18,7 +18,7 @@ GLOBAL_SCOPED_KINDS = frozenset({"decision", "procedure", "warning", "summary"})
 GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, GLOBAL_SCOPE_ID)
 
 # Top-level evidence/metadata keys that scope migration reads as clues to an item's chat
-# (seed N Phase 4). Only the system sets them (``source_session_id`` = the real session);
+# (docs/scoped-memory.md, scope migration runbook). Only the system sets them (``source_session_id`` = the real session);
 # a caller or an extractor may never supply them.
 SESSION_CLUE_KEYS = ("session_id", "source_session_id", "created_from_session_id", "requester_session_id")
 ADDRESS_CLUE_KEYS = (

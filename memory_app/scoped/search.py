@@ -1,5 +1,5 @@
 """Search of chat/global items: keyword (``fts``), ``vector`` and ``hybrid``, and the scope
-cascade (seed N §3.3) shared by all three.
+cascade (docs/scoped-memory.md) shared by all three.
 
 Every query carries its scope filter inside the SQL; nothing is fetched across scopes and
 filtered afterwards. Terms, ranking and fusion are the shared engine's (``memory_app.search``).

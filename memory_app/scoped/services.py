@@ -1,4 +1,4 @@
-"""Writing chat/global items for bots (SPEC §3 ``POST /api/memory/items``).
+"""Writing chat/global items for bots (``POST /api/memory/items``, docs/scoped-memory.md).
 
 The scope always comes from the session and the kind (``scope.write_scope``); metadata can
 not choose it, and only staff may write to global directly. Neither metadata nor evidence may

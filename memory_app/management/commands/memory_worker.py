@@ -1,4 +1,4 @@
-"""``python manage.py memory_worker``: the auto-memory extraction loop (SPEC §6)."""
+"""``python manage.py memory_worker``: the auto-memory extraction loop (docs/auto-memory.md)."""
 
 import logging
 import os

@@ -1,4 +1,4 @@
-"""Move user-specific global items to their chat scope (seed N Phase 4).
+"""Move user-specific global items to their chat scope (docs/scoped-memory.md, scope migration runbook).
 
     manage.py migrate_memory_scope inspect [--output plan.json]
     manage.py migrate_memory_scope apply --plan plan.json --confirm [--apply-all-safe] [--dry-run]
