@@ -16,7 +16,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 if os.environ.get("DATABASE_URL"):
     os.environ.setdefault("DATABASE_TEST_NAME", "bench_automemory")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -36,7 +36,7 @@ def main(n: int) -> None:
         project = ProjectFactory()
         MembershipFactory(project=project, user=user, role=Role.OWNER)
         enable(user, min_length_chars=10)
-        text = " ".join(f"We decided to use engine-{{i}} for service-{{i}}." for _ in range(3))
+        text = " ".join("We decided to use engine-{i} for service-{i}." for _ in range(3))
         for i in range(n):
             finished_run(user=user, project=project, text=text.replace("{i}", str(i)) + " We always test first.")
         reset_queries()

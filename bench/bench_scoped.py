@@ -54,7 +54,7 @@ def admin_url(url: str, dbname: str) -> str:
 
 def percentile(values, q):
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main():

@@ -7,6 +7,8 @@ import logging
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from django.urls import re_path
+from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
@@ -85,32 +87,24 @@ def is_api_request(request) -> bool:
 def api_aware_404(request, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
-    from django.views.defaults import page_not_found
-
     return page_not_found(request, exception)
 
 
 def api_aware_500(request):
     if is_api_request(request):
         return JsonResponse(error_body("server_error", "Internal server error."), status=500)
-    from django.views.defaults import server_error
-
     return server_error(request)
 
 
 def api_aware_400(request, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("bad_request", "Bad request."), status=400)
-    from django.views.defaults import bad_request
-
     return bad_request(request, exception)
 
 
 def api_aware_403(request, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("permission_denied", "Permission denied."), status=403)
-    from django.views.defaults import permission_denied
-
     return permission_denied(request, exception)
 
 
@@ -122,8 +116,6 @@ class DefaultPagination(PageNumberPagination):
 
 def api_route(pattern: str, view, name: str):
     """A URL under /api/ whose trailing slash is optional (docs/API.md)."""
-    from django.urls import re_path
-
     return re_path(rf"^{pattern}/?$", view, name=name)
 
 

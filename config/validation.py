@@ -6,9 +6,11 @@ request bodies."""
 import json
 import re
 
+from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
+from config.api import error_body
 from config.errors import InvalidInput, TooLarge
 
 ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
@@ -106,10 +108,6 @@ class RejectNulInRequestMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        from django.http import Http404, HttpResponseBadRequest, JsonResponse
-
-        from config.api import error_body
-
         if "\x00" in request.path:
             raise Http404("No such page.")
         if _query_or_cookies_have_nul(request):

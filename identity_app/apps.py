@@ -7,4 +7,4 @@ class IdentityAppConfig(AppConfig):
     verbose_name = "Identity"
 
     def ready(self):
-        from identity_app import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from identity_app import schema  # noqa: F401, PLC0415 - registers the OpenAPI auth extension

@@ -21,10 +21,10 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     found: list[list[str]] = []
     counter = 0
-    for root in graph:
+    for root, edges in graph.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(graph[root])))]
+        work = [(root, iter(sorted(edges)))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)

@@ -71,7 +71,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     )
     scores = bm25_scores([c["head"] for c in candidates], terms, query)
     ranked = sorted(
-        (pair for pair in zip(scores, candidates) if pair[0] > 0),
+        (pair for pair in zip(scores, candidates, strict=True) if pair[0] > 0),
         key=lambda pair: (-pair[0], -pair[1]["created_at"].timestamp()),
     )[:limit]
     hits = []

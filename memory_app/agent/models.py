@@ -10,6 +10,7 @@ from identity_app.ids import new_id
 from identity_app.models import Project
 
 __all__ = [
+    "TOP_LEVEL_RUN_KINDS",
     "AgentRun",
     "Conversation",
     "ConversationSource",
@@ -21,7 +22,6 @@ __all__ = [
     "RunStatus",
     "ToolCall",
     "UserSettings",
-    "TOP_LEVEL_RUN_KINDS",
 ]
 
 
@@ -190,7 +190,7 @@ class AgentRun(models.Model):
     )
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     prompt = models.TextField(blank=True)
-    goal = models.TextField(blank=True, null=True)
+    goal = models.TextField(blank=True, null=True)  # noqa: DJ001 - no goal (None) differs from an empty one
     # Lease: the worker that owns the run, until when, and which generation of token is valid.
     worker_id = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -217,11 +217,11 @@ class AgentRun(models.Model):
             ),
         ]
 
+    def __str__(self):
+        return f"{self.id} ({self.kind}, {self.status})"
+
     @property
     def is_top_level(self) -> bool:
         """A main-agent run: ``chat``/``resume`` with no parent run (a run with a parent is a
         sub-agent whatever its kind says)."""
         return self.kind in TOP_LEVEL_RUN_KINDS and self.parent_run_id is None
-
-    def __str__(self):
-        return f"{self.id} ({self.kind}, {self.status})"

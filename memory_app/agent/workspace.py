@@ -6,6 +6,7 @@ Publishing is atomic (docs/runs.md): temp file created exclusively in the target
 in full, fsynced, renamed within the same directory fd, then the directory is fsynced.
 """
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -77,10 +78,8 @@ class Workspace:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise WorkspaceUnsafe(f"Workspace path component {name!r} is not a plain directory.") from None
             raise
-        try:
+        with contextlib.suppress(FileExistsError):  # created concurrently; the open below checks it
             os.mkdir(name, 0o700, dir_fd=parent_fd)
-        except FileExistsError:
-            pass  # created concurrently; the open below checks what it is
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
         except OSError as exc:

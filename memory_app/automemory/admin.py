@@ -13,7 +13,7 @@ class AutoMemorySettingsAdminForm(forms.ModelForm):
 
     class Meta:
         model = AutoMemorySettings
-        fields = "__all__"
+        fields = ["user", *SETTINGS_FIELDS]
 
     def clean(self):
         cleaned = super().clean()

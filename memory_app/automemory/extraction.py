@@ -5,10 +5,15 @@ global scopes). ``DeterministicExtractor`` needs no model; an OpenAI-compatible 
 extractor can be configured instead (see ``get_extractor``).
 """
 
+import json
 import re
 import unicodedata
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from django.conf import settings
 
 MAX_CANDIDATE_CHARS = 500
 
@@ -106,8 +111,8 @@ class DeterministicExtractor:
     def extract(self, text: str, *, max_items: int = 20) -> list[Candidate]:
         found: list[Candidate] = []
         seen: set[str] = set()
-        for sentence in _SENTENCE_SPLIT.split(text or ""):
-            sentence = sentence.strip(" \t-*>#")
+        for raw in _SENTENCE_SPLIT.split(text or ""):
+            sentence = raw.strip(" \t-*>#")
             if len(sentence) < 4 or _is_question(sentence):
                 continue
             for kind, pattern, group in _EN_RULES + _ZH_RULES:
@@ -166,10 +171,6 @@ class HttpExtractor:
         self.timeout = timeout
 
     def _post(self, body: dict) -> dict:
-        import json
-        import urllib.error
-        import urllib.request
-
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -180,7 +181,7 @@ class HttpExtractor:
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             raise ExtractorError(f"extractor endpoint answered HTTP {exc.code}") from None
@@ -194,8 +195,6 @@ class HttpExtractor:
             raise ExtractorError("extractor answer is not JSON") from None
 
     def extract(self, text: str, *, max_items: int = 20) -> list[Candidate]:
-        import json
-
         answer = self._post(
             {
                 "model": self.model,
@@ -246,8 +245,6 @@ def get_extractor(*, name: str | None = None) -> Extractor:
     """The configured extractor: ``settings.AUTO_MEMORY_EXTRACTOR`` = ``deterministic``
     (default, no model) or ``openai`` (``AUTO_MEMORY_LLM_BASE_URL``/``_MODEL``/``_API_KEY``/
     ``_TIMEOUT``)."""
-    from django.conf import settings
-
     name = name or getattr(settings, "AUTO_MEMORY_EXTRACTOR", "deterministic")
     if name == "deterministic":
         return DeterministicExtractor()

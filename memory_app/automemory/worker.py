@@ -372,7 +372,7 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
     try:
         # Outside any transaction: this may be an HTTP call to a model.
         raw = extractor.extract(redacted.text, max_items=MAX_CANDIDATES)
-    except Exception as exc:  # noqa: BLE001 - any extractor failure is logged, never fatal to the round
+    except Exception as exc:
         return _run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc)
     candidates = _clean_candidates(raw, contact_info=user_settings.redact_contact_info)
     try:
@@ -435,7 +435,7 @@ def _round(
             report.results.append(
                 run_process(run_id=run_id, token=token, attempt=attempt, extractor=extractor, now=now)
             )
-        except Exception as exc:  # noqa: BLE001 - one bad run must not stop the round; logged, retried
+        except Exception as exc:
             report.results.append(_run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc))
     return report
 

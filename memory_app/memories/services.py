@@ -77,9 +77,8 @@ def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: boo
             if Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
                 raise PermissionDenied("Only service principals may change chat memories.")
             raise NotFound("Memory not found.")
-    elif tier == Tier.GLOBAL:
-        if not (actor.is_staff or is_service_principal(actor)):
-            raise PermissionDenied("Only staff and service principals may change global memories.")
+    elif tier == Tier.GLOBAL and not (actor.is_staff or is_service_principal(actor)):
+        raise PermissionDenied("Only staff and service principals may change global memories.")
 
 
 def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:

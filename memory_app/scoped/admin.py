@@ -12,6 +12,8 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
 
 from config.admin import ServiceModelAdmin
 from config.errors import DomainError
@@ -112,8 +114,6 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
 
     @admin.display(description="entries")
     def review_link(self, obj):
-        from django.utils.html import format_html
-
         url = reverse("admin:memory_app_scopemigrationentry_changelist") + f"?plan__id__exact={obj.pk}"
         apply_url = reverse("admin:memory_app_scopemigrationplan_apply", args=[obj.pk])
         return format_html('<a href="{}">Review entries</a> · <a href="{}">Apply…</a>', url, apply_url)
@@ -146,8 +146,6 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
     def inspect_view(self, request):
         if request.method != "POST" or not self.has_change_permission(request):
             return self._changelist()
-        from django.utils import timezone
-
         plan = migration.plan_import(data=migration.inspect_plan(), name=f"inspect {timezone.now():%Y-%m-%d %H:%M}", actor=request.user)
         messages.success(request, f"Inspected: plan {plan.name} with {plan.entries.count()} entries.")
         return self._changelist()

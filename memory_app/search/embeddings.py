@@ -101,7 +101,7 @@ class OpenAICompatibleEmbedding:
         if self.api_key:
             request.add_header("Authorization", f"Bearer {self.api_key}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - URL from settings
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read(MAX_RESPONSE_BYTES + 1)
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise ServiceUnavailable(f"Embedding service failed: {exc}", code="embedding_unavailable") from exc
