@@ -93,12 +93,19 @@ def run_benchmarks(args, Client, connections):
     def new_run(user, request_id):
         conv = conversations.conversation_create(actor=svc, username=user.username, title="bench")
         issued = runs.run_create(
-            actor=svc, username=user.username, conversation_id=conv.pk, request_id=request_id,
-            worker_id="bench", lease_seconds=3600, prompt="hello",
+            actor=svc,
+            username=user.username,
+            conversation_id=conv.pk,
+            request_id=request_id,
+            worker_id="bench",
+            lease_seconds=3600,
+            prompt="hello",
         )
         return issued.run.pk, issued.run_token
 
-    print(f"PostgreSQL, workspace on {os.environ['WORKSPACE_ROOT']} (MEMORY.md seeded with {len(seed_memory.encode())} bytes)")
+    print(
+        f"PostgreSQL, workspace on {os.environ['WORKSPACE_ROOT']} (MEMORY.md seeded with {len(seed_memory.encode())} bytes)"
+    )
 
     # Context assembly.
     run_id, token = new_run(users[0], "ctx")

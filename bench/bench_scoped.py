@@ -24,16 +24,80 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-EN_SUBJECTS = ["coffee", "tea", "billing", "database", "deploy", "invoice", "backup", "holiday", "meeting",
-               "python", "rust", "kubernetes", "garden", "bicycle", "music", "jazz", "reading", "running",
-               "weather", "dinner", "flight", "hotel", "budget", "report", "dashboard", "alerting", "cache",
-               "queue", "search", "migration", "laptop", "keyboard", "editor", "window", "seat", "movie"]
-EN_TEMPLATES = ["I prefer {a} over {b} in the morning", "My favourite {a} is the {b} one",
-                "We decided to use {a} for {b}", "Remember to check the {a} before the {b}",
-                "The {a} team owns the {b} service", "Always review {a} changes with {b}",
-                "I usually do {a} after {b}", "Our {a} runs on {b} since last year"]
-ZH_SUBJECTS = ["咖啡", "绿茶", "计费", "数据库", "部署", "发票", "备份", "假期", "会议", "跑步", "音乐", "天气",
-               "晚饭", "航班", "酒店", "预算", "报表", "缓存", "队列", "搜索", "迁移", "键盘", "电影", "自行车"]
+EN_SUBJECTS = [
+    "coffee",
+    "tea",
+    "billing",
+    "database",
+    "deploy",
+    "invoice",
+    "backup",
+    "holiday",
+    "meeting",
+    "python",
+    "rust",
+    "kubernetes",
+    "garden",
+    "bicycle",
+    "music",
+    "jazz",
+    "reading",
+    "running",
+    "weather",
+    "dinner",
+    "flight",
+    "hotel",
+    "budget",
+    "report",
+    "dashboard",
+    "alerting",
+    "cache",
+    "queue",
+    "search",
+    "migration",
+    "laptop",
+    "keyboard",
+    "editor",
+    "window",
+    "seat",
+    "movie",
+]
+EN_TEMPLATES = [
+    "I prefer {a} over {b} in the morning",
+    "My favourite {a} is the {b} one",
+    "We decided to use {a} for {b}",
+    "Remember to check the {a} before the {b}",
+    "The {a} team owns the {b} service",
+    "Always review {a} changes with {b}",
+    "I usually do {a} after {b}",
+    "Our {a} runs on {b} since last year",
+]
+ZH_SUBJECTS = [
+    "咖啡",
+    "绿茶",
+    "计费",
+    "数据库",
+    "部署",
+    "发票",
+    "备份",
+    "假期",
+    "会议",
+    "跑步",
+    "音乐",
+    "天气",
+    "晚饭",
+    "航班",
+    "酒店",
+    "预算",
+    "报表",
+    "缓存",
+    "队列",
+    "搜索",
+    "迁移",
+    "键盘",
+    "电影",
+    "自行车",
+]
 ZH_TEMPLATES = ["我喜欢{a}，不太喜欢{b}", "我们决定用{a}来做{b}", "每周五检查{a}和{b}", "{a}服务由{b}团队负责"]
 CHAT_KINDS = ["preference", "fact", "task"]
 GLOBAL_KINDS = ["decision", "procedure", "warning", "summary"]
@@ -65,7 +129,9 @@ def main():
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--pool", type=int, default=50_000, help="distinct sentences (vectors computed once each)")
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--database-url", default=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
@@ -112,7 +178,9 @@ def run(args, bench_url):
     pool = [sentence(rng) for _ in range(args.pool)]
     t0 = time.perf_counter()
     vectors = [to_bytes(v) for v in provider.embed(pool)]
-    print(f"embedded {len(pool):,} distinct sentences ({provider.name}/{provider.model}): {time.perf_counter() - t0:.1f}s")
+    print(
+        f"embedded {len(pool):,} distinct sentences ({provider.name}/{provider.model}): {time.perf_counter() - t0:.1f}s"
+    )
 
     now = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -131,14 +199,42 @@ def run(args, bench_url):
                 for _ in range(per_chat):
                     p = rng.randrange(len(pool))
                     picks.append(p)
-                    copy.write_row((f"mem_b{n:012d}", "chat", scope_id, rng.choice(CHAT_KINDS), pool[p], "active", "",
-                                    "api", "{}", "{}", now, now))
+                    copy.write_row(
+                        (
+                            f"mem_b{n:012d}",
+                            "chat",
+                            scope_id,
+                            rng.choice(CHAT_KINDS),
+                            pool[p],
+                            "active",
+                            "",
+                            "api",
+                            "{}",
+                            "{}",
+                            now,
+                            now,
+                        )
+                    )
                     n += 1
             for _ in range(args.global_items):
                 p = rng.randrange(len(pool))
                 picks.append(p)
-                copy.write_row((f"mem_b{n:012d}", "global", "__global__", rng.choice(GLOBAL_KINDS), pool[p], "active",
-                                "", "api", "{}", "{}", now, now))
+                copy.write_row(
+                    (
+                        f"mem_b{n:012d}",
+                        "global",
+                        "__global__",
+                        rng.choice(GLOBAL_KINDS),
+                        pool[p],
+                        "active",
+                        "",
+                        "api",
+                        "{}",
+                        "{}",
+                        now,
+                        now,
+                    )
+                )
                 n += 1
         print(f"COPY {n:,} items: {time.perf_counter() - t0:.1f}s")
         t0 = time.perf_counter()
@@ -150,7 +246,9 @@ def run(args, bench_url):
             for i, p in enumerate(picks):
                 chat = i // per_chat
                 scope = ("chat", f"bench:private:{chat}") if chat < args.chats else ("global", "__global__")
-                copy.write_row((f"mem_b{i:012d}", *scope, True, provider.name, provider.model, provider.dim, vectors[p], now))
+                copy.write_row(
+                    (f"mem_b{i:012d}", *scope, True, provider.name, provider.model, provider.dim, vectors[p], now)
+                )
         print(f"COPY {len(picks):,} vectors: {time.perf_counter() - t0:.1f}s")
         t0 = time.perf_counter()
         cursor.execute("SET maintenance_work_mem = '512MB'")
@@ -221,9 +319,13 @@ def run(args, bench_url):
         full = timed(lambda s, q, mode=mode: search.session_search(session_id=s, query=q, limit=args.limit, mode=mode))
         rawt = timed(raw_fns[mode])
         ratio = statistics.median(full) / max(statistics.median(rawt), 1e-9)
-        print(f"{mode:8} {percentile(full, .5):8.2f} {percentile(full, .95):8.2f} "
-              f"{percentile(rawt, .5):8.2f} {percentile(rawt, .95):8.2f} {ratio:9.2f}")
-    print("\nraw = the same scope-filtered SELECTs in cascade order, without ranking, fusion, vector cache or row mapping")
+        print(
+            f"{mode:8} {percentile(full, 0.5):8.2f} {percentile(full, 0.95):8.2f} "
+            f"{percentile(rawt, 0.5):8.2f} {percentile(rawt, 0.95):8.2f} {ratio:9.2f}"
+        )
+    print(
+        "\nraw = the same scope-filtered SELECTs in cascade order, without ranking, fusion, vector cache or row mapping"
+    )
 
 
 if __name__ == "__main__":

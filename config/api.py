@@ -59,9 +59,7 @@ def exception_handler(exc, context):
         return Response(error_body("permission_denied", "Permission denied."), status=403)
     if isinstance(exc, DjangoValidationError):
         details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
-        return Response(
-            error_body("invalid", _validation_message(details), details), status=400
-        )
+        return Response(error_body("invalid", _validation_message(details), details), status=400)
     if isinstance(exc, drf_exceptions.APIException):
         code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
         headers = {}
@@ -123,7 +121,6 @@ class StrictInputMixin:
     """Input serializers reject unknown fields instead of silently ignoring them."""
 
     def to_internal_value(self, data):
-
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]})
         unknown = sorted(set(data) - set(self.fields))
@@ -133,7 +130,6 @@ class StrictInputMixin:
 
 
 def _strict_fields():
-
     class StrictCharField(serializers.CharField):
         """A CharField that refuses numbers, booleans and other non-strings instead of coercing."""
 
@@ -180,6 +176,7 @@ def validated(serializer_class, request) -> dict:
 def is_schema_generation(view) -> bool:
     """True while drf-spectacular introspects a view (no real request or URL kwargs)."""
     return getattr(view, "swagger_fake_view", False)
+
 
 class JSONObjectField(serializers.JSONField):
     def to_internal_value(self, data):

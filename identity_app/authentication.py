@@ -20,9 +20,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
         token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=hash_token(key), revoked_at__isnull=True)
-            .first()
+            ApiToken.objects.select_related("user").filter(key_hash=hash_token(key), revoked_at__isnull=True).first()
         )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")

@@ -47,15 +47,11 @@ def validate_preferences(value) -> None:
         raise ValidationError("preferences must be a JSON object.", code="not_object")
     found = find_secret_key(value)
     if found:
-        raise ValidationError(
-            f"preferences may not store credentials (key {found!r}).", code="secret_key"
-        )
+        raise ValidationError(f"preferences may not store credentials (key {found!r}).", code="secret_key")
 
 
 class Profile(models.Model):
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     display_name = models.CharField(max_length=150, blank=True)
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
     preferences = models.JSONField(default=dict, blank=True, validators=[validate_preferences])
@@ -100,18 +96,14 @@ class Role(models.TextChoices):
 
 class Membership(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user"),
-            models.CheckConstraint(
-                condition=models.Q(role__in=Role.values), name="membership_role_valid"
-            ),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="membership_role_valid"),
         ]
         indexes = [models.Index(fields=["user", "project"], name="membership_user_idx")]
 
@@ -126,9 +118,7 @@ def hash_token(key: str) -> str:
 class ApiToken(models.Model):
     """An API key. Only its SHA-256 is stored; the key itself is shown once at issue time."""
 
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=12, editable=False)
     name = models.CharField(max_length=100, blank=True)
@@ -148,9 +138,7 @@ class ChatBinding(models.Model):
     """
 
     chat_key = models.CharField(max_length=200, unique=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -48,7 +48,10 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
 def staff_may_change(actor: AbstractBaseUser, *, model: str) -> bool:
     """Admin review: active staff holding ``identity_app.change_<model>`` (superusers do)."""
     return bool(
-        actor and actor.is_authenticated and actor.is_active and actor.is_staff
+        actor
+        and actor.is_authenticated
+        and actor.is_active
+        and actor.is_staff
         and actor.has_perm(f"identity_app.change_{model}")
     )
 
@@ -66,17 +69,11 @@ def project_require_permission(*, user: AbstractBaseUser, project_id: str, permi
     """
     if not user or not user.is_authenticated or not is_valid_id(str(project_id)):
         raise NotFound("Project not found.")
-    membership = (
-        Membership.objects.select_related("project")
-        .filter(project_id=str(project_id), user=user)
-        .first()
-    )
+    membership = Membership.objects.select_related("project").filter(project_id=str(project_id), user=user).first()
     if membership is None:
         raise NotFound("Project not found.")
     if permission not in role_permissions(membership.role):
-        raise PermissionDenied(
-            f"Your role '{membership.role}' in this project lacks the '{permission}' permission."
-        )
+        raise PermissionDenied(f"Your role '{membership.role}' in this project lacks the '{permission}' permission.")
     return membership.project
 
 

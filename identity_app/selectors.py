@@ -29,9 +29,7 @@ def project_members(*, project: Project) -> QuerySet[Membership]:
 
 
 def membership_role(*, user: AbstractBaseUser, project: Project) -> str | None:
-    return (
-        Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
-    )
+    return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
 def user_get_active(*, username) -> AbstractBaseUser:

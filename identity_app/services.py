@@ -156,9 +156,7 @@ TOKEN_PREFIX = "mk_"
 def token_issue(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
     """Create a token and return it with its plain key; the key is not recoverable later."""
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user, key_hash=hash_token(key), prefix=key[:10], name=name
-    )
+    token = ApiToken.objects.create(user=user, key_hash=hash_token(key), prefix=key[:10], name=name)
     return token, key
 
 
@@ -166,4 +164,3 @@ def user_grant_service(*, user: AbstractBaseUser) -> None:
     perm = Permission.objects.get(codename="run_agents", content_type__app_label="identity_app")
     user.user_permissions.add(perm)
     user.__dict__.pop("_is_service_principal", None)  # drop the cached answer
-

@@ -102,5 +102,3 @@ class MemberDetailView(APIView):
     def delete(self, request, project_id, user_id):
         services.membership_remove(actor=request.user, project_id=project_id, user_id=int(user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-

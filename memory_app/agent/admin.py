@@ -38,7 +38,17 @@ class LeaseStateFilter(admin.SimpleListFilter):
 
 @admin.register(AgentRun)
 class AgentRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "user", "kind", "status", "lease_state", "worker_id", "lease_expires_at", "lease_generation", "created_at"]
+    list_display = [
+        "id",
+        "user",
+        "kind",
+        "status",
+        "lease_state",
+        "worker_id",
+        "lease_expires_at",
+        "lease_generation",
+        "created_at",
+    ]
     list_filter = ["status", "kind", LeaseStateFilter]
     list_select_related = ["user"]
     search_fields = ["id", "user__username", "request_id", "worker_id", "conversation__id"]

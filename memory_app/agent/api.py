@@ -93,7 +93,18 @@ class ConversationOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Conversation
-        fields = ["id", "owner", "project_id", "title", "status", "source", "parent_id", "session_key", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "owner",
+            "project_id",
+            "title",
+            "status",
+            "source",
+            "parent_id",
+            "session_key",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class ConversationCreateInput(StrictInputMixin, serializers.Serializer):
@@ -129,8 +140,18 @@ class MessageOutput(serializers.ModelSerializer):
     class Meta:
         model = Message
         fields = [
-            "id", "conversation_id", "run_id", "role", "type", "content", "metadata",
-            "attachments", "images", "feedback", "tool_calls", "created_at",
+            "id",
+            "conversation_id",
+            "run_id",
+            "role",
+            "type",
+            "content",
+            "metadata",
+            "attachments",
+            "images",
+            "feedback",
+            "tool_calls",
+            "created_at",
         ]
 
 
@@ -143,7 +164,17 @@ class MessageListOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Message
-        fields = ["id", "conversation_id", "run_id", "role", "type", "content", "content_truncated", "tool_call_count", "created_at"]
+        fields = [
+            "id",
+            "conversation_id",
+            "run_id",
+            "role",
+            "type",
+            "content",
+            "content_truncated",
+            "tool_call_count",
+            "created_at",
+        ]
 
     def get_content(self, message) -> str:
         return truncate_json_text(message.content_head, LIST_TEXT_BYTES)[0]
@@ -171,10 +202,27 @@ class RunOutput(serializers.ModelSerializer):
     class Meta:
         model = AgentRun
         fields = [
-            "id", "user", "conversation_id", "project_id", "request_id", "kind", "parent_run_id", "status",
-            "prompt", "goal", "worker_id", "lease_expires_at", "lease_generation", "lease_state",
-            "started_at", "finished_at", "usage", "auto_memory_generate", "auto_memory_use",
-            "created_at", "updated_at",
+            "id",
+            "user",
+            "conversation_id",
+            "project_id",
+            "request_id",
+            "kind",
+            "parent_run_id",
+            "status",
+            "prompt",
+            "goal",
+            "worker_id",
+            "lease_expires_at",
+            "lease_generation",
+            "lease_state",
+            "started_at",
+            "finished_at",
+            "usage",
+            "auto_memory_generate",
+            "auto_memory_use",
+            "created_at",
+            "updated_at",
         ]
 
     def get_lease_state(self, run) -> str:
@@ -215,7 +263,9 @@ class RunCreateInput(StrictInputMixin, serializers.Serializer):
     worker_id = StrictCharField(max_length=200)
     lease_seconds = serializers.IntegerField(required=False, default=60)
     prompt = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="", max_length=256 * 1024)
-    goal = StrictCharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None, max_length=64 * 1024)
+    goal = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None, max_length=64 * 1024
+    )
     parent_run_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
     project_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
 
@@ -255,14 +305,19 @@ class WorkspaceFileView(APIView):
     def put(self, request, name):
         data = validated(WorkspaceFileInput, request)
         saved = services.workspace_file_write(
-            user=request.user, name=name, content=data["content"], base_sha256=_base_sha256(request, data["base_sha256"])
+            user=request.user,
+            name=name,
+            content=data["content"],
+            base_sha256=_base_sha256(request, data["base_sha256"]),
         )
         return self._file_response(saved)
 
     @extend_schema(request=WorkspaceDeleteInput, responses={204: None})
     def delete(self, request, name):
         data = validated(WorkspaceDeleteInput, request)
-        services.workspace_file_delete(user=request.user, name=name, base_sha256=_base_sha256(request, data["base_sha256"]))
+        services.workspace_file_delete(
+            user=request.user, name=name, base_sha256=_base_sha256(request, data["base_sha256"])
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -301,7 +356,9 @@ class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
 class ConversationDetailView(APIView):
     @extend_schema(responses=ConversationOutput)
     def get(self, request, conversation_id):
-        return Response(ConversationOutput(selectors.conversation_get(user=request.user, conversation_id=conversation_id)).data)
+        return Response(
+            ConversationOutput(selectors.conversation_get(user=request.user, conversation_id=conversation_id)).data
+        )
 
     @extend_schema(request=ConversationUpdateInput, responses=ConversationOutput)
     def patch(self, request, conversation_id):
@@ -390,7 +447,9 @@ class RunTokenView(APIView):
 class RunHeartbeatView(RunTokenView):
     @extend_schema(request=RunHeartbeatInput, responses=RunOutput)
     def post(self, request, run_id):
-        run = services.run_heartbeat(credential=self.credential(request, run_id), **validated(RunHeartbeatInput, request))
+        run = services.run_heartbeat(
+            credential=self.credential(request, run_id), **validated(RunHeartbeatInput, request)
+        )
         return Response(RunOutput(run).data)
 
 

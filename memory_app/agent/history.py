@@ -89,7 +89,14 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
                 "truncated": cut,
             }
         )
-    response = {"result": "ok", "trust": "low", "notice": HISTORY_NOTICE, "query": truncate_utf8(query, 512)[0], "results": hits, "truncated": False}
+    response = {
+        "result": "ok",
+        "trust": "low",
+        "notice": HISTORY_NOTICE,
+        "query": truncate_utf8(query, 512)[0],
+        "results": hits,
+        "truncated": False,
+    }
     while json_size(response) > SEARCH_RESPONSE_BYTES and response["results"]:
         response["results"].pop()
         response["truncated"] = True
@@ -171,7 +178,13 @@ def history_read(
         total += utf8_len(text)
         content_truncated = content_truncated or cut
         items.append(
-            {"id": row["id"], "role": row["role"], "created_at": row["created_at"].isoformat(), "content": text, "truncated": cut}
+            {
+                "id": row["id"],
+                "role": row["role"],
+                "created_at": row["created_at"].isoformat(),
+                "content": text,
+                "truncated": cut,
+            }
         )
     response = {
         "result": "ok",

@@ -28,9 +28,7 @@ __all__ = [
 class UserSettings(models.Model):
     """Per-user switches of the main agent; ``enable_memory`` is the one switch for MEMORY.md."""
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_settings"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_settings")
     enable_memory = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -62,23 +60,13 @@ def new_conversation_id() -> str:
 
 class Conversation(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_conversation_id, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
-    )
-    project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations"
-    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
     title = models.CharField(max_length=300, blank=True)
-    status = models.CharField(
-        max_length=16, choices=ConversationStatus.choices, default=ConversationStatus.ACTIVE
-    )
-    source = models.CharField(
-        max_length=32, choices=ConversationSource.choices, default=ConversationSource.CHAT
-    )
+    status = models.CharField(max_length=16, choices=ConversationStatus.choices, default=ConversationStatus.ACTIVE)
+    source = models.CharField(max_length=32, choices=ConversationSource.choices, default=ConversationSource.CHAT)
     # Set for persisted sub-agent child threads; those never show up in history tools.
-    parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
-    )
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     session_key = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -112,9 +100,7 @@ class MessageType(models.TextChoices):
 
 class Message(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
-    run = models.ForeignKey(
-        "AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
-    )
+    run = models.ForeignKey("AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     role = models.CharField(max_length=16, choices=MessageRole.choices)
     type = models.CharField(max_length=16, choices=MessageType.choices, default=MessageType.TEXT)
     content = models.TextField(blank=True)
@@ -180,14 +166,10 @@ class AgentRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
-    project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
-    )
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     request_id = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.CHAT)
-    parent_run = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
-    )
+    parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     prompt = models.TextField(blank=True)
     goal = models.TextField(blank=True, null=True)  # noqa: DJ001 - no goal (None) differs from an empty one

@@ -22,7 +22,9 @@ from memory_app.agent.workspace import Workspace, WorkspaceFile, read_whole_file
 def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
     validate_workspace_name(name)
     read = read_whole_file(Workspace(user.pk), name)
-    return WorkspaceFile(name, read.content.decode("utf-8", errors="replace"), read.size, read.exists, sha256_hex(read.content))
+    return WorkspaceFile(
+        name, read.content.decode("utf-8", errors="replace"), read.size, read.exists, sha256_hex(read.content)
+    )
 
 
 def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:
@@ -147,7 +149,11 @@ def runs_list(*, user: AbstractBaseUser, text_chars: int):
 def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:
     """A run the caller may read, else 404. ``own_only``: the caller's own runs only, even for
     service principals (settings that belong to the run's user, like auto-memory flags)."""
-    qs = AgentRun.objects.select_related("conversation", "user", "project").filter(user=user) if own_only else runs_visible(user=user)
+    qs = (
+        AgentRun.objects.select_related("conversation", "user", "project").filter(user=user)
+        if own_only
+        else runs_visible(user=user)
+    )
     run = qs.filter(pk=str(run_id)[:40]).first()
     if run is None:
         raise NotFound("Run not found.")

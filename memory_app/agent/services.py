@@ -201,7 +201,9 @@ def message_create(
         type=type,
         content=content,
         metadata=validate_json_container(metadata, field="metadata", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
-        attachments=validate_json_container(attachments, field="attachments", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        attachments=validate_json_container(
+            attachments, field="attachments", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES
+        ),
         images=validate_json_container(images, field="images", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
         feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
     )
@@ -230,7 +232,9 @@ def conversation_update(
     if status is not None and status not in ConversationStatus.values:
         raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
     with transaction.atomic(durable=True):
-        conversation = conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
         if conversation is None:
             raise NotFound("Conversation not found.")
         fields = []

@@ -190,7 +190,9 @@ def remember_memory(
             try:
                 current = current_read.content.decode("utf-8")
             except UnicodeDecodeError:
-                raise Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid") from None
+                raise Conflict(
+                    "MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid"
+                ) from None
             result, updated = _apply(current=current, content=content, replaces=replaces)
             if updated is not None:
                 data = updated.encode("utf-8")
@@ -206,9 +208,13 @@ def remember_memory(
         logger.info("remember_memory refused for run %s: %s", credential.run_id, exc.code)
         raise
     except DatabaseError as exc:
-        logger.warning("remember_memory refused for run %s: database error %s", credential.run_id, exc.__class__.__name__)
+        logger.warning(
+            "remember_memory refused for run %s: database error %s", credential.run_id, exc.__class__.__name__
+        )
         raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
-    logger.info("remember_memory %s for user %s by run %s (%d bytes)", result, credential.user_id, credential.run_id, size)
+    logger.info(
+        "remember_memory %s for user %s by run %s (%d bytes)", result, credential.user_id, credential.run_id, size
+    )
     return {"result": result, "bytes": size}
 
 

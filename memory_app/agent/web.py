@@ -1,6 +1,5 @@
 """End-user pages: the notes-file editor, the memory switch, conversations and runs."""
 
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -92,9 +91,9 @@ def conversation_list(request):
 @login_required
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
-    page = Paginator(
-        selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50
-    ).get_page(request.GET.get("page"))
+    page = Paginator(selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50).get_page(
+        request.GET.get("page")
+    )
     run_list = selectors.runs_visible(user=request.user).filter(conversation=conversation).order_by("-created_at")[:50]
     return render(
         request,

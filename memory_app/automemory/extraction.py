@@ -94,7 +94,9 @@ def _subject(kind: str, phrase: str) -> str:
     return f"{kind}:{' '.join(core)}"
 
 
-_QUESTION_START = re.compile(r"^(?:do|does|did|should|shall|can|could|would|will|are|is|have|why|what|which|how)\b", re.I)
+_QUESTION_START = re.compile(
+    r"^(?:do|does|did|should|shall|can|could|would|will|are|is|have|why|what|which|how)\b", re.I
+)
 
 
 def _is_question(sentence: str) -> bool:

@@ -23,16 +23,12 @@ def idle_gate(*, idle_seconds: float | None, min_idle_minutes: int) -> GateResul
     """The run finished at least N minutes ago (the conversation has settled)."""
     required = min_idle_minutes * 60
     passed = min_idle_minutes == 0 or (idle_seconds is not None and idle_seconds >= required)
-    return _result(
-        "idle", passed, "run finished too recently", idle_seconds=idle_seconds, min_idle_seconds=required
-    )
+    return _result("idle", passed, "run finished too recently", idle_seconds=idle_seconds, min_idle_seconds=required)
 
 
 def duration_gate(*, duration_seconds: float | None, min_duration_seconds: int) -> GateResult:
     """The run lasted at least N seconds."""
-    passed = min_duration_seconds == 0 or (
-        duration_seconds is not None and duration_seconds >= min_duration_seconds
-    )
+    passed = min_duration_seconds == 0 or (duration_seconds is not None and duration_seconds >= min_duration_seconds)
     return _result(
         "duration",
         passed,
@@ -69,9 +65,7 @@ def quota_gate(*, quota_remaining_pct: float | None, min_quota_remaining_pct: in
     A run that reported no quota figure passes (nothing to compare; the runtime has no quota).
     """
     passed = (
-        min_quota_remaining_pct == 0
-        or quota_remaining_pct is None
-        or quota_remaining_pct >= min_quota_remaining_pct
+        min_quota_remaining_pct == 0 or quota_remaining_pct is None or quota_remaining_pct >= min_quota_remaining_pct
     )
     return _result(
         "quota",

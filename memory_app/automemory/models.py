@@ -49,9 +49,7 @@ MODEL_NAME_MAX = 200
 class AutoMemorySettings(models.Model):
     """One row per user; a missing row means the defaults (everything off)."""
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_settings"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_settings")
     generate = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["generate"])
     use = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["use"])
     # Stored only: the extractor used is configured by the operator (settings.AUTO_MEMORY_*).
@@ -60,9 +58,7 @@ class AutoMemorySettings(models.Model):
     min_idle_minutes = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_idle_minutes"])
     min_duration_seconds = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_duration_seconds"])
     min_length_chars = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_length_chars"])
-    min_quota_remaining_pct = models.PositiveSmallIntegerField(
-        default=AUTO_MEMORY_DEFAULTS["min_quota_remaining_pct"]
-    )
+    min_quota_remaining_pct = models.PositiveSmallIntegerField(default=AUTO_MEMORY_DEFAULTS["min_quota_remaining_pct"])
     redact_contact_info = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["redact_contact_info"])
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -90,13 +86,9 @@ class AutoMemoryOutcome(models.TextChoices):
 class AutoMemoryLogEntry(models.Model):
     """What auto-memory did with one run. Holds only redacted text (memory content)."""
 
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_log"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_log")
     # Kept as text too, so the entry survives the run's deletion.
-    run = models.ForeignKey(
-        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="auto_memory_log"
-    )
+    run = models.ForeignKey(AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="auto_memory_log")
     run_ref = models.CharField(max_length=40)
     project_id_ref = models.CharField(max_length=40, blank=True, default="")
     outcome = models.CharField(max_length=16, choices=AutoMemoryOutcome.choices)

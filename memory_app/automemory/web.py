@@ -26,9 +26,7 @@ class AutoMemorySettingsForm(forms.Form):
     min_idle_minutes = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_idle_minutes"])
     min_duration_seconds = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_duration_seconds"])
     min_length_chars = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_length_chars"])
-    min_quota_remaining_pct = forms.IntegerField(
-        min_value=0, max_value=AUTO_MEMORY_LIMITS["min_quota_remaining_pct"]
-    )
+    min_quota_remaining_pct = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_quota_remaining_pct"])
     redact_contact_info = forms.BooleanField(required=False, label="Also redact emails and phone numbers")
 
 

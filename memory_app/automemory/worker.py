@@ -204,11 +204,7 @@ def _log(run: AgentRun, outcome: str, **fields) -> AutoMemoryLogEntry:
 
 def _lock_for_finish(run_id: str, token: str) -> AgentRun | None:
     """Inside a transaction: the run, locked, if it is still unprocessed and still ours."""
-    run = (
-        AgentRun.objects.select_for_update()
-        .filter(pk=run_id, auto_memory_processed_at__isnull=True)
-        .first()
-    )
+    run = AgentRun.objects.select_for_update().filter(pk=run_id, auto_memory_processed_at__isnull=True).first()
     if run is None or not AutoMemoryClaim.objects.select_for_update().filter(run_id=run_id, token=token).exists():
         return None
     return run

@@ -141,7 +141,9 @@ class MemoryAdmin(admin.ModelAdmin):
                 continue
             except DomainError as exc:
                 self.message_user(request, f"{memory.pk}: {exc.message}", messages.ERROR)
-        self.message_user(request, f"Forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}.", messages.SUCCESS)
+        self.message_user(
+            request, f"Forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}.", messages.SUCCESS
+        )
         return None
 
 

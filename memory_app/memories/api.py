@@ -114,9 +114,9 @@ class ProjectMemoryListView(generics.ListAPIView):
     def get_queryset(self):
         if is_schema_generation(self):
             return Memory.objects.none()
-        return selectors.project_memories(
-            user=self.request.user, project_id=self.kwargs["project_id"]
-        ).order_by("-created_at", "-id")
+        return selectors.project_memories(user=self.request.user, project_id=self.kwargs["project_id"]).order_by(
+            "-created_at", "-id"
+        )
 
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
     def post(self, request, project_id):
@@ -204,5 +204,7 @@ urlpatterns = [
         ProjectMemorySupersedeView.as_view(),
         "project-memory-supersede",
     ),
-    api_route(rf"projects/{PRJ}/identity-memories/{MEM}/chain", ProjectMemoryChainView.as_view(), "project-memory-chain"),
+    api_route(
+        rf"projects/{PRJ}/identity-memories/{MEM}/chain", ProjectMemoryChainView.as_view(), "project-memory-chain"
+    ),
 ]

@@ -36,7 +36,7 @@ def render_memories(title: str, memories: list[Memory]) -> list[str]:
 def render_identity_text(
     *, profile: Profile | None, user_memories: list[Memory], project_memories: list[Memory]
 ) -> str:
-    lines = ["<identity_memory trust=\"low\">", IDENTITY_HEADER]
+    lines = ['<identity_memory trust="low">', IDENTITY_HEADER]
     if profile is not None:
         lines.append("## Profile")
         if profile.display_name:

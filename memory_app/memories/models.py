@@ -75,9 +75,7 @@ class Memory(models.Model):
         on_delete=models.CASCADE,
         related_name="memories",
     )
-    project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories"
-    )
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     content = models.TextField(max_length=MAX_CONTENT_CHARS)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
@@ -134,12 +132,8 @@ class Memory(models.Model):
                     )
                 ),
             ),
-            models.CheckConstraint(
-                name="memory_kind_valid", condition=Q(kind__in=Kind.values)
-            ),
-            models.CheckConstraint(
-                name="memory_status_valid", condition=Q(status__in=Status.values)
-            ),
+            models.CheckConstraint(name="memory_kind_valid", condition=Q(kind__in=Kind.values)),
+            models.CheckConstraint(name="memory_status_valid", condition=Q(status__in=Status.values)),
             models.CheckConstraint(
                 name="memory_active_row_has_no_successor",
                 # A superseded row is never active; an active row never points forward.

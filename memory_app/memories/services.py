@@ -181,8 +181,12 @@ def memory_supersede(
     ``staff_may_review_memories``.
     """
     content = _validate_content(content)
-    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES) if metadata is not None else None
-    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES) if evidence is not None else None
+    metadata = (
+        validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES) if metadata is not None else None
+    )
+    evidence = (
+        validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES) if evidence is not None else None
+    )
     with transaction.atomic():
         old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
         _require_write(actor=actor, memory=old, staff_review=staff_review)
@@ -276,7 +280,9 @@ def memory_archive(
     return bool(moved)
 
 
-def memory_rescope(*, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]) -> Memory:
+def memory_rescope(
+    *, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]
+) -> Memory:
     """Move a chat/global memory between those two tiers (scope migration, docs/scoped-memory.md).
 
     The caller locks and checks the row first; this re-checks ``from_scope`` under the lock

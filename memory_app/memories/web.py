@@ -89,9 +89,7 @@ def _project_scope(request, project_id: str, *, write: bool) -> MemoryScope:
         user=request.user, project_id=project_id, permission=CREATE_TASK if write else READ
     )
     role = membership_role(user=request.user, project=project)
-    return MemoryScope(
-        tier=Tier.PROJECT, project=project, role=role, can_write=CREATE_TASK in role_permissions(role)
-    )
+    return MemoryScope(tier=Tier.PROJECT, project=project, role=role, can_write=CREATE_TASK in role_permissions(role))
 
 
 def _with_urls(scope: MemoryScope, memories):
@@ -283,7 +281,9 @@ def project_memory_forget(request, project_id, memory_id):
 @login_required
 @require_http_methods(["GET"])
 def home(request):
-    latest = _with_urls(MemoryScope(tier=Tier.USER, can_write=True), selectors.latest_active_user_memories(user=request.user))
+    latest = _with_urls(
+        MemoryScope(tier=Tier.USER, can_write=True), selectors.latest_active_user_memories(user=request.user)
+    )
     return render(
         request,
         "memories/home.html",

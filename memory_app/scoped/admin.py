@@ -90,14 +90,27 @@ class ApplyForm(forms.Form):
 @admin.register(ScopeMigrationPlan)
 class ScopeMigrationPlanAdmin(admin.ModelAdmin):
     list_display = ["name", "created_at", "entry_count", "migrate_count", "approved_count", "applied_at", "backup_name"]
-    readonly_fields = ["name", "created_at", "created_by", "generated_at", "applied_at", "backup_name", "last_report", "review_link"]
+    readonly_fields = [
+        "name",
+        "created_at",
+        "created_by",
+        "generated_at",
+        "applied_at",
+        "backup_name",
+        "last_report",
+        "review_link",
+    ]
     change_list_template = "admin/memory_app/scopemigrationplan/change_list.html"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_entries=Count("entries"),
-            n_migrate=Count("entries", filter=Q(entries__decision="migrate")),
-            n_approved=Count("entries", filter=Q(entries__approval=MigrationApproval.APPROVED)),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                n_entries=Count("entries"),
+                n_migrate=Count("entries", filter=Q(entries__decision="migrate")),
+                n_approved=Count("entries", filter=Q(entries__approval=MigrationApproval.APPROVED)),
+            )
         )
 
     @admin.display(description="entries", ordering="n_entries")
@@ -124,8 +137,14 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
     def get_urls(self):
         return [
             path("import/", self.admin_site.admin_view(self.import_view), name="memory_app_scopemigrationplan_import"),
-            path("inspect/", self.admin_site.admin_view(self.inspect_view), name="memory_app_scopemigrationplan_inspect"),
-            path("<int:plan_id>/apply/", self.admin_site.admin_view(self.apply_view), name="memory_app_scopemigrationplan_apply"),
+            path(
+                "inspect/", self.admin_site.admin_view(self.inspect_view), name="memory_app_scopemigrationplan_inspect"
+            ),
+            path(
+                "<int:plan_id>/apply/",
+                self.admin_site.admin_view(self.apply_view),
+                name="memory_app_scopemigrationplan_apply",
+            ),
             *super().get_urls(),
         ]
 
@@ -137,16 +156,25 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             raise DjangoPermissionDenied
         form = PlanImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            plan = migration.plan_import(data=form.cleaned_data["plan_file"], name=form.cleaned_data["name"], actor=request.user)
+            plan = migration.plan_import(
+                data=form.cleaned_data["plan_file"], name=form.cleaned_data["name"], actor=request.user
+            )
             messages.success(request, f"Imported plan {plan.name} with {plan.entries.count()} entries.")
             return self._changelist()
-        context = {**self.admin_site.each_context(request), "form": form, "title": "Import a scope migration plan", "opts": self.model._meta}
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": "Import a scope migration plan",
+            "opts": self.model._meta,
+        }
         return TemplateResponse(request, "admin/memory_app/scope_migration_form.html", context)
 
     def inspect_view(self, request):
         if request.method != "POST" or not self.has_change_permission(request):
             return self._changelist()
-        plan = migration.plan_import(data=migration.inspect_plan(), name=f"inspect {timezone.now():%Y-%m-%d %H:%M}", actor=request.user)
+        plan = migration.plan_import(
+            data=migration.inspect_plan(), name=f"inspect {timezone.now():%Y-%m-%d %H:%M}", actor=request.user
+        )
         messages.success(request, f"Inspected: plan {plan.name} with {plan.entries.count()} entries.")
         return self._changelist()
 
@@ -167,7 +195,11 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
                 messages.error(request, exc.message)
                 return self._changelist()
             counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
-            prefix = "Dry run, nothing changed" if report["dry_run"] else f"Applied (backup: {report['backup'] or 'none needed'})"
+            prefix = (
+                "Dry run, nothing changed"
+                if report["dry_run"]
+                else f"Applied (backup: {report['backup'] or 'none needed'})"
+            )
             messages.success(request, f"{prefix}: {counts}")
             return HttpResponseRedirect(reverse("admin:memory_app_scopemigrationplan_change", args=[plan.pk]))
         context = {
@@ -207,8 +239,16 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
     search_fields = ["item_id", "target_scope_id", "content_preview"]
     list_select_related = ["plan"]
     readonly_fields = [
-        "plan", "item_id", "kind", "content_preview", "decision", "candidate_scope_ids", "reasons",
-        "fingerprint", "result", "result_detail",
+        "plan",
+        "item_id",
+        "kind",
+        "content_preview",
+        "decision",
+        "candidate_scope_ids",
+        "reasons",
+        "fingerprint",
+        "result",
+        "result_detail",
     ]
     actions = ["approve", "reject", "reset"]
 
@@ -223,7 +263,10 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
             migration.plan_set_approval(plan=ScopeMigrationPlan(pk=plan_id), entry_ids=ids, approval=approval)
             for plan_id, ids in by_plan.items()
         )
-        self.message_user(request, f"{changed} entr{'y' if changed == 1 else 'ies'} marked {approval} ('keep' entries are left alone).")
+        self.message_user(
+            request,
+            f"{changed} entr{'y' if changed == 1 else 'ies'} marked {approval} ('keep' entries are left alone).",
+        )
 
     @admin.action(description="Approve selected entries")
     def approve(self, request, queryset):

@@ -28,7 +28,18 @@ class ItemCreateInput(StrictInputMixin, serializers.Serializer):
 class ItemOutput(serializers.ModelSerializer):
     class Meta:
         model = Memory
-        fields = ["id", "scope_type", "scope_id", "kind", "content", "status", "origin", "metadata", "evidence", "created_at"]
+        fields = [
+            "id",
+            "scope_type",
+            "scope_id",
+            "kind",
+            "content",
+            "status",
+            "origin",
+            "metadata",
+            "evidence",
+            "created_at",
+        ]
 
 
 class ItemCreateView(APIView):
@@ -130,7 +141,9 @@ class ChatBindingListView(generics.ListAPIView):
     @extend_schema(request=ChatBindingInput, responses={201: ChatBindingOutput})
     def post(self, request):
         data = validated(ChatBindingInput, request)
-        binding = chat_bindings.chat_binding_create(actor=request.user, chat_key=data["chat_key"], username=data["user"])
+        binding = chat_bindings.chat_binding_create(
+            actor=request.user, chat_key=data["chat_key"], username=data["user"]
+        )
         return Response(ChatBindingOutput(binding).data, status=status.HTTP_201_CREATED)
 
 

@@ -90,7 +90,9 @@ def _redacted(candidate: Candidate, *, contact_info: bool) -> Candidate:
     )
 
 
-def _apply_candidate(*, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate) -> MemoryCandidate:
+def _apply_candidate(
+    *, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate
+) -> MemoryCandidate:
     valid = candidate.kind in KIND_VALUES and bool(candidate.content.strip())
     scope = write_scope(session_id=session_id, kind=candidate.kind) if valid else resolve_scope_from_session(session_id)
     # Secrets never enter a scoped item or the candidate audit; what goes to the shared global
@@ -257,7 +259,9 @@ def sessions_to_dream(*, limit: int = 100) -> list[str]:
     return out
 
 
-def dream_round(*, sessions: list[str] | None = None, limit: int = 100) -> dict[str, "ConsolidationReport | DomainError"]:
+def dream_round(
+    *, sessions: list[str] | None = None, limit: int = 100
+) -> dict[str, "ConsolidationReport | DomainError"]:
     """One dreaming pass over ``sessions`` (default: the most recently active ones).
 
     Used by ``manage.py dream`` and by ``memory_worker --dream``. A failing session is

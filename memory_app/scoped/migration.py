@@ -107,7 +107,11 @@ def item_clues(memory: Memory) -> list[Clue]:
         context = data.get(MESSAGE_CONTEXT_KEY)
         if isinstance(context, dict):
             raw = _address_string(
-                {"channel": context.get("channel"), "chat_type": context.get("chat_type"), "chat_id": context.get("chat_id")}
+                {
+                    "channel": context.get("channel"),
+                    "chat_type": context.get("chat_type"),
+                    "chat_id": context.get("chat_id"),
+                }
             )
             clues.append(_clue(f"{field_name}.{MESSAGE_CONTEXT_KEY}", raw, context))
     return clues
@@ -384,7 +388,9 @@ def plan_set_approval(*, plan: ScopeMigrationPlan, entry_ids, approval: str) -> 
 
 
 def plan_apply(*, plan: ScopeMigrationPlan, actor, apply_all_safe: bool = False, dry_run: bool = False) -> dict:
-    report = apply_plan(entries=plan_entries_as_dicts(plan), actor=actor, apply_all_safe=apply_all_safe, dry_run=dry_run)
+    report = apply_plan(
+        entries=plan_entries_as_dicts(plan), actor=actor, apply_all_safe=apply_all_safe, dry_run=dry_run
+    )
     by_item = {row["item_id"]: row for row in report["results"]}
     with transaction.atomic():
         for entry in plan.entries.select_for_update().order_by("id"):
@@ -393,7 +399,10 @@ def plan_apply(*, plan: ScopeMigrationPlan, actor, apply_all_safe: bool = False,
                 entry.result, entry.result_detail = row["result"], row["detail"][:300]
                 entry.save(update_fields=["result", "result_detail"])
         plan.last_report = {
-            "dry_run": dry_run, "backup": report["backup"], "note": report["note"], "counts": report["counts"]
+            "dry_run": dry_run,
+            "backup": report["backup"],
+            "note": report["note"],
+            "counts": report["counts"],
         }
         fields = ["last_report"]
         if not dry_run and report["counts"].get("applied"):

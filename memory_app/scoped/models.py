@@ -104,9 +104,7 @@ class ScopeMigrationEntry(models.Model):
     candidate_scope_ids = models.JSONField(default=list, blank=True)
     reasons = models.JSONField(default=list, blank=True)
     fingerprint = models.CharField(max_length=64)
-    approval = models.CharField(
-        max_length=16, choices=MigrationApproval.choices, default=MigrationApproval.PENDING
-    )
+    approval = models.CharField(max_length=16, choices=MigrationApproval.choices, default=MigrationApproval.PENDING)
     result = models.CharField(max_length=32, blank=True)
     result_detail = models.CharField(max_length=300, blank=True)
 

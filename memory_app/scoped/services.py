@@ -42,7 +42,9 @@ def lock_scope(scope: tuple[str, str]) -> None:
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory-scope:{scope[0]}:{scope[1]}"])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory-scope:{scope[0]}:{scope[1]}"]
+            )
 
 
 @functools.lru_cache(maxsize=4096)  # a scope's newest texts are compared again on every write
@@ -68,7 +70,9 @@ def find_duplicate(*, scope: tuple[str, str], content: str) -> Memory | None:
     """
     key = duplicate_key(content)
     same_text = (
-        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE, content__iexact=content.strip())
+        Memory.objects.filter(
+            scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE, content__iexact=content.strip()
+        )
         .order_by("created_at", "id")
         .first()
     )
@@ -126,7 +130,9 @@ def scoped_item_create(
         resolve_scope_from_session(session_id)  # malformed → 400, even when the scope is explicit
     if scope_type is not None:
         if scope_type != SCOPE_TYPE_GLOBAL:
-            raise InvalidInput("Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope")
+            raise InvalidInput(
+                "Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope"
+            )
         if not actor.is_staff:
             raise PermissionDenied("Only staff may write global items directly.")
         scope = GLOBAL_SCOPE

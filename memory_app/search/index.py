@@ -97,8 +97,12 @@ def vectors_store(rows: list[tuple[IndexedRow, bool]], matrix, *, provider) -> N
         ignore_conflicts=True,
     )
     if pgvector.enabled():
-        pgvector.store([(row.pk, provider.name, provider.model, vector) for (row, _), vector in zip(rows, matrix, strict=True)])
+        pgvector.store(
+            [(row.pk, provider.name, provider.model, vector) for (row, _), vector in zip(rows, matrix, strict=True)]
+        )
 
 
 def vectors_set_scope(row_ids: list[str], *, scope_type: str, scope_id: str, active: bool) -> None:
-    MemoryEmbedding.objects.filter(memory_id__in=row_ids).update(scope_type=scope_type, scope_id=scope_id, active=active)
+    MemoryEmbedding.objects.filter(memory_id__in=row_ids).update(
+        scope_type=scope_type, scope_id=scope_id, active=active
+    )

@@ -86,7 +86,9 @@ def scope_vectors(scope: tuple[str, str], provider: EmbeddingProvider):
     return memory_ids, matrix
 
 
-def nearest(*, scope: tuple[str, str], query_vector, provider: EmbeddingProvider, limit: int) -> list[tuple[str, float]]:
+def nearest(
+    *, scope: tuple[str, str], query_vector, provider: EmbeddingProvider, limit: int
+) -> list[tuple[str, float]]:
     """``(row id, cosine similarity)`` of the ``limit`` nearest active vectors of ``scope``,
     best first, above the provider's ``min_score``."""
     if limit <= 0:
