@@ -1,4 +1,4 @@
-.PHONY: run test migrate superuser bench
+.PHONY: run test lint format migrate bench
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -7,8 +7,22 @@ run:
 	@scripts/ensure_env.sh requirements.txt
 	@scripts/run.sh $(HOST) $(PORT)
 
-test:
+test: lint
 	@scripts/test.sh
+
+# ruff (lint + format), the import contracts and cycles, and no model change without a migration.
+lint:
+	@scripts/ensure_env.sh requirements-dev.txt
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports --no-cache
+	.venv/bin/python scripts/import_cycles.py
+	DEBUG=1 .venv/bin/python manage.py makemigrations --check --dry-run
+
+format:
+	@scripts/ensure_env.sh requirements-dev.txt
+	.venv/bin/ruff check --fix .
+	.venv/bin/ruff format .
 
 migrate:
 	@scripts/ensure_env.sh requirements.txt

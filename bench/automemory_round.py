@@ -30,7 +30,7 @@ def main(n: int) -> None:
         from identity_app.models import Role
         from memory_app.automemory.worker import round_run
         from tests.factories import MembershipFactory, ProjectFactory, UserFactory
-        from tests.memory_app.automemory_helpers import enable, finished_run
+        from tests.memory_app.automemory.helpers import enable, finished_run
 
         user = UserFactory(username="bench")
         project = ProjectFactory()

@@ -78,7 +78,7 @@ def main():
 
 def run_benchmarks(args, Client, connections):
     from identity_app.services import user_grant_service
-    from memory_app import conversations, notes, runs
+    from memory_app.agent import services
     from tests.factories import UserFactory
 
     svc = UserFactory(username="bench-svc")
@@ -86,13 +86,13 @@ def run_benchmarks(args, Client, connections):
     users = [UserFactory(username=f"bench-user-{i}") for i in range(args.writers)]
     seed_memory = "# Memory\n" + "".join(f"- seeded fact number {i}: prefers concise answers\n" for i in range(200))
     for user in users:
-        notes.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
-        notes.workspace_file_write(user=user, name="USER.md", content="Name: bench user\n")
-        notes.workspace_file_write(user=user, name="MEMORY.md", content=seed_memory)
+        services.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
+        services.workspace_file_write(user=user, name="USER.md", content="Name: bench user\n")
+        services.workspace_file_write(user=user, name="MEMORY.md", content=seed_memory)
 
     def new_run(user, request_id):
-        conv = conversations.conversation_create(actor=svc, username=user.username, title="bench")
-        issued = runs.run_create(
+        conv = services.conversation_create(actor=svc, username=user.username, title="bench")
+        issued = services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conv.pk,

@@ -1,5 +1,8 @@
 """Personas: alice (owner of a project), bob (shares it, as member), mallory (no access),
-svc (service principal), admin (staff). ``api(user)`` returns a client with that user's token."""
+svc (service principal), admin (staff). ``api(user)`` returns a client with that user's token.
+
+Runs: every test gets its own workspace root (``workspace_root``); ``make_run(user)`` creates a
+run through the real service and ``run_api(token)`` is a client that authenticates with its token."""
 
 import pytest
 from django.db import connection
@@ -7,7 +10,10 @@ from rest_framework.test import APIClient
 
 from identity_app.models import Role
 from identity_app.services import token_issue, user_grant_service
+from memory_app.agent import services as agent_services
+from memory_app.agent.models import Conversation
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.memory_app.agent.helpers import RunHandle
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,5 +85,66 @@ def api(db):
             return APIClient()
         _, key = token_issue(user=user)
         return TokenClient(user, key)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def workspace_root(tmp_path, settings):
+    """Every test gets its own workspace root, so no test sees another's files."""
+    root = tmp_path / "workspaces"
+    root.mkdir()
+    settings.WORKSPACE_ROOT = root
+    return root
+
+
+@pytest.fixture
+def make_run(svc):
+    """``make_run(user, kind="chat", conversation=None, ...)`` → RunHandle, created by the
+    service principal through the real service."""
+
+    def make(
+        user,
+        *,
+        kind="chat",
+        conversation: Conversation | None = None,
+        parent=None,
+        worker_id="w1",
+        lease_seconds=60,
+        prompt="Hello",
+        goal=None,
+        request_id="req-1",
+        **conv,
+    ):
+        if conversation is None:
+            conversation = agent_services.conversation_create(actor=svc, username=user.username, title="t", **conv)
+        if kind == "subagent" and parent is None:
+            parent = make(user, conversation=conversation, worker_id=worker_id).run
+        issued = agent_services.run_create(
+            actor=svc,
+            username=user.username,
+            conversation_id=conversation.pk,
+            request_id=request_id,
+            kind=kind,
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            prompt=prompt,
+            goal=goal,
+            parent_run_id=parent.pk if parent else None,
+        )
+        return RunHandle(issued.run, issued.run_token)
+
+    return make
+
+
+@pytest.fixture
+def run_api(db):
+    """``run_api(token)`` → an API client that authenticates with a run token."""
+
+    def make(token: str | None):
+        client = APIClient()
+        if token is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Run {token}")
+        return client
 
     return make

@@ -1,8 +1,18 @@
+"""Every factory_boy factory of the suite, one per kind of row. Defaults are the plain row a
+service would create; tests name only the fields their behaviour depends on."""
+
+from datetime import timedelta
+
 import factory
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from identity_app.models import Membership, Profile, Project, Role
-from memory_app.memories.models import Kind, Memory, Origin, Tier
+from identity_app.models import ChatBinding, Membership, Profile, Project, Role
+from memory_app.agent.models import AgentRun, Conversation, Message, MessageRole, MessageType, RunKind, RunStatus
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Kind, Memory, Origin, ProjectSummary, Tier
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate
+
+# --- identity ------------------------------------------------------------------------------
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -38,6 +48,19 @@ class MembershipFactory(factory.django.DjangoModelFactory):
     role = Role.MEMBER
 
 
+class ChatBindingFactory(factory.django.DjangoModelFactory):
+    """A private chat address bound to a user."""
+
+    class Meta:
+        model = ChatBinding
+
+    chat_key = factory.Sequence(lambda n: f"milky:private:{90000 + n}")
+    user = factory.SubFactory(UserFactory)
+
+
+# --- memories (one factory per tier) -------------------------------------------------------
+
+
 class UserMemoryFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Memory
@@ -60,3 +83,106 @@ class ProjectMemoryFactory(factory.django.DjangoModelFactory):
     kind = Kind.DECISION
     content = factory.Sequence(lambda n: f"project memory {n}")
     origin = Origin.API
+
+
+class ChatMemoryFactory(factory.django.DjangoModelFactory):
+    """A scoped item of one chat (no owner, no project)."""
+
+    class Meta:
+        model = Memory
+
+    scope_type = Tier.CHAT
+    scope_id = factory.Sequence(lambda n: f"milky:private:{80000 + n}")
+    kind = Kind.PREFERENCE
+    content = factory.Sequence(lambda n: f"chat memory {n}")
+    origin = Origin.API
+
+
+class GlobalMemoryFactory(factory.django.DjangoModelFactory):
+    """A scoped item of the one global scope."""
+
+    class Meta:
+        model = Memory
+
+    scope_type = Tier.GLOBAL
+    scope_id = GLOBAL_SCOPE_ID
+    kind = Kind.PROCEDURE
+    content = factory.Sequence(lambda n: f"global memory {n}")
+    origin = Origin.API
+
+
+class ProjectSummaryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ProjectSummary
+
+    project = factory.SubFactory(ProjectFactory)
+    title = factory.Sequence(lambda n: f"Summary {n}")
+    content = "Work in progress."
+
+
+class MemoryCandidateFactory(factory.django.DjangoModelFactory):
+    """What one consolidation or dreaming pass proposed, and what became of it."""
+
+    class Meta:
+        model = MemoryCandidate
+
+    session_id = "milky:private:10001"
+    source = "consolidate"
+    extractor = "deterministic"
+    scope_type = factory.LazyAttribute(lambda c: c.memory.scope_type if c.memory else Tier.CHAT)
+    scope_id = factory.LazyAttribute(lambda c: c.memory.scope_id if c.memory else c.session_id)
+    kind = Kind.PREFERENCE
+    content = factory.LazyAttribute(lambda c: c.memory.content if c.memory else "I like tea")
+    decision = CandidateDecision.CREATED
+    memory = None
+
+
+# --- agent: conversations, messages, runs --------------------------------------------------
+
+
+class ConversationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Conversation
+
+    owner = factory.SubFactory(UserFactory)
+    title = factory.Sequence(lambda n: f"thread {n}")
+
+
+class AgentRunFactory(factory.django.DjangoModelFactory):
+    """A run as the runs API creates it: queued, in a new conversation of its user."""
+
+    class Meta:
+        model = AgentRun
+
+    user = factory.SubFactory(UserFactory)
+    conversation = factory.LazyAttribute(lambda r: ConversationFactory(owner=r.user, project=r.project))
+    project = None
+    request_id = factory.Sequence(lambda n: f"req-{n}")
+    kind = RunKind.CHAT
+
+
+class CompletedRunFactory(AgentRunFactory):
+    """A completed top-level run that finished an hour ago after ten minutes."""
+
+    status = RunStatus.COMPLETED
+    prompt = "Help me with the billing service."
+    finished_at = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=1))
+    started_at = factory.LazyAttribute(lambda r: r.finished_at - timedelta(minutes=10))
+    usage = factory.LazyFunction(lambda: {"duration_s": 600, "quota_remaining_pct": 80})
+
+
+class MessageFactory(factory.django.DjangoModelFactory):
+    """A text message; in its run's conversation when it belongs to a run."""
+
+    class Meta:
+        model = Message
+
+    run = None
+    conversation = factory.Maybe(
+        "run",
+        yes_declaration=factory.LazyAttribute(lambda m: m.run.conversation),
+        no_declaration=factory.SubFactory(ConversationFactory),
+    )
+    role = MessageRole.USER
+    type = MessageType.TEXT
+    content = "hello"

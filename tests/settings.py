@@ -7,7 +7,7 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use
 os.environ.setdefault("DEBUG", "0")
 os.environ.setdefault("WORKSPACE_ROOT", tempfile.mkdtemp(prefix="memsvc-ws-"))
 
-from config.settings import *  # noqa: E402,F401,F403
+from config.settings import *  # noqa: F403
 
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 SECURE_SSL_REDIRECT = False

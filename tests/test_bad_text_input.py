@@ -1,4 +1,4 @@
-"""SPEC §9: text with NUL characters or unpaired UTF-16 surrogates is refused with a 4xx JSON
+"""Text with NUL characters or unpaired UTF-16 surrogates is refused with a 4xx JSON
 error everywhere and changes nothing. Request bodies are raw JSON text, so a lone surrogate
 (which no client can encode) arrives exactly as a hostile caller would send it."""
 
@@ -15,8 +15,7 @@ from memory_app.agent.models import AgentRun, Conversation, Message, ToolCall
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import Memory
 from memory_app.scoped import services as scoped_items
-from tests.memory_app.runs_fixtures import *  # noqa: F401,F403
-from tests.memory_app.runs_fixtures import memory_path
+from tests.memory_app.agent.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 
@@ -25,6 +24,7 @@ SESSION = "milky:private:10001"
 BAD_JSON = {"nul": "\\u0000", "surrogate": "\\ud800"}
 BAD_QUERY = {"nul": "%00", "surrogate": "%ED%A0%80"}
 BAD_TEXT = {"nul": "a\x00b", "surrogate": "a\ud800b"}
+CLIENT_ERRORS = range(400, 500)
 
 
 @pytest.fixture
@@ -59,29 +59,108 @@ def snapshot(world) -> dict:
 # (name, client, method, path, body template, clean substitute, writes)
 # ``{X}`` marks where the bad text goes; the clean substitute proves the same request succeeds.
 JSON_CASES = [
-    ("my_memory_content", "alice", "post", "/api/users/me/memories", {"content": "abc{X}def", "kind": "fact"}, "x", True),
-    ("my_memory_metadata", "alice", "post", "/api/users/me/memories",
-     {"content": "abc", "kind": "fact", "metadata": {"a": "b{X}"}}, "x", True),
-    ("item_content", "svc", "post", "/api/memory/items",
-     {"content": "abc{X}def", "kind": "fact", "session_id": SESSION}, "x", True),
-    ("item_metadata", "svc", "post", "/api/memory/items",
-     {"content": "abc", "kind": "fact", "session_id": SESSION, "metadata": {"a": "b{X}"}}, "x", True),
-    ("item_metadata_key", "svc", "post", "/api/memory/items",
-     {"content": "abc", "kind": "fact", "session_id": SESSION, "metadata": {"k{X}": "v"}}, "x", True),
+    (
+        "my_memory_content",
+        "alice",
+        "post",
+        "/api/users/me/memories",
+        {"content": "abc{X}def", "kind": "fact"},
+        "x",
+        True,
+    ),
+    (
+        "my_memory_metadata",
+        "alice",
+        "post",
+        "/api/users/me/memories",
+        {"content": "abc", "kind": "fact", "metadata": {"a": "b{X}"}},
+        "x",
+        True,
+    ),
+    (
+        "item_content",
+        "svc",
+        "post",
+        "/api/memory/items",
+        {"content": "abc{X}def", "kind": "fact", "session_id": SESSION},
+        "x",
+        True,
+    ),
+    (
+        "item_metadata",
+        "svc",
+        "post",
+        "/api/memory/items",
+        {"content": "abc", "kind": "fact", "session_id": SESSION, "metadata": {"a": "b{X}"}},
+        "x",
+        True,
+    ),
+    (
+        "item_metadata_key",
+        "svc",
+        "post",
+        "/api/memory/items",
+        {"content": "abc", "kind": "fact", "session_id": SESSION, "metadata": {"k{X}": "v"}},
+        "x",
+        True,
+    ),
     ("item_search_query", "svc", "post", "/api/memory/search", {"query": "tea{X}", "session_id": SESSION}, "x", False),
-    ("message_content", "svc", "post", "/api/conversations/{conv}/messages", {"role": "user", "content": "a{X}"}, "x", True),
-    ("message_metadata", "svc", "post", "/api/conversations/{conv}/messages",
-     {"role": "user", "content": "x", "metadata": {"k": "a{X}"}}, "x", True),
-    ("message_attachments", "svc", "post", "/api/conversations/{conv}/messages",
-     {"role": "user", "content": "x", "attachments": [{"name": "a{X}"}]}, "x", True),
-    ("message_tool_input", "svc", "post", "/api/conversations/{conv}/messages",
-     {"role": "assistant", "content": "x", "tool_calls": [{"name": "n", "input": {"a": "{X}"}}]}, "x", True),
+    (
+        "message_content",
+        "svc",
+        "post",
+        "/api/conversations/{conv}/messages",
+        {"role": "user", "content": "a{X}"},
+        "x",
+        True,
+    ),
+    (
+        "message_metadata",
+        "svc",
+        "post",
+        "/api/conversations/{conv}/messages",
+        {"role": "user", "content": "x", "metadata": {"k": "a{X}"}},
+        "x",
+        True,
+    ),
+    (
+        "message_attachments",
+        "svc",
+        "post",
+        "/api/conversations/{conv}/messages",
+        {"role": "user", "content": "x", "attachments": [{"name": "a{X}"}]},
+        "x",
+        True,
+    ),
+    (
+        "message_tool_input",
+        "svc",
+        "post",
+        "/api/conversations/{conv}/messages",
+        {"role": "assistant", "content": "x", "tool_calls": [{"name": "n", "input": {"a": "{X}"}}]},
+        "x",
+        True,
+    ),
     ("conversation_title", "svc", "post", "/api/conversations", {"user": "alice", "title": "a{X}"}, "x", True),
     ("remember_memory", "run", "post", "/api/runs/{run}/tools/remember_memory", {"content": "abc{X}def"}, "x", True),
-    ("search_thread_messages", "run", "post", "/api/runs/{run}/tools/search_thread_messages",
-     {"query": "tea{X}"}, "x", False),
-    ("read_thread_messages", "run", "post", "/api/runs/{run}/tools/read_thread_messages",
-     {"thread_id": "{conv}{X}"}, "", False),
+    (
+        "search_thread_messages",
+        "run",
+        "post",
+        "/api/runs/{run}/tools/search_thread_messages",
+        {"query": "tea{X}"},
+        "x",
+        False,
+    ),
+    (
+        "read_thread_messages",
+        "run",
+        "post",
+        "/api/runs/{run}/tools/read_thread_messages",
+        {"thread_id": "{conv}{X}"},
+        "",
+        False,
+    ),
     ("workspace_file", "alice", "put", "/api/users/me/workspace/MEMORY.md", {"content": "abc{X}def"}, "x", True),
 ]
 
@@ -93,8 +172,10 @@ QUERY_CASES = [
 
 
 def _fill(text: str, world) -> str:
-    return text.replace("{conv}", world["conversation_id"]).replace("{run}", world["run_id"]).replace(
-        "{project}", world["project_id"]
+    return (
+        text.replace("{conv}", world["conversation_id"])
+        .replace("{run}", world["run_id"])
+        .replace("{project}", world["project_id"])
     )
 
 
@@ -104,7 +185,7 @@ def _send(world, client, method, path, template, substitute):
     return getattr(world[client], method)(_fill(path, world), body, content_type="application/json")
 
 
-def assert_error_shape(response, status_range=range(400, 500)):
+def assert_error_shape(response, status_range=CLIENT_ERRORS):
     assert response.status_code in status_range, (response.status_code, response.content)
     assert response["Content-Type"].startswith("application/json")
     body = response.json()
@@ -162,9 +243,15 @@ def response_is_about_text(error) -> bool:
 
 @pytest.mark.parametrize(
     "path, status",
-    [("/memories/a%00b/", 404), ("/projects/a%00b/", 404), ("/conversations/a%00b/", 404), ("/runs/a%00b/", 404),
-     ("/admin/memory_app/memory/a%00b/change/", 404), ("/memories/?q=a%00b", 400),
-     ("/admin/memory_app/memory/?q=a%00b", 400)],
+    [
+        ("/memories/a%00b/", 404),
+        ("/projects/a%00b/", 404),
+        ("/conversations/a%00b/", 404),
+        ("/runs/a%00b/", 404),
+        ("/admin/memory_app/memory/a%00b/change/", 404),
+        ("/memories/?q=a%00b", 400),
+        ("/admin/memory_app/memory/?q=a%00b", 400),
+    ],
 )
 def test_web_pages_refuse_nul_in_the_url(client, admin, path, status):
     client.force_login(admin)
@@ -203,18 +290,32 @@ def test_services_refuse_bad_text(alice, svc, make_run, workspace_root, bad):
     memories, messages = Memory.objects.count(), Message.objects.count()
     calls = [
         lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content=text),
-        lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content="ok", metadata={"a": [text]}),
+        lambda: memory_services.memory_create(
+            actor=alice, tier="user", kind="fact", content="ok", metadata={"a": [text]}
+        ),
         lambda: memory_services.memory_create(actor=alice, tier="user", kind="fact", content="ok", evidence={text: 1}),
-        lambda: scoped_items.scoped_item_create(actor=svc, kind="fact", content="ok", session_id=SESSION,
-                                                metadata={"a": {"b": text}}),
+        lambda: scoped_items.scoped_item_create(
+            actor=svc, kind="fact", content="ok", session_id=SESSION, metadata={"a": {"b": text}}
+        ),
         lambda: scoped_items.scoped_item_create(actor=svc, kind="fact", content=text, session_id=SESSION),
         lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content=text),
-        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content="x",
-                                             metadata={"k": text}),
-        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
-                                             content="x", tool_calls=[{"name": "n", "input": {"a": text}}]),
-        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="assistant",
-                                             content="x", tool_calls=[{"name": "n", "output": {"a": text}}]),
+        lambda: agent_services.message_create(
+            actor=svc, conversation_id=conversation_id, role="user", content="x", metadata={"k": text}
+        ),
+        lambda: agent_services.message_create(
+            actor=svc,
+            conversation_id=conversation_id,
+            role="assistant",
+            content="x",
+            tool_calls=[{"name": "n", "input": {"a": text}}],
+        ),
+        lambda: agent_services.message_create(
+            actor=svc,
+            conversation_id=conversation_id,
+            role="assistant",
+            content="x",
+            tool_calls=[{"name": "n", "output": {"a": text}}],
+        ),
         lambda: agent_services.conversation_create(actor=svc, username=alice.username, title=text),
         lambda: history.history_search(user_id=alice.pk, query=text),
         lambda: history.history_read(user_id=alice.pk, thread_id=text),

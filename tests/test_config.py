@@ -10,10 +10,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_manage(*args, env_overrides):
-    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    }
     env.update(env_overrides)
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "manage.py", *args],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -25,7 +35,13 @@ PRODUCTION_ENV = {
 
 
 def test_check_deploy_has_no_warnings_with_production_env(tmp_path):
-    result = run_manage("check", "--deploy", "--fail-level", "WARNING", env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -47,7 +63,9 @@ def test_sqlite_default_uses_wal_and_immediate(tmp_path):
         "c.execute('PRAGMA journal_mode'); print(c.fetchone()[0]); "
         "print(connection.settings_dict['OPTIONS']['transaction_mode'])"
     )
-    result = run_manage("shell", "-c", code, env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
+    result = run_manage(
+        "shell", "-c", code, env_overrides={**PRODUCTION_ENV, "SQLITE_PATH": str(tmp_path / "db.sqlite3")}
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-2:] == ["wal", "IMMEDIATE"]
 
@@ -57,7 +75,11 @@ def test_schema_and_docs_work_offline(client, alice):
     schema = client.get("/api/schema/")
     assert schema.status_code == 200
     text = schema.content.decode()
-    for path in ("/api/users/me/memories", "/api/projects/{project_id}/identity-memories", "/api/users/me/identity-context"):
+    for path in (
+        "/api/users/me/memories",
+        "/api/projects/{project_id}/identity-memories",
+        "/api/users/me/identity-context",
+    ):
         assert path in text
     docs = client.get("/api/docs/")
     assert docs.status_code == 200

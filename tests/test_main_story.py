@@ -53,7 +53,9 @@ def test_a_remembered_line_reaches_the_next_run_but_not_its_sub_agent(api, svc, 
     sub_context = sub_api.get(f"/api/runs/{sub['id']}/context").json()
     assert sub_context["memory_enabled"] is False and sub_context["tools"] == []
     assert NOTE not in str(sub_context)
-    refused = sub_api.post(f"/api/runs/{sub['id']}/tools/search_thread_messages", {"query": "short answers"}, format="json")
+    refused = sub_api.post(
+        f"/api/runs/{sub['id']}/tools/search_thread_messages", {"query": "short answers"}, format="json"
+    )
     assert refused.status_code == 403
 
     # The finished first run can no longer read or write anything.

@@ -8,7 +8,7 @@ from django.urls import reverse
 from playwright.sync_api import sync_playwright
 
 from memory_app.memories.models import Memory, Status, Tier
-from tests.factories import UserFactory
+from tests.factories import UserFactory, UserMemoryFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -105,7 +105,7 @@ def test_login_create_correct_forget(page, live_server):
 def test_other_users_memory_is_not_found_in_the_browser(page, live_server):
     UserFactory(username="erin", password=PASSWORD)
     frank = UserFactory(username="frank", password=PASSWORD)
-    foreign = Memory.objects.create(scope_type=Tier.USER, scope_id=str(frank.pk), owner=frank, kind="fact", content="frank only")
+    foreign = UserMemoryFactory(owner=frank, kind="fact", content="frank only")
 
     page.goto(live_server.url + "/accounts/login/")
     page.fill("input[name=username]", "erin")

@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from identity_app.models import ChatBinding
+from tests.factories import ChatBindingFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def test_admin_cannot_bind_a_group_legacy_or_malformed_key(client, admin, alice,
 
 
 def test_admin_cannot_bind_a_chat_twice(client, admin, alice, bob):
-    ChatBinding.objects.create(chat_key=PRIVATE, user=alice)
+    ChatBindingFactory(chat_key=PRIVATE, user=alice)
     client.force_login(admin)
     client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": bob.pk}, follow=True)
     assert list(ChatBinding.objects.values_list("user__username", flat=True)) == ["alice"]
@@ -48,7 +49,7 @@ def test_staff_without_the_binding_permission_cannot_bind_through_the_admin(clie
 
 
 def test_admin_delete_goes_through_the_service(client, admin, alice):
-    binding = ChatBinding.objects.create(chat_key=PRIVATE, user=alice)
+    binding = ChatBindingFactory(chat_key=PRIVATE, user=alice)
     client.force_login(admin)
     client.post(reverse("admin:identity_app_chatbinding_delete", args=[binding.pk]), {"post": "yes"})
     assert not ChatBinding.objects.exists()

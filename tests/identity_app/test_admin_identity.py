@@ -15,7 +15,13 @@ def test_admin_cannot_store_credentials_in_preferences(client, admin, alice):
     url = reverse("admin:identity_app_profile_change", args=[profile.pk])
     assert client.get(url).status_code == 200
     response = client.post(
-        url, {"user": alice.pk, "display_name": "Changed", "timezone": "UTC", "preferences": '{"nested": {"DB_Password": "x"}}'}
+        url,
+        {
+            "user": alice.pk,
+            "display_name": "Changed",
+            "timezone": "UTC",
+            "preferences": '{"nested": {"DB_Password": "x"}}',
+        },
     )
     assert response.status_code == 200
     assert "may not store credentials" in response.text

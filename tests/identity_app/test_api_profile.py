@@ -37,9 +37,7 @@ def test_profile_put_updates_fields(api, alice):
 def test_secret_keys_in_preferences_are_rejected_and_nothing_saved(api, alice, preferences):
     client = api(alice)
     client.put("/api/users/me/profile", {"display_name": "Before"}, format="json")
-    response = client.put(
-        "/api/users/me/profile", {"display_name": "After", "preferences": preferences}, format="json"
-    )
+    response = client.put("/api/users/me/profile", {"display_name": "After", "preferences": preferences}, format="json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid"
     profile = Profile.objects.get(user=alice)

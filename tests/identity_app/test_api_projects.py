@@ -33,9 +33,17 @@ def test_non_member_project_detail_and_members_404(api, mallory, project):
 
 def test_owner_manages_members(api, alice, mallory, project):
     client = api(alice)
-    assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory", "role": "viewer"}, format="json").status_code == 201
+    assert (
+        client.post(
+            f"/api/projects/{project.pk}/members", {"username": "mallory", "role": "viewer"}, format="json"
+        ).status_code
+        == 201
+    )
     assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json").status_code == 409
-    assert client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "member"}, format="json").status_code == 200
+    assert (
+        client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "member"}, format="json").status_code
+        == 200
+    )
     assert ("mallory", "member") in members(project)
     assert client.delete(f"/api/projects/{project.pk}/members/{mallory.pk}").status_code == 204
     assert ("mallory", "member") not in members(project)
@@ -53,7 +61,10 @@ def test_member_without_manage_gets_403(api, bob, mallory, project):
 def test_last_owner_cannot_leave_or_be_demoted(api, alice, project):
     client = api(alice)
     assert client.delete(f"/api/projects/{project.pk}/members/{alice.pk}").status_code == 409
-    assert client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "member"}, format="json").status_code == 409
+    assert (
+        client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "member"}, format="json").status_code
+        == 409
+    )
     assert ("alice", "owner") in members(project)
 
 
@@ -68,18 +79,34 @@ def test_admin_cannot_grant_owner_then_take_over(api, alice, bob, mallory, proje
     MembershipFactory(project=project, user=mallory, role=Role.ADMIN)
     client = api(mallory)
     before = members(project)
-    assert client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "owner"}, format="json").status_code == 403
-    assert client.put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code == 403
-    assert client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "viewer"}, format="json").status_code == 403
+    assert (
+        client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "owner"}, format="json").status_code
+        == 403
+    )
+    assert (
+        client.put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code == 403
+    )
+    assert (
+        client.put(f"/api/projects/{project.pk}/members/{alice.pk}", {"role": "viewer"}, format="json").status_code
+        == 403
+    )
     from tests.factories import UserFactory
 
     UserFactory(username="eve")
-    assert client.post(f"/api/projects/{project.pk}/members", {"username": "eve", "role": "owner"}, format="json").status_code == 403
+    assert (
+        client.post(
+            f"/api/projects/{project.pk}/members", {"username": "eve", "role": "owner"}, format="json"
+        ).status_code
+        == 403
+    )
     assert members(project) == before
 
 
 def test_owner_may_grant_owner(api, alice, bob, project):
-    assert api(alice).put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code == 200
+    assert (
+        api(alice).put(f"/api/projects/{project.pk}/members/{bob.pk}", {"role": "owner"}, format="json").status_code
+        == 200
+    )
     assert ("bob", "owner") in members(project)
 
 
@@ -93,7 +120,12 @@ def test_unknown_role_and_user_are_400(api, alice, project):
     before = members(project)
     client = api(alice)
     assert client.post(f"/api/projects/{project.pk}/members", {"username": "ghost"}, format="json").status_code == 400
-    assert client.post(f"/api/projects/{project.pk}/members", {"username": "bob", "role": "god"}, format="json").status_code == 400
+    assert (
+        client.post(
+            f"/api/projects/{project.pk}/members", {"username": "bob", "role": "god"}, format="json"
+        ).status_code
+        == 400
+    )
     assert members(project) == before
 
 
@@ -118,10 +150,8 @@ def test_service_grant_through_a_group_counts(db):
 
 
 def test_project_can_be_renamed_after_its_creator_account_is_deleted(api, alice, bob):
-    from identity_app.models import Membership, Project, Role
-
     created = api(bob).post("/api/projects", {"name": "Inherited"}, format="json").json()
-    Membership.objects.create(project_id=created["id"], user=alice, role=Role.OWNER)
+    MembershipFactory(project=Project.objects.get(pk=created["id"]), user=alice, role=Role.OWNER)
     bob.delete()  # created_by becomes NULL
     response = api(alice).patch(f"/api/projects/{created['id']}", {"name": "Renamed"}, format="json")
     assert response.status_code == 200, response.content

@@ -26,8 +26,23 @@ def test_legacy_two_part_key_is_untyped():
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "milky", "milky:", ":private:1", "milky:private", "milky:private:", "milky::1", " milky:private:1",
-     "Milky:private:1", "milky:private:1 2", "milky:private:a/b", "x" * 201, None, 5, ["milky:private:1"]],
+    [
+        "",
+        "milky",
+        "milky:",
+        ":private:1",
+        "milky:private",
+        "milky:private:",
+        "milky::1",
+        " milky:private:1",
+        "Milky:private:1",
+        "milky:private:1 2",
+        "milky:private:a/b",
+        "x" * 201,
+        None,
+        5,
+        ["milky:private:1"],
+    ],
 )
 def test_malformed_keys_are_rejected(bad):
     with pytest.raises(InvalidSessionKey) as info:

@@ -29,7 +29,11 @@ def test_profile_page_shows_current_values(page, alice):
 def test_profile_save(page, alice):
     response = page.post(
         reverse("web:profile"),
-        {"display_name": "Alice", "timezone": "Europe/Berlin", "preferences": json.dumps({"lang": "de", "tone": {"formal": True}})},
+        {
+            "display_name": "Alice",
+            "timezone": "Europe/Berlin",
+            "preferences": json.dumps({"lang": "de", "tone": {"formal": True}}),
+        },
     )
     assert response.status_code == 302
     profile = Profile.objects.get(user=alice)

@@ -1,0 +1,179 @@
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from config.errors import ServiceUnavailable
+from memory_app.memories import services
+from memory_app.memories.derived import embeddings_refresh
+from memory_app.memories.models import Memory
+from memory_app.scoped import search
+from memory_app.scoped.services import scoped_item_create
+from memory_app.search.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
+from memory_app.search.models import MemoryEmbedding
+from memory_app.search.vectors import vector_cache
+
+A = "milky:private:10001"
+
+
+def test_hashed_embedding_is_deterministic_normalised_and_fixed_size():
+    provider = HashedNgramEmbedding(dim=128)
+    first = provider.embed(["I like green tea", "咖啡", ""])
+    again = HashedNgramEmbedding(dim=128).embed(["I like green tea", "咖啡", ""])
+    assert first.shape == (3, 128) and first.dtype == np.float32
+    assert np.array_equal(first, again)
+    assert np.linalg.norm(first[0]) == pytest.approx(1.0, abs=1e-5)
+    assert not first[2].any()  # empty text is the zero vector, never NaN
+    similar = provider.embed(["green tea please"])[0] @ first[0]
+    unrelated = provider.embed(["bicycle repair shop"])[0] @ first[0]
+    assert similar > 0.3 > unrelated
+
+
+def test_vector_bytes_round_trip():
+    vector = HashedNgramEmbedding().embed(["round trip"])[0]
+    assert np.array_equal(from_bytes(to_bytes(vector), 512), vector)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    calls: list = []
+    dim = 8
+    mode = "ok"
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if self.mode == "error":
+            self.send_response(500)
+            self.end_headers()
+            return
+        dim = self.dim if self.mode == "ok" else self.dim + 1
+        data = [
+            {"index": i, "embedding": [float(len(text) % 5 + 1)] + [float(j == i % dim) for j in range(dim - 1)]}
+            for i, text in enumerate(body["input"])
+        ]
+        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def embedding_server():
+    _Handler.calls = []
+    _Handler.mode = "ok"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _Handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_provider_posts_batches_and_normalises(embedding_server):
+    url, handler = embedding_server
+    provider = OpenAICompatibleEmbedding(base_url=url, model="emb-small", dim=8, api_key="k-123")
+    matrix = provider.embed(["a", "bb", "ccc"])
+    assert matrix.shape == (3, 8)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0)
+    call = handler.calls[0]
+    assert call["path"] == "/v1/embeddings"
+    assert call["auth"] == "Bearer k-123"
+    assert call["body"] == {"model": "emb-small", "input": ["a", "bb", "ccc"]}
+    # Results are put back in input order even if the server sends them shuffled.
+    assert matrix[0, 1] > 0 and matrix[1, 2] > 0
+
+
+@pytest.mark.parametrize("mode", ["error", "wrong_dim"])
+def test_openai_provider_failures_are_service_unavailable(embedding_server, mode):
+    url, handler = embedding_server
+    handler.mode = mode
+    with pytest.raises(ServiceUnavailable):
+        OpenAICompatibleEmbedding(base_url=url, model="m", dim=8).embed(["a"])
+
+
+def test_unreachable_provider_is_service_unavailable():
+    with pytest.raises(ServiceUnavailable):
+        OpenAICompatibleEmbedding(base_url="http://127.0.0.1:9", model="m", dim=8, timeout=2).embed(["a"])
+
+
+@pytest.mark.django_db
+def test_remote_provider_is_filled_by_refresh_not_inside_writes(embedding_server, settings, svc):
+    url, handler = embedding_server
+    settings.MEMORY_EMBEDDING_PROVIDER = "openai"
+    settings.MEMORY_EMBEDDING_URL = url
+    settings.MEMORY_EMBEDDING_MODEL = "emb-small"
+    settings.MEMORY_EMBEDDING_DIM = 8
+    memory, _ = scoped_item_create(actor=svc, session_id=A, kind="fact", content="abc")
+    assert handler.calls == [] and not MemoryEmbedding.objects.exists()
+    call_command("refresh_embeddings")
+    stored = MemoryEmbedding.objects.get()
+    assert (stored.memory_id, stored.provider, stored.model, stored.dim) == (
+        memory.pk,
+        "openai-compatible",
+        "emb-small",
+        8,
+    )
+    hits = search.cascade_search(scopes=[("chat", A)], query="abc", limit=5, mode="vector")
+    assert [hit.id for hit in hits] == [memory.pk]
+
+
+class _ChangingProvider:
+    """The default provider, with a change to the items made while it computes (as a
+    remote provider's latency would allow)."""
+
+    in_process = False
+
+    def __init__(self, during):
+        self.inner, self.during = HashedNgramEmbedding(), during
+        self.name, self.model, self.dim, self.min_score = (
+            self.inner.name,
+            self.inner.model,
+            self.inner.dim,
+            self.inner.min_score,
+        )
+
+    def embed(self, texts):
+        if self.during:
+            self.during()
+            self.during = None
+        return self.inner.embed(texts)
+
+
+@pytest.mark.django_db
+def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin):
+    moved = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plums")
+    archived = services.memory_create(actor=admin, tier="global", kind="preference", content="I like pears")
+    kept = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plum jam")
+    MemoryEmbedding.objects.all().delete()
+
+    def change():
+        services.memory_rescope(
+            actor=svc, memory_id=moved.pk, from_scope=("global", "__global__"), to_scope=("chat", A)
+        )
+        services.memory_archive(actor=svc, memory_id=archived.pk)
+
+    provider = _ChangingProvider(change)
+    assert embeddings_refresh(provider=provider) == 3
+    vector_cache.clear()
+    vectors = {e.memory_id: (e.scope_type, e.scope_id, e.active) for e in MemoryEmbedding.objects.all()}
+    assert vectors == {
+        moved.pk: ("chat", A, True),
+        archived.pk: ("global", "__global__", False),
+        kept.pk: ("global", "__global__", True),
+    }
+    assert Memory.objects.get(pk=moved.pk).scope_id == A
+    in_chat = search.vector_search(scope=("chat", A), query="I like plums", limit=5, provider=provider)
+    assert [h.id for h in in_chat] == [moved.pk]
+    in_global = search.vector_search(scope=("global", "__global__"), query="I like plums", limit=5, provider=provider)
+    assert moved.pk not in [h.id for h in in_global] and archived.pk not in [h.id for h in in_global]
+    assert kept.pk in [h.id for h in in_global]
+    assert embeddings_refresh(provider=provider) == 0  # nothing left to do, nothing duplicated
+    assert MemoryEmbedding.objects.count() == 3
