@@ -147,3 +147,19 @@ def test_admin_entry_target_must_be_a_candidate(client, admin):
     client.post(url, {"approval": "approved", "target_scope_id": B})
     entry.refresh_from_db()
     assert (entry.approval, entry.target_scope_id) == ("approved", B)
+
+
+@pytest.mark.django_db
+def test_chat_memories_page_filters_by_status_like_the_memory_list(client, svc, alice):
+    old, _ = scoped_item_create(actor=svc, session_id=A, kind="preference", content="Alice likes oolong")
+    services.memory_supersede(actor=svc, memory_id=old.pk, content="Alice likes pu-erh")
+    ChatBindingFactory(chat_key=A, user=alice)
+    client.force_login(alice)
+    page = client.get(reverse("web:chat_memories"), {"chat": A}).content.decode()
+    assert "pu-erh" in page and "oolong" not in page  # active only by default
+    page = client.get(reverse("web:chat_memories"), {"chat": A, "status": "all"}).content.decode()
+    assert "pu-erh" in page and "oolong" in page
+    page = client.get(reverse("web:chat_memories"), {"chat": A, "status": "superseded"}).content.decode()
+    assert "oolong" in page and "pu-erh" not in page
+    page = client.get(reverse("web:chat_memories"), {"chat": A, "status": "bogus"}).content.decode()
+    assert "pu-erh" in page and "oolong" not in page  # an unknown status is the default
