@@ -117,16 +117,22 @@ def membership_add(*, actor, project_id: str, username: str, role: str, staff_re
             raise Conflict(f"{username!r} is already a member.", code="already_member") from None
 
 
+def _locked_membership(*, project: Project, user_id: int) -> Membership:
+    """Lock every membership row of the project (so two demotions cannot both see an owner)
+    and return the one of ``user_id``."""
+    list(Membership.objects.select_for_update().filter(project=project))
+    membership = Membership.objects.filter(project=project, user_id=user_id).first()
+    if membership is None:
+        raise NotFound("Member not found.")
+    return membership
+
+
 def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
         project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
-        # Lock every membership row of the project so two demotions cannot both see an owner.
-        list(Membership.objects.select_for_update().filter(project=project))
-        membership = Membership.objects.filter(project=project, user_id=user_id).first()
-        if membership is None:
-            raise NotFound("Member not found.")
+        membership = _locked_membership(project=project, user_id=user_id)
         _require_owner_for_owner_changes(
             actor=actor, project=project, roles=(role, membership.role), staff_review=staff_review
         )
@@ -139,10 +145,7 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_
 def membership_remove(*, actor, project_id: str, user_id: int, staff_review: bool = False) -> None:
     with transaction.atomic():
         project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
-        list(Membership.objects.select_for_update().filter(project=project))
-        membership = Membership.objects.filter(project=project, user_id=user_id).first()
-        if membership is None:
-            raise NotFound("Member not found.")
+        membership = _locked_membership(project=project, user_id=user_id)
         _require_owner_for_owner_changes(
             actor=actor, project=project, roles=(membership.role,), staff_review=staff_review
         )

@@ -1,4 +1,4 @@
-"""Admin of the runs part: runs with their lease state, read-only conversations and messages."""
+"""Admin of the agent part: runs with their lease state, read-only conversations and messages."""
 
 from django.contrib import admin
 

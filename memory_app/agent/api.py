@@ -11,7 +11,15 @@ from rest_framework import authentication, exceptions, generics, permissions, se
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import DefaultPagination, StrictBooleanField, StrictCharField, StrictInputMixin, api_route, validated
+from config.api import (
+    DefaultPagination,
+    StrictBooleanField,
+    StrictCharField,
+    StrictInputMixin,
+    api_route,
+    is_schema_generation,
+    validated,
+)
 from memory_app.agent import leases, selectors, services, tools
 from memory_app.agent.budgets import truncate_json_text
 from memory_app.agent.leases import RunCredential, run_authenticate
@@ -337,7 +345,7 @@ class ConversationListView(generics.ListAPIView):
     serializer_class = ConversationOutput
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
+        if is_schema_generation(self):
             return Conversation.objects.none()
         return selectors.conversations_visible(user=self.request.user).order_by("-updated_at", "-id")
 
@@ -373,7 +381,7 @@ class MessageListView(generics.ListAPIView):
     pagination_class = ListPagination
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
+        if is_schema_generation(self):
             return Message.objects.none()
         return selectors.conversation_message_list(
             user=self.request.user, conversation_id=self.kwargs["conversation_id"], content_chars=LIST_TEXT_BYTES + 1
@@ -402,7 +410,7 @@ class RunListView(generics.ListAPIView):
     pagination_class = ListPagination
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
+        if is_schema_generation(self):
             return AgentRun.objects.none()
         return selectors.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
 

@@ -1,4 +1,5 @@
-"""Runs and leases (docs/runs.md): create, claim, heartbeat, finish, and the run-token check.
+"""Run tokens and the lease check (docs/runs.md): the one place that decides whether a run token
+may act for its run right now.
 
 A run token is ``<run_id>.<lease_generation>.<secret>``; only its SHA-256 is stored. Creating
 or claiming a run issues a new token bound to (run, worker, lease generation) and replaces

@@ -1,3 +1,8 @@
+"""Reads of the agent part: workspace files and the memory switch, conversations and messages
+(owners only), the main threads the history tools may read, and runs with their lease state.
+
+A user reads only their own rows; sub-agent threads are never history (``SUBAGENT_SOURCES``)."""
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Left
@@ -105,7 +110,7 @@ def history_messages(*, user_id: int) -> QuerySet[Message]:
     )
 
 
-# --- reads ------------------------------------------------------------------------------
+# --- runs -------------------------------------------------------------------------------
 def run_lease_state(run: AgentRun) -> str:
     """``held`` (running, lease live), ``expired`` (running, claimable) or ``released``."""
     if run.status != RunStatus.RUNNING:

@@ -1,9 +1,8 @@
-"""Conversations, messages and tool calls: writes by service principals, reads by owners, and
-the history selectors behind ``search_thread_messages`` / ``read_thread_messages``.
+"""Writes of the agent part: conversations, messages and tool calls (by service principals for
+a user), runs and their leases, and the user's workspace files and memory switch.
 
-The history selectors own visibility, the field allowlist, every byte budget and the
-truncation markers (docs/runs.md). Cutting itself is ``truncate_utf8``.
-"""
+Every write owns its transaction; workspace edits and the memory switch take the per-user
+lock (``locks.py``) so they serialize with ``remember_memory`` (docs/runs.md)."""
 
 import hmac
 import json

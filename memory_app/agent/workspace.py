@@ -229,6 +229,8 @@ class Workspace:
             logger.error("could not remove temp file %s: %s", name, exc)
 
 
+# --- whole files as the editor, the API and the tools see them ------------------------------
+
 # Source and result of MEMORY.md are capped at 128 KiB (docs/runs.md); the other two files share it.
 MAX_WORKSPACE_FILE_BYTES = 128 * 1024
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")

@@ -1,4 +1,4 @@
-"""Admin of the automemory part: settings (editable), the log and claims (read-only)."""
+"""Admin of auto-memory: settings (editable), the log and claims (read-only)."""
 
 from django import forms
 from django.contrib import admin

@@ -5,7 +5,14 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import StrictBooleanField, StrictCharField, StrictInputMixin, StrictIntegerField, api_route
+from config.api import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictInputMixin,
+    StrictIntegerField,
+    api_route,
+    is_schema_generation,
+)
 from memory_app.agent.models import AgentRun
 from memory_app.automemory import selectors, services
 from memory_app.automemory.models import (
@@ -146,7 +153,7 @@ class AutoMemoryLogView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation
+        if is_schema_generation(self):
             return AutoMemoryLogEntry.objects.none()
         outcome = self.request.query_params.get("outcome") or None
         if outcome is not None and outcome not in AutoMemoryOutcome.values:

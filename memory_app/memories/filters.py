@@ -1,3 +1,5 @@
+"""List filters of identity memories (API and web), also used by the chat memories page."""
+
 import django_filters
 from django.db.models import Q
 

@@ -1,3 +1,6 @@
+"""Tiered memories: one ``Memory`` row per remembered statement in one of four tiers, and
+project summaries (docs/tiers.md)."""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q

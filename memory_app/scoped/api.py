@@ -5,7 +5,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, validated
+from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
 from identity_app import chat_bindings
 from identity_app.models import ChatBinding
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
@@ -134,7 +134,7 @@ class ChatBindingListView(generics.ListAPIView):
     serializer_class = ChatBindingOutput
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
+        if is_schema_generation(self):
             return ChatBinding.objects.none()
         return chat_bindings.chat_bindings_visible(user=self.request.user)
 

@@ -1,6 +1,6 @@
 """Consolidation after a turn and per-session "dreaming" (docs/scoped-memory.md).
 
-Candidates come from the shared extractor interface (``memory_app.extraction``); each is
+Candidates come from the shared extractor interface (``memory_app.automemory.extraction``); each is
 recorded as a ``MemoryCandidate`` and turned into an item in the scope its kind decides
 (``scope.write_scope``). Every look at existing items — duplicates, same-subject items to
 supersede, duplicates to archive — is filtered by that one scope, so one chat never sees,

@@ -1,6 +1,6 @@
-"""Models of chat/global scoped items (docs/scoped-memory.md): embeddings, consolidation candidates and
+"""Models of chat/global scoped items (docs/scoped-memory.md): consolidation candidates and
 scope-migration plans. The items themselves are ``Memory`` rows with ``scope_type`` chat or
-global."""
+global; their vectors belong to the retrieval engine (``search/models.py``)."""
 
 from django.conf import settings
 from django.db import models

@@ -1,6 +1,6 @@
 """Who may search or read which chat/global scope: the chat rule of
-``memory_app.selectors`` (``chat_keys_readable_by``, also behind ``memory_visibility_q``),
-asked for one chat key that may have no rows yet."""
+``memory_app.memories.selectors`` (``chat_keys_readable_by``, also behind
+``memory_visibility_q``), asked for one chat key that may have no rows yet."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
