@@ -54,7 +54,8 @@ class ServiceCall:
             return False
         if isinstance(exc, DjangoValidationError):
             # Model validators ran inside the service's transaction; nothing was saved.
-            for field, errors in exc.message_dict.items():
+            by_field = exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages}
+            for field, errors in by_field.items():
                 self.form.add_error(field if field in self.form.fields else None, errors)
             self.ok, self.status = False, 400
             return True

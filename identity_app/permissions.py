@@ -45,14 +45,14 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
     return cached
 
 
-def staff_may_change(actor: AbstractBaseUser, *, model: str) -> bool:
-    """Admin review: active staff holding ``identity_app.change_<model>`` (superusers do)."""
+def staff_may(actor: AbstractBaseUser, codename: str) -> bool:
+    """Admin review: active staff holding ``identity_app.<codename>`` (superusers hold all)."""
     return bool(
         actor
         and actor.is_authenticated
         and actor.is_active
         and actor.is_staff
-        and actor.has_perm(f"identity_app.change_{model}")
+        and actor.has_perm(f"identity_app.{codename}")
     )
 
 

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Membership, Profile, Project, Role, hash_token
-from identity_app.permissions import MANAGE, project_require_permission, staff_may_change
+from identity_app.permissions import MANAGE, project_require_permission, staff_may
 from identity_app.selectors import membership_role, user_get_active
 
 _UNSET = object()
@@ -51,13 +51,13 @@ def project_create(*, actor: AbstractBaseUser, name: str, description: str = "")
     return project
 
 
-def _project_to_manage(*, actor, project_id: str, staff_review: bool, model: str) -> Project:
+def _project_to_manage(*, actor, project_id: str, staff_review: bool, admin_permission: str) -> Project:
     """The project ``actor`` may manage: as a member with ``manage`` or, in the admin
-    (``staff_review``), as active staff holding ``identity_app.change_<model>``."""
+    (``staff_review``), as active staff holding ``admin_permission`` (``change_project`` …)."""
     if not staff_review:
         return project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
-    if not staff_may_change(actor, model=model):
-        raise PermissionDenied(f"Reviewing needs the identity_app.change_{model} permission.")
+    if not staff_may(actor, admin_permission):
+        raise PermissionDenied(f"This needs the identity_app.{admin_permission} permission.")
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise NotFound("Project not found.")
@@ -67,7 +67,9 @@ def _project_to_manage(*, actor, project_id: str, staff_review: bool, model: str
 def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, staff_review: bool = False) -> Project:
     _check_description(description)
     with transaction.atomic():
-        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="project")
+        project = _project_to_manage(
+            actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="change_project"
+        )
         project = Project.objects.select_for_update().get(pk=project.pk)
         fields = []
         if name is not _UNSET:
@@ -84,7 +86,9 @@ def project_delete(*, actor, project_id: str, staff_review: bool = False) -> Non
     """Delete a project with its memberships and memories (cascade); owners only, or staff
     reviewing in the admin."""
     with transaction.atomic():
-        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="project")
+        project = _project_to_manage(
+            actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="delete_project"
+        )
         if not staff_review:
             _require_owner_for_owner_changes(actor=actor, project=project, roles=(Role.OWNER,))
         project.delete()
@@ -107,7 +111,9 @@ def membership_add(*, actor, project_id: str, username: str, role: str, staff_re
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
-        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
+        project = _project_to_manage(
+            actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="add_membership"
+        )
         _require_owner_for_owner_changes(actor=actor, project=project, roles=(role,), staff_review=staff_review)
         user = user_get_active(username=username)
         try:
@@ -131,7 +137,9 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
     with transaction.atomic():
-        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
+        project = _project_to_manage(
+            actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="change_membership"
+        )
         membership = _locked_membership(project=project, user_id=user_id)
         _require_owner_for_owner_changes(
             actor=actor, project=project, roles=(role, membership.role), staff_review=staff_review
@@ -144,7 +152,9 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_
 
 def membership_remove(*, actor, project_id: str, user_id: int, staff_review: bool = False) -> None:
     with transaction.atomic():
-        project = _project_to_manage(actor=actor, project_id=project_id, staff_review=staff_review, model="membership")
+        project = _project_to_manage(
+            actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="delete_membership"
+        )
         membership = _locked_membership(project=project, user_id=user_id)
         _require_owner_for_owner_changes(
             actor=actor, project=project, roles=(membership.role,), staff_review=staff_review

@@ -70,3 +70,12 @@ def test_service_call_lets_hidden_and_forbidden_through_to_the_middleware(error)
     with pytest.raises(type(error)), service_call(form):
         raise error
     assert not form.errors
+
+
+def test_service_call_puts_a_validation_error_without_fields_on_the_form():
+    form = _Form({"content": "x"})
+    assert form.is_valid()
+    with service_call(form) as call:
+        raise ValidationError("Something about the whole form.")
+    assert (call.ok, call.status) == (False, 400)
+    assert form.non_field_errors() == ["Something about the whole form."]

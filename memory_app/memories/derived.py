@@ -67,9 +67,9 @@ def memories_embed(memories: list[Memory], *, provider=None) -> int:
             .order_by("pk")
             .only("id", "scope_type", "scope_id", "status")
         }
-        kept = [(i, current[m.pk]) for i, m in enumerate(todo) if m.pk in current]
+        kept = [(current[m.pk], row) for m, row in zip(todo, matrix, strict=True) if m.pk in current]
         index.vectors_store(
-            [(m, m.status == Status.ACTIVE) for _, m in kept], [matrix[i] for i, _ in kept], provider=provider
+            [(m, m.status == Status.ACTIVE) for m, _ in kept], [row for _, row in kept], provider=provider
         )
         # Vectors stored concurrently (kept by ignore_conflicts) get the current scope too.
         sync_vector_scopes(memory_ids=list(current))

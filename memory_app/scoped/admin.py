@@ -53,7 +53,8 @@ class ChatBindingAdmin(ServiceModelAdmin):
     raw_id_fields = ["user"]
 
     def has_change_permission(self, request, obj=None):
-        return obj is None  # a binding is created or deleted, never edited
+        # A binding is created or deleted, never edited; the list needs the permission itself.
+        return obj is None and super().has_change_permission(request)
 
     def save_model(self, request, obj, form, change):
         binding = chat_binding_create(actor=request.user, chat_key=obj.chat_key, username=obj.user.username)

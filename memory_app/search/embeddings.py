@@ -13,6 +13,7 @@ little-endian float32 bytes, which every database stores the same way.
 """
 
 import json
+import re
 import urllib.error
 import urllib.request
 import zlib
@@ -24,6 +25,10 @@ from django.conf import settings
 from config.errors import ServiceUnavailable
 from memory_app.search.analysis import text_runs
 
+# The hashed-ngram model's own split into CJK and word runs. It is part of the model: a
+# change here changes every vector, so it would need a new ``model`` name (and a refresh).
+_MODEL_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_MODEL_RUNS = re.compile(rf"(?P<cjk>[{_MODEL_CJK}]+)|(?P<word>[^\W_{_MODEL_CJK}]+)")
 DTYPE = np.dtype("<f4")
 MAX_BATCH = 64
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -58,7 +63,7 @@ class HashedNgramEmbedding:
         self.model = f"crc32-ngram-{dim}"
 
     def _features(self, text: str):
-        for is_cjk, run in text_runs(text):
+        for is_cjk, run in text_runs(text, runs=_MODEL_RUNS):
             if is_cjk:
                 yield from run  # single characters
                 for i in range(len(run) - 1):

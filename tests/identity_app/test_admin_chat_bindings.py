@@ -35,17 +35,34 @@ def test_admin_cannot_bind_a_chat_twice(client, admin, alice, bob):
     assert list(ChatBinding.objects.values_list("user__username", flat=True)) == ["alice"]
 
 
-def test_staff_without_the_binding_permission_cannot_bind_through_the_admin(client, alice):
+def test_staff_without_the_binding_permission_cannot_bind(client, alice):
+    from django.contrib.auth.models import Permission
+
+    from config.errors import PermissionDenied
+    from identity_app.chat_bindings import chat_binding_create
+    from tests.factories import UserFactory
+
+    staff = UserFactory(username="reviewer", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_chatbinding"))
+    client.force_login(staff)
+    # The admin refuses the page; the service refuses the call on its own as well.
+    response = client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": alice.pk})
+    assert response.status_code == 403
+    with pytest.raises(PermissionDenied):
+        chat_binding_create(actor=staff, chat_key=PRIVATE, username="alice")
+    assert not ChatBinding.objects.exists()
+
+
+def test_staff_with_only_some_identity_permission_cannot_list_bindings(client, alice):
     from django.contrib.auth.models import Permission
 
     from tests.factories import UserFactory
 
-    staff = UserFactory(username="reviewer", is_staff=True)
-    # May open the admin page, but holds no add_chatbinding: the service refuses.
-    staff.user_permissions.add(Permission.objects.get(codename="view_chatbinding"))
+    ChatBinding.objects.create(chat_key=PRIVATE, user=alice)
+    staff = UserFactory(username="profiles", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_profile"))
     client.force_login(staff)
-    client.post(reverse("admin:identity_app_chatbinding_add"), {"chat_key": PRIVATE, "user": alice.pk})
-    assert not ChatBinding.objects.exists()
+    assert client.get(reverse("admin:identity_app_chatbinding_changelist")).status_code == 403
 
 
 def test_admin_delete_goes_through_the_service(client, admin, alice):

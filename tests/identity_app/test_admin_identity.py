@@ -74,16 +74,34 @@ def test_admin_membership_changes_go_through_the_services(client, admin, alice, 
     assert response.status_code == 200
 
 
-def test_staff_without_the_permission_cannot_change_memberships_through_the_service(alice, bob, project):
+def test_staff_review_needs_the_permission_of_the_action(alice, bob, mallory, project):
+    from django.contrib.auth.models import Permission
+
     from config.errors import PermissionDenied
-    from identity_app.models import Membership, Role
-    from identity_app.services import membership_change
+    from identity_app import services
+    from identity_app.models import Membership, Project, Role
     from tests.factories import UserFactory
 
-    plain_staff = UserFactory(username="plainstaff", is_staff=True)
+    staff = UserFactory(username="changer", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["change_membership", "change_project"]))
+    refused = [
+        lambda: services.membership_add(
+            actor=staff, project_id=project.pk, username="mallory", role="viewer", staff_review=True
+        ),
+        lambda: services.membership_remove(actor=staff, project_id=project.pk, user_id=bob.pk, staff_review=True),
+        lambda: services.project_delete(actor=staff, project_id=project.pk, staff_review=True),
+    ]
+    for call in refused:
+        with pytest.raises(PermissionDenied):
+            call()
+    plain = UserFactory(username="plainstaff", is_staff=True)
     with pytest.raises(PermissionDenied):
-        membership_change(actor=plain_staff, project_id=project.pk, user_id=bob.pk, role="owner", staff_review=True)
+        services.membership_change(actor=plain, project_id=project.pk, user_id=bob.pk, role="owner", staff_review=True)
     assert Membership.objects.get(project=project, user=bob).role == Role.MEMBER
+    assert not Membership.objects.filter(user=mallory).exists() and Project.objects.filter(pk=project.pk).exists()
+    # The permission it needs is enough: change_membership changes a role.
+    services.membership_change(actor=staff, project_id=project.pk, user_id=bob.pk, role="viewer", staff_review=True)
+    assert Membership.objects.get(project=project, user=bob).role == Role.VIEWER
 
 
 def test_admin_project_edit_and_delete_go_through_the_services(client, admin, alice, project):

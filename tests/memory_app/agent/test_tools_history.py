@@ -241,6 +241,16 @@ def test_search_matches_chinese_without_exact_substring(run_api, make_run, svc, 
     assert len(hits) == 1
 
 
+def test_search_matches_words_not_pieces_of_other_words(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    _say(svc, thread, "The application location is set to Berlin.")
+    _say(svc, thread, "Release 2025-05-01 is out.")
+    _say(svc, thread, "My cat is called Mochi and I have 5 plants.")
+    for query in ("cat", "5"):
+        hits = _search(run_api, make_run(alice, request_id=f"req-{query}"), query).json()["results"]
+        assert [h["snippet"] for h in hits] == ["My cat is called Mochi and I have 5 plants."], query
+
+
 # --- budgets --------------------------------------------------------------------------------
 
 
