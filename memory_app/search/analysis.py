@@ -4,7 +4,7 @@
   Japanese kana, Korean hangul) and runs of other word characters.
 - Word runs: stop words and one-letter words (but not digits) are dropped; the rest get a
   light suffix stemming that only ever *removes* a suffix, so a stem is always a prefix of
-  the word it came from: a word term matches at the start of a word (``occurrences``), and
+  the word it came from: a word term matches at the start of a word (``count_occurrences``), and
   a substring prefilter in SQL still finds every candidate.
 - CJK runs: overlapping character bigrams; a one- or two-character run is a term by itself
   (so ``咖啡`` and ``咖`` work). Bigrams made only of Chinese function characters are dropped.
@@ -60,12 +60,19 @@ def starts_with_cjk(text: str) -> bool:
     return _CJK_CHAR.match(text) is not None
 
 
-def occurrences(term: str) -> re.Pattern:
-    """Where ``term`` occurs in normalised text: anywhere for CJK, at the start of a word for
-    everything else ("cat" finds "cats", not "location")."""
-    if starts_with_cjk(term):
-        return re.compile(re.escape(term))
-    return re.compile(rf"(?<![^\W_{CJK}]){re.escape(term)}")
+def count_occurrences(text: str, term: str) -> int:
+    """How often ``term`` occurs in normalised ``text``: anywhere for a CJK term, at the start
+    of a word for everything else ("cat" counts in "cats", not in "location")."""
+    found = text.count(term)
+    if not found or starts_with_cjk(term):
+        return found
+    count, start = 0, 0
+    while (at := text.find(term, start)) != -1:
+        before = text[at - 1] if at else " "
+        if not before.isalnum() or starts_with_cjk(before):
+            count += 1
+        start = at + 1
+    return count
 
 
 def stem(word: str) -> str:

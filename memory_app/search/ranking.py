@@ -1,7 +1,7 @@
 """Ranking shared by every search: BM25 over candidate texts and reciprocal rank fusion.
 
 BM25 (k1=1.2, b=0.75) counts each term where it occurs in the normalised text (word terms at
-the start of a word, CJK bigrams anywhere; see ``analysis.occurrences``), with lengths in
+the start of a word, CJK bigrams anywhere; see ``analysis.count_occurrences``), with lengths in
 characters and document frequencies over the candidates given. The score is then scaled by the share of query terms
 the text covers, and a text that contains the whole query verbatim gets a bonus, so a
 natural-language question ranks texts sharing its content words, not only exact substrings.
@@ -10,7 +10,7 @@ natural-language question ranks texts sharing its content words, not only exact 
 import math
 from collections.abc import Hashable, Iterable, Sequence
 
-from memory_app.search.analysis import normalize, occurrences
+from memory_app.search.analysis import count_occurrences, normalize
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -23,15 +23,14 @@ def bm25_scores(texts: Sequence[str], terms: list[str], query: str) -> list[floa
     if not texts or not terms:
         return [0.0] * len(texts)
     lowered = [" ".join(normalize(text).split()) for text in texts]
-    patterns = {t: occurrences(t) for t in terms}
-    counts = [{t: len(p.findall(text)) for t, p in patterns.items()} for text in lowered]
+    counts = [{t: count_occurrences(text, t) for t in terms} for text in lowered]
     n_docs = len(lowered)
     lengths = [max(len(text), 1) for text in lowered]
     avg_len = sum(lengths) / n_docs
     df = {t: sum(1 for tfs in counts if tfs[t]) for t in terms}
     idf = {t: math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     whole = " ".join(normalize(query).split())
-    verbatim = occurrences(whole) if len(whole) >= 2 else None
+    verbatim = whole if len(whole) >= 2 else None
     scores = []
     for text, tfs, length in zip(lowered, counts, lengths, strict=True):
         score, covered = 0.0, 0
@@ -46,7 +45,7 @@ def bm25_scores(texts: Sequence[str], terms: list[str], query: str) -> list[floa
             scores.append(0.0)
             continue
         score *= 0.5 + 0.5 * covered / len(terms)
-        if verbatim is not None and verbatim.search(text):
+        if verbatim is not None and count_occurrences(text, verbatim):
             score += VERBATIM_BONUS
         scores.append(score)
     return scores
