@@ -129,3 +129,18 @@ def test_project_description_limit_applies_to_every_adapter(api, alice):
     response = api(alice).post("/api/projects", {"name": "Long", "description": "x" * 4001}, format="json")
     assert response.status_code == 400
     assert not Project.objects.filter(name="Long").exists()
+
+
+def test_project_delete_outside_the_admin_takes_an_owner(alice, bob, mallory, project):
+    from config.errors import NotFound, PermissionDenied
+    from identity_app.models import Membership, Project, Role
+    from identity_app.services import project_delete
+
+    Membership.objects.filter(project=project, user=bob).update(role=Role.ADMIN)
+    with pytest.raises(PermissionDenied):
+        project_delete(actor=bob, project_id=project.pk)  # a project admin is not an owner
+    with pytest.raises(NotFound):
+        project_delete(actor=mallory, project_id=project.pk)  # a non-member does not see it
+    assert Project.objects.filter(pk=project.pk).exists()
+    project_delete(actor=alice, project_id=project.pk)
+    assert not Project.objects.filter(pk=project.pk).exists()
