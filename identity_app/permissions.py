@@ -45,15 +45,10 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
     return cached
 
 
-def staff_may(actor: AbstractBaseUser, codename: str) -> bool:
-    """Admin review: active staff holding ``identity_app.<codename>`` (superusers hold all)."""
-    return bool(
-        actor
-        and actor.is_authenticated
-        and actor.is_active
-        and actor.is_staff
-        and actor.has_perm(f"identity_app.{codename}")
-    )
+def staff_may(actor: AbstractBaseUser, permission: str) -> bool:
+    """Admin review: active staff holding ``permission`` (``app_label.codename``; superusers
+    hold all). The one rule for every ``staff_review`` path."""
+    return bool(actor and actor.is_authenticated and actor.is_active and actor.is_staff and actor.has_perm(permission))
 
 
 def require_service_principal(actor: AbstractBaseUser) -> None:

@@ -56,7 +56,7 @@ def _project_to_manage(*, actor, project_id: str, staff_review: bool, admin_perm
     (``staff_review``), as active staff holding ``admin_permission`` (``change_project`` …)."""
     if not staff_review:
         return project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
-    if not staff_may(actor, admin_permission):
+    if not staff_may(actor, f"identity_app.{admin_permission}"):
         raise PermissionDenied(f"This needs the identity_app.{admin_permission} permission.")
     project = Project.objects.filter(pk=project_id).first()
     if project is None:

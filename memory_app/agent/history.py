@@ -11,8 +11,8 @@ from django.db.models import Q
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
-from config.validation import clean_text
-from memory_app.agent.budgets import json_size, truncate_json_text, truncate_utf8, utf8_len
+from config.validation import clean_text, json_size
+from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.models import ToolCall
 from memory_app.agent.selectors import history_messages, history_threads
 from memory_app.search.analysis import query_terms

@@ -15,10 +15,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
-from config.validation import clean_text, validate_json_container, validate_json_value
+from config.validation import clean_text, json_size, validate_json_container, validate_json_value
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, require_service_principal
 from identity_app.selectors import user_get_active
-from memory_app.agent.budgets import json_size, utf8_len
+from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
     LeaseLost,

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
-from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission
+from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission, staff_may
 from memory_app.memories import derived
 from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
@@ -51,13 +51,7 @@ def _validate_kind(kind, tier: str) -> str:
 def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
     """Admin review: active staff holding the ``change_memory`` permission may correct or
     forget a memory of any tier (only through ``staff_review=True`` in the admin)."""
-    return bool(
-        actor
-        and actor.is_authenticated
-        and actor.is_active
-        and actor.is_staff
-        and actor.has_perm("memory_app.change_memory")
-    )
+    return staff_may(actor, "memory_app.change_memory")
 
 
 def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
