@@ -41,6 +41,11 @@ class TooLarge(DomainError):
     code = "too_large"
 
 
+class PayloadTooLarge(DomainError):
+    status_code = 413
+    code = "payload_too_large"
+
+
 class ServiceUnavailable(DomainError):
     status_code = 503
     code = "unavailable"

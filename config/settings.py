@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.validation.RejectNulInRequestMiddleware",
+    "config.validation.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -236,6 +237,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024)
+# API request bodies: refused (413) above this size before anything reads them, and (400)
+# when arrays and objects nest deeper than this before they are decoded.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
+if API_MAX_BODY_BYTES < 1024 or not 2 <= API_MAX_JSON_DEPTH <= 200:
+    raise ImproperlyConfigured("API_MAX_BODY_BYTES must be at least 1024 and API_MAX_JSON_DEPTH 2..200")
 
 LOGGING = {
     "version": 1,

@@ -1,17 +1,26 @@
 """Text that can be stored: no NUL characters (PostgreSQL text and jsonb refuse them) and no
 lone UTF-16 surrogates (they have no UTF-8 form). Every service validator that accepts text
 or JSON from outside calls these, and the API's JSON parser applies the same rule to whole
-request bodies."""
+request bodies.
 
+Request bodies sent to the API are bounded before they are parsed: at most
+``API_MAX_BODY_BYTES`` (413 ``payload_too_large``) and at most ``API_MAX_JSON_DEPTH`` levels
+of nested arrays and objects (400 ``too_deep``)."""
+
+import io
 import json
 import re
+from itertools import accumulate
 
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.utils.json import strict_constant
 
-from config.api import error_body
-from config.errors import InvalidInput, TooLarge
+from config.api import error_body, is_api_request
+from config.errors import InvalidInput, PayloadTooLarge, TooLarge
 
 ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
 
@@ -86,16 +95,97 @@ def is_valid_id(value) -> bool:
     return isinstance(value, str) and ID_RE.fullmatch(value) is not None
 
 
+# A JSON string literal (escapes included), and anything that is not a bracket.
+_JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in the JSON document ``text``, found without parsing it:
+    brackets outside string literals, counted. ``json.loads`` recurses once per level and a
+    deep enough document exhausts the interpreter's stack, so this runs first. On a malformed
+    document the figure may be off; the parser that runs next refuses it anyway."""
+    brackets = _NOT_BRACKET_RE.sub("", _JSON_STRING_RE.sub("", text))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+
+
+def payload_too_large_message(limit: int) -> str:
+    return f"The request body is larger than {limit} bytes."
+
+
 class SafeJSONParser(JSONParser):
-    """The API's JSON parser: a body carrying NUL characters or unpaired surrogates anywhere is
-    a malformed request (400 ``malformed_request``) before any view sees it."""
+    """The API's JSON parser. It reads at most ``API_MAX_BODY_BYTES`` (413 beyond), refuses
+    nesting deeper than ``API_MAX_JSON_DEPTH`` before decoding (400 ``too_deep``), and treats a
+    body carrying NUL characters or unpaired surrogates anywhere as malformed (400
+    ``malformed_request``), all before any view sees it."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type=media_type, parser_context=parser_context)
+        limit = settings.API_MAX_BODY_BYTES
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge(payload_too_large_message(limit))
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        max_depth = settings.API_MAX_JSON_DEPTH
+        # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the scan.
+        if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
+            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code="too_deep")
+        try:
+            data = json.loads(text, parse_constant=strict_constant if self.strict else None)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        except RecursionError:  # unreachable after the depth check; never a 500 all the same
+            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code="too_deep") from None
         problem = json_text_problem(data)
         if problem:
             raise ParseError(f"a string {problem}.")
         return data
+
+
+class ApiBodyLimitMiddleware:
+    """Bodies sent to ``/api/`` are capped before anything reads them. A declared
+    ``Content-Length`` over ``API_MAX_BODY_BYTES`` is answered 413 at once. A chunked body (no
+    ``Content-Length``) is read up to the cap when the server marks its input as terminated
+    (``wsgi.input_terminated``, as gunicorn does) and refused the same way when longer; other
+    servers hand such a body to nobody, since the request stream is limited to the declared
+    length, which is then 0."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api_request(request):
+            return self.get_response(request)
+        limit = settings.API_MAX_BODY_BYTES
+        declared = _declared_length(request.META)
+        if declared is not None and declared > limit:
+            return _payload_too_large(limit)
+        if declared is None and _is_chunked(request.META) and request.META.get("wsgi.input_terminated"):
+            body = request.META["wsgi.input"].read(limit + 1)
+            if len(body) > limit:
+                return _payload_too_large(limit)
+            request.META["CONTENT_LENGTH"] = str(len(body))
+            request._stream = LimitedStream(io.BytesIO(body), len(body))
+        return self.get_response(request)
+
+
+def _declared_length(meta) -> int | None:
+    try:
+        return int(meta["CONTENT_LENGTH"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _is_chunked(meta) -> bool:
+    return "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
+def _payload_too_large(limit: int) -> JsonResponse:
+    return JsonResponse(error_body("payload_too_large", payload_too_large_message(limit)), status=413)
 
 
 class RejectNulInRequestMiddleware:
