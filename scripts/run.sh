@@ -5,6 +5,11 @@ cd "$(dirname "$0")/.."
 HOST=${1:-127.0.0.1}
 PORT=${2:-8000}
 export DEBUG=${DEBUG:-1}
+# runserver serves every request in a thread of its own, and a thread's database connection is
+# never handed to another: kept open for reuse (DB_CONN_MAX_AGE), each one would stay open until
+# garbage collection found it, and PostgreSQL would run out of connections under load. Here
+# each connection is closed when its request ends.
+export DB_CONN_MAX_AGE=0
 PY=.venv/bin/python
 $PY manage.py migrate --noinput >/dev/null
 if [ -n "${DJANGO_SUPERUSER_USERNAME:-}" ] && [ -n "${DJANGO_SUPERUSER_PASSWORD:-}" ]; then
