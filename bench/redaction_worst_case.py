@@ -1,14 +1,26 @@
-"""Redaction time on adversarial text of the largest size a run can have (MAX_TEXT_CHARS).
+"""Redaction: time on adversarial text, and what it removes from ordinary text.
 
-    .venv/bin/python bench/redaction_worst_case.py
+    .venv/bin/python bench/redaction_worst_case.py [--show]
 
-Each shape is repeated to 200 000 characters; prints seconds per shape (linear patterns stay
-well under a second each; a quadratic one would take minutes).
+1. Each adversarial shape is repeated to the largest size a run text can have (MAX_TEXT_CHARS,
+   200 000 characters); prints seconds per shape (linear patterns stay well under a second
+   each; a quadratic one would take minutes).
+2. False positives: redacts ordinary text that holds no secret and prints, per corpus, how many
+   redactions of each kind were made (``--show`` prints each redacted piece). The corpora are
+   built from what every installation has: Python's own documentation (English prose with code),
+   this repository's README and docs, Django's Chinese translations, this repository's git log
+   (commit ids and messages), generated UUIDs and SHA-1/SHA-256 digests, the URLs found in that
+   English text and in Django's source, and the paths of the installed packages' files.
 """
 
+import hashlib
 import os
+import random
+import re
+import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -20,6 +32,8 @@ django.setup()
 
 from memory_app.automemory.redaction import redact  # noqa: E402
 from memory_app.automemory.worker import MAX_TEXT_CHARS  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SHAPES = {
     "prose": "We decided to use PostgreSQL for billing and the token is kept in the vault. ",
@@ -35,15 +49,116 @@ SHAPES = {
     "chinese": "密码为“",
     "phone_like": "+1 ",
     "cookie_lines": "cookie: a\n",
+    # Shapes aimed at the token formats and the bare-secret pass.
+    "bot_ids": "12345678:",
+    "hex_run": "0123456789abcdef",
+    "base64_run": "aB3/",
+    "base64_words": "aB3dE5fG7hJ9kL1mN2pQ ",
+    "near_aws_keys": "aB3dE5fG7hJ9kL1mN2pQaB3dE5fG7hJ9kL1mN2p ",
+    "dotted_tokens": "MTA4NjYxMjM0NTY3ODkwMTIzNA.",
+    "key_then_word": "token aB3dE5fG7hJ9kL1m ",
+    "key_then_digits": "api key 1",
 }
 
 
-def main() -> None:
+def english() -> str:
+    parts = [(ROOT / "README.md").read_text(), *(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))]
+    try:
+        from pydoc_data.topics import topics  # Python's language reference, as `help()` shows it
+    except ImportError:
+        topics = {}
+    return "\n".join(parts + list(topics.values()))
+
+
+def chinese() -> str:
+    root = Path(django.__file__).parent
+    strings = []
+    for po in sorted(root.rglob("locale/zh_Han*/LC_MESSAGES/django*.po")):
+        strings += re.findall(r'^msgstr(?:\[\d\])? "(.+)"$', po.read_text(), re.M)
+    return "\n".join(strings)
+
+
+def git_log() -> str:
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(ROOT), "log", "--format=%H %h %s%n%b"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return result.stdout
+
+
+def identifiers() -> str:
+    rng = random.Random(1)
+    lines = []
+    for i in range(2000):
+        a, b = uuid.UUID(int=rng.getrandbits(128), version=4), uuid.UUID(int=rng.getrandbits(128), version=4)
+        sha1 = hashlib.sha1(str(i).encode()).hexdigest()
+        lines.append(f"Run {a} (request {b.hex}) was fixed in commit {sha1} ({sha1[:7]}); see {str(b).upper()}.")
+    return "\n".join(lines)
+
+
+def urls() -> str:
+    text = english() + "".join(p.read_text(errors="ignore") for p in Path(django.__file__).parent.rglob("*.py"))
+    return "\n".join(f"See {url} for that." for url in sorted(set(re.findall(r"https?://[^\s\"'<>)\]`]+", text))))
+
+
+def paths() -> str:
+    site = Path(django.__file__).parent.parent
+    return "\n".join(f"The file {os.path.join(d, f)} was changed." for d, _, files in os.walk(site) for f in files)
+
+
+CORPORA = {
+    "english": english,
+    "chinese": chinese,
+    "git_log": git_log,
+    "ids": identifiers,
+    "urls": urls,
+    "paths": paths,
+}
+_MARKER = re.compile(r"\[REDACTED:\w+\]")
+
+
+def worst_case() -> None:
+    print(f"Worst case ({MAX_TEXT_CHARS} characters per shape)")
     for name, unit in SHAPES.items():
         text = (unit * (MAX_TEXT_CHARS // len(unit) + 1))[:MAX_TEXT_CHARS]
         start = time.perf_counter()
         redact(text, contact_info=True)
-        print(f"{name:>14}: {time.perf_counter() - start:6.3f} s for {len(text)} chars")
+        print(f"{name:>16}: {time.perf_counter() - start:6.3f} s")
+
+
+def false_positives(show: bool) -> None:
+    print("\nRedactions in ordinary text (secrets only; contact details off)")
+    for name, build in CORPORA.items():
+        text = build()
+        lines = text.splitlines()
+        start = time.perf_counter()
+        changed = []
+        counts: dict[str, int] = {}
+        for line in lines:
+            result = redact(line, contact_info=False)
+            if result.counts:
+                changed.append((line, result.text))
+                for kind, n in result.counts.items():
+                    counts[kind] = counts.get(kind, 0) + n
+        elapsed = time.perf_counter() - start
+        summary = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or "none"
+        print(
+            f"{name:>8}: {len(text):>9} chars, {len(lines):>6} lines, {len(changed):>3} changed ({summary}) {elapsed:5.2f} s"
+        )
+        if show:
+            for before, after in changed:
+                print(f"          - {before[:160]}\n          + {after[:160]}")
+
+
+def main() -> None:
+    worst_case()
+    false_positives(show="--show" in sys.argv)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ Order matters: whole blocks (private keys, connection strings) first, then heade
 key=value forms, then bare token formats, then (by setting) contact information.
 """
 
+import math
 import re
+import string
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -19,18 +22,25 @@ _SECRET_WORDS = (
     r"pass(?:word|wd|phrase)?|pwd|secret|token|api[\s_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key"
 )
-# A key that names a secret: db_password, "apiKey", X-API-Key, AWS_SECRET_ACCESS_KEY, api key …
-# The key is a whole run of [\w.-] (starting where a run starts, taken possessively) in whose
-# first 80 characters a secret word occurs: linear time even on long or dotted words.
-_KEY_NAME = rf"(?<![\w.-])(?=[\w.-]{{0,80}}?(?:{_SECRET_WORDS}))[\w.-]++(?:\s+key\b)?"
+# A key that names a secret: db_password, "apiKey", X-API-Key, AWS_SECRET_ACCESS_KEY, api key,
+# spring.datasource.password, secret.key … The key is a whole run of [\w.-] (starting where a
+# run starts, taken possessively) in whose first 80 characters a secret word occurs, and whose
+# last dotted part names the secret too (or is "key"/"value"), so a file name such as
+# "tokens.py" or "password_reset.html" is not a key: linear time even on long or dotted words.
+_KEY_NAME = (
+    rf"(?<![\w.-])(?=[\w.-]{{0,80}}?(?:{_SECRET_WORDS}))(?:[\w-]*+\.)*+"
+    rf"(?=[\w-]{{0,80}}?(?:{_SECRET_WORDS})|(?:key|value)\b)[\w-]++(?:\s+key\b)?"
+)
 _KEY = rf"({_KEY_NAME})"
 # What separates the key from the value: ``=``, ``:``, ``=>``, ``->`` (a JSON key's closing
 # quote allowed first), or prose: "is", "is:", "was", "set to", "for staging is",
-# "for prod:" …
+# "for prod:" …, or only a space when the value looks generated ("the auth token 9f8e…",
+# "api key Zm9v…": 16+ characters holding both letters and digits).
 _SEP = (
     r"(\"?\s*(?:[:=]|=>|->)\s*|"
     r"(?:\s+(?:for|of|on|in|to)\b[^\n.,;:=\"']{0,40}?)?"
-    r"(?:\s*[:=]\s*|\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*))"
+    r"(?:\s*[:=]\s*|\s+(?:is|was|are|=|set\s+to|changed\s+to)\b\s*[:=]?\s*)|"
+    r"[^\S\n]+(?=[A-Za-z0-9])(?=[A-Za-z_/+=-]{0,200}\d)(?=[\d_/+=-]{0,200}[A-Za-z])(?=[A-Za-z0-9_/+=-]{16}))"
 )
 # The value: quoted (spaces, commas and all, up to the closing quote or the end of the line)
 # or one unquoted word.
@@ -119,6 +129,101 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     # This service's own credentials: API keys (``mk_…``) and run tokens (``run_<id>.<gen>.<secret>``).
     ("api_key", re.compile(r"\bmk_[A-Za-z0-9_-]{20,}"), marker("api_key")),
     ("token", re.compile(r"\brun_[0-9a-z]{26}\.\d+\.[A-Za-z0-9_-]{20,}"), marker("token")),
+    # Telegram bot tokens: the bot id, a colon and 35 characters (also inside api.telegram.org/bot…).
+    ("token", re.compile(r"(?:(?<=bot)|(?<![\w:]))\d{5,12}:[A-Za-z0-9_-]{35}(?![\w-])"), marker("token")),
+    # PyPI and TestPyPI upload tokens are macaroons; their base64 always begins with "AgE".
+    ("api_key", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"), marker("api_key")),
+    # Discord: bot tokens (base64 user id . timestamp . HMAC), old "mfa." user tokens, webhooks.
+    (
+        "token",
+        re.compile(r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}(?![\w-])"),
+        marker("token"),
+    ),
+    ("token", re.compile(r"\bmfa\.[A-Za-z0-9_-]{80,}"), marker("token")),
+    (
+        "api_key",
+        re.compile(r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/(?:v\d+/)?webhooks/[A-Za-z0-9/_-]+"),
+        marker("api_key"),
+    ),
+    # Twilio: account SID (AC…) and API key SID (SK…), with the secret when it follows a colon
+    # (``-u SK…:secret``).
+    ("api_key", re.compile(r"\b(?:AC|SK)[0-9a-fA-F]{32}(?::[A-Za-z0-9]{32})?\b"), marker("api_key")),
+    # Google: OAuth access tokens, refresh tokens and OAuth client secrets.
+    ("token", re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}"), marker("token")),
+    ("token", re.compile(r"(?<![\w/])1//0[A-Za-z0-9_-]{30,}"), marker("token")),
+    ("api_key", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), marker("api_key")),
+    # Mailchimp, Square, Artifactory and Shopify keys, and Azure storage / service bus keys in
+    # connection strings.
+    ("api_key", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"), marker("api_key")),
+    ("api_key", re.compile(r"\bsq0(?:atp|csp|idp)-[A-Za-z0-9_-]{22,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bAKCp[A-Za-z0-9]{20,}"), marker("api_key")),
+    ("api_key", re.compile(r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"), marker("api_key")),
+    (
+        "api_key",
+        re.compile(r"(?i)\b((?:Account|SharedAccess)Key\s*=\s*)[^;\s\"']+"),
+        r"\1" + marker("api_key"),
+    ),
+]
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy of the characters of ``value``, in bits per character."""
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in Counter(value).values())
+
+
+# Each letter or digit becomes its class: u(pper), l(ower), d(igit); anything else stays.
+_CLASSES = str.maketrans(
+    string.ascii_uppercase + string.ascii_lowercase + string.digits, "u" * 26 + "l" * 26 + "d" * 10
+)
+_PAIR = re.compile(r"(?=[uld][uld])")
+_CHANGE = re.compile(r"(?=l[ud]|ud|d[ul])")
+
+
+def _class_changes(value: str) -> float:
+    """Share of neighbouring letters/digits whose class changes, not counting an upper-case
+    letter followed by a lower-case one. A random base64 string changes class at about half of
+    its positions; words, CamelCase names and paths (``Jinja2DivFormRenderer``: 0.2) far less."""
+    classes = value.translate(_CLASSES)
+    pairs = len(_PAIR.findall(classes))
+    return len(_CHANGE.findall(classes)) / pairs if pairs else 0.0
+
+
+def _looks_random(value: str, *, min_changes: float) -> bool:
+    """Upper case, lower case and digits, mixed as in random text: the entropy is at least 0.8
+    of the most a string of that length can have, and the classes change often enough. Hex
+    (git ids, UUIDs, digests) has no upper case and never qualifies."""
+    if not (re.search("[A-Z]", value) and re.search("[a-z]", value) and re.search("[0-9]", value)):
+        return False
+    if _class_changes(value) < min_changes:
+        return False
+    return _entropy(value) >= 0.8 * math.log2(min(len(value), 64))
+
+
+def _if_random(kind: str, min_changes: float):
+    def replace(match: re.Match) -> str:
+        value = match.group(0)
+        return marker(kind) if _looks_random(value, min_changes=min_changes) else value
+
+    return replace
+
+
+# Bare secrets with no key name and no known prefix, after everything above (so a known format
+# keeps its own kind). Measured on ordinary text (bench/redaction_worst_case.py): English and
+# Chinese prose, git ids and messages, UUIDs, URLs and file paths are left as they are.
+_BARE_RULES: list[tuple[str, re.Pattern, str | Callable[[re.Match], str]]] = [
+    # 64 or more hex digits: a 256-bit key or signing secret (an "0x" Ethereum key too). A
+    # SHA-256 digest looks the same and goes as well; a 40-hex git commit id and a UUID are kept.
+    ("secret", re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64,}+(?![0-9A-Za-z])"), marker("secret")),
+    # An AWS secret access key: exactly 40 base64 characters. The looser class-change bound lets
+    # the documented example key (which ends in "EXAMPLEKEY") through as a secret too.
+    (
+        "secret",
+        re.compile(r"(?<![A-Za-z0-9/+=_-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_-])"),
+        _if_random("secret", 0.15),
+    ),
+    # Any other random-looking run of base64/base64url characters of 20 or more.
+    ("secret", re.compile(r"(?<![A-Za-z0-9/+=_-])[A-Za-z0-9/+=_-]{20,}+"), _if_random("secret", 0.25)),
 ]
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _CONTACT_RULES: list[tuple[str, re.Pattern, str]] = [
@@ -146,11 +251,27 @@ def redact(text: str, *, contact_info: bool = True) -> Redacted:
     # "Ｐａｓｓｗｏｒｄ: …" is a password like any other. Zero-width characters go too.
     original = text or ""
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", original))
-    rules = _RULES + (_CONTACT_RULES if contact_info else [])
+    rules = _RULES + (_CONTACT_RULES if contact_info else []) + _BARE_RULES
     for kind, pattern, replacement in rules:
-        text, n = pattern.subn(replacement, text or "")
+        text, n = _substitute(pattern, replacement, text)
         if n:
             counts[kind] += n
     if not counts:
         return Redacted(text=original, counts={})  # nothing found: the text stays as it was
     return Redacted(text=text, counts=dict(counts))
+
+
+def _substitute(pattern: re.Pattern, replacement, text: str) -> tuple[str, int]:
+    """``pattern.subn``, where a callable replacement may decline a match by returning it as is
+    (a declined match is not counted)."""
+    if not callable(replacement):
+        return pattern.subn(replacement, text)
+    replaced = 0
+
+    def replace(match: re.Match) -> str:
+        nonlocal replaced
+        result = replacement(match)
+        replaced += result != match.group(0)
+        return result
+
+    return pattern.sub(replace, text), replaced

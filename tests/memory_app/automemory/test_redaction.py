@@ -1,8 +1,10 @@
 """Secrets never reach the store or the log: each kind, end to end through the worker."""
 
 import logging
+from collections import Counter
 
 import pytest
+from django.db import connection
 
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.redaction import redact
@@ -225,3 +227,211 @@ def test_auto_memories_exist_for_redacted_statements(alice, project, db):
     finished_run(user=alice, project=project, text="We use AKIAIOSFODNN7EXAMPLE for uploads.")
     round_run(worker_id="test")
     assert list(auto_memories().values_list("content", flat=True)) == ["We use [REDACTED:api_key] for uploads."]
+
+
+# --- Token formats and bare secrets, end to end through a chat run ---------------------------
+# Fake values in the real shapes.
+TELEGRAM = "5012345678:AAEhQk4bXz1V9mN2rT6yP0wL3cJ8sD5fG7a"
+PYPI = (
+    "pypi-AgEIcHlwaS5vcmcCJGI4YmNhMDA5LTg0ZTgtNDdkMC1iNjIyLTdiOTJjZDUyMjc1YQACJXsicGVybWlzc2lvbnMiOiAidXNl"
+    "ciIsICJ2ZXJzaW9uIjogMX0AAAYgNh0aD5rqzqsZGIcDtkvh3ssuaJFL9ToELJiAoCPd1mI"
+)
+TEST_PYPI = "pypi-AgENdGVzdC5weXBpLm9yZwIkNmQ3ZTRmYjItYjE2Zi00ZGQ2LWE5YjYtN2JhZTE0NjAwZmI4AAIqWzMsIjQ1"
+DISCORD = "MTA4NjYxMjM0NTY3ODkwMTIzNA.GkXq3Z.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab"
+DISCORD_WEBHOOK = (
+    "https://discord.com/api/webhooks/1086612345678901234/Zk3Qx9LmP2vR7tY1wB5nC8dF0gH4jK6sA_ZmVfQ-1xN9oPq2"
+)
+TWILIO_SID = "AC" + "fedcba9876543210" * 2
+TWILIO_KEY = "SK" + "0123456789abcdef" * 2
+TWILIO_KEY_SECRET = "Qm3xZ9pL2vR7tY1wB5nC8dF0gH4jK6sA"
+TWILIO_AUTH = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+GOOGLE_ACCESS = "ya29.a0AfH6SMBx7Ql9kXcYzR2Vb3pN4mT5uW6eH7jK8lQ9rS0tU1vW2xY3zA4bC5dE6fG7hI8jK9lM0nO"
+GOOGLE_REFRESH = "1//0gLxJ7kQ2mN9pR4tV6wY8zA1bC3dE5fG7hI9jK0lM2nO4pQ6rS8tU"
+AWS_EXAMPLE_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+AWS_SECRET = "Xq9+2fLk7Rz/Pw4Nc8Vb1Hd6Ts3Ym0Ga5Ej+Uo7K"
+HEX64 = "5f2b7c9e1a4d8b3f6e0c2a9d7b1e4f8a3c6d9e2b5a8f1c4e7d0a3b6c9f2e5d8a"
+RANDOM_BARE = "7Fh3kQ9zLm2Xp8Rv4Tn6Wb1Yc5Jd0Gs"
+
+# (kind, statement holding the secret, the strings that must not be stored or logged)
+FORMATS = [
+    ("telegram_bot_token", f"We decided the alert bot uses {TELEGRAM} for the ops channel.", [TELEGRAM[11:]]),
+    (
+        "telegram_in_url",
+        f"We always call https://api.telegram.org/bot{TELEGRAM}/sendMessage for alerts.",
+        [TELEGRAM[11:]],
+    ),
+    ("pypi_token", f"We use {PYPI} for publishing.", [PYPI[5:]]),
+    ("test_pypi_token", f"We use {TEST_PYPI} for the dry runs.", [TEST_PYPI[5:]]),
+    ("discord_bot_token", f"We decided the Discord bot runs with {DISCORD} in prod.", [DISCORD.split(".")[2]]),
+    ("discord_webhook", f"We always post releases to {DISCORD_WEBHOOK} on Fridays.", ["Zk3Qx9LmP2vR7tY1wB5n"]),
+    ("twilio_api_key", f"We use the Twilio key {TWILIO_KEY} for SMS.", [TWILIO_KEY]),
+    (
+        "twilio_key_and_secret",
+        f"We always call the SMS API with -u {TWILIO_KEY}:{TWILIO_KEY_SECRET} from the worker.",
+        [TWILIO_KEY, TWILIO_KEY_SECRET],
+    ),
+    (
+        "twilio_account_and_auth_token",
+        f"We use Twilio account {TWILIO_SID} with auth token {TWILIO_AUTH} for SMS.",
+        [TWILIO_SID, TWILIO_AUTH],
+    ),
+    ("google_access_token", f"We decided to test Drive with {GOOGLE_ACCESS} today.", [GOOGLE_ACCESS[5:]]),
+    ("google_refresh_token", f"We use {GOOGLE_REFRESH} for the calendar sync.", [GOOGLE_REFRESH[4:]]),
+    ("aws_secret_bare", f"We use {AWS_SECRET} for uploads.", [AWS_SECRET]),
+    ("aws_example_secret_bare", f"We use {AWS_EXAMPLE_SECRET} for uploads.", [AWS_EXAMPLE_SECRET]),
+    ("aws_secret_after_key_name", f"We use aws_secret_access_key {AWS_SECRET} for uploads.", [AWS_SECRET]),
+    ("aws_secret_in_prose", f"We use the AWS secret access key: {AWS_SECRET} for uploads.", [AWS_SECRET]),
+    ("hex64_secret", f"We always sign webhooks with {HEX64} on prod.", [HEX64]),
+    ("hex_private_key", f"We use 0x{HEX64} as the deployer key.", [HEX64]),
+    ("random_bare_secret", f"We use {RANDOM_BARE} for the webhook.", [RANDOM_BARE]),
+    (
+        "mailchimp_key",
+        "We use 0123456789abcdef0123456789abcdef-us14 for newsletters.",
+        ["0123456789abcdef0123456789abcdef"],
+    ),
+    ("square_token", "We use sq0atp-Zk3Qx9LmP2vR7tY1wB5nC8 for payments.", ["Zk3Qx9LmP2vR7tY1wB5nC8"]),
+    ("shopify_token", f"We use shpat_{'0123456789abcdef' * 2} for the shop.", ["0123456789abcdef" * 2]),
+    (
+        "azure_account_key",
+        "We use DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zk3Qx9LmP2vR7tY1wB5nC8dF0g==;"
+        "EndpointSuffix=core.windows.net for blobs.",
+        ["Zk3Qx9LmP2vR7tY1wB5nC8dF0g"],
+    ),
+]
+
+
+def _text_cells() -> list[tuple[str, str, str]]:
+    """Every cell of every table in the database, as (table, column, text)."""
+    cells = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
+            columns = [c[0] for c in cursor.description]
+            for row in cursor.fetchall():
+                for column, value in zip(columns, row, strict=True):
+                    if isinstance(value, memoryview | bytes):
+                        cells.append((table, column, bytes(value).decode("latin-1")))
+                    elif value is not None:
+                        cells.append((table, column, str(value)))
+    return cells
+
+
+def _cells_holding(secrets: list[str]) -> Counter:
+    return Counter(cell for cell in _text_cells() if any(secret in cell[2] for secret in secrets))
+
+
+def _chat_run(service, run_api, *, project, text: str) -> str:
+    """A chat run of alice's in ``project`` whose conversation holds ``text``, finished through
+    the API as an agent runtime does it."""
+    conversation = service.post(
+        "/api/conversations", {"user": "alice", "title": "Ops", "project_id": project.pk}, format="json"
+    )
+    assert conversation.status_code == 201, conversation.content
+    conversation_id = conversation.json()["id"]
+    run = service.post(
+        "/api/runs",
+        {
+            "user": "alice",
+            "conversation_id": conversation_id,
+            "request_id": "req-1",
+            "kind": "chat",
+            "worker_id": "w1",
+            "lease_seconds": 60,
+            "prompt": text,
+            "project_id": project.pk,
+        },
+        format="json",
+    )
+    assert run.status_code == 201, run.content
+    run = run.json()
+    for role, content in (("user", text), ("assistant", "Noted, I will keep that in mind.")):
+        message = service.post(
+            f"/api/conversations/{conversation_id}/messages",
+            {"role": role, "content": content, "run_id": run["id"]},
+            format="json",
+        )
+        assert message.status_code == 201, message.content
+    done = run_api(run["run_token"]).post(
+        f"/api/runs/{run['id']}/finish", {"status": "completed", "usage": {"duration_s": 60}}, format="json"
+    )
+    assert done.status_code == 200, done.content
+    return run["id"]
+
+
+def _extract_now(client, run_id: str) -> None:
+    response = client.post("/api/users/me/auto-memory/run")
+    assert response.status_code == 200, response.content
+    assert [(p["run_id"], p["outcome"]) for p in response.json()["processed"]] == [(run_id, "extracted")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("kind", "statement", "secrets"), FORMATS, ids=[f[0] for f in FORMATS])
+def test_token_format_reaches_no_table_and_no_log(api, svc, run_api, alice, project, caplog, kind, statement, secrets):
+    enable(alice, min_length_chars=10, min_idle_minutes=0, min_duration_seconds=0)
+    owner = api(alice)
+    with caplog.at_level(logging.DEBUG):
+        run_id = _chat_run(api(svc), run_api, project=project, text=statement)
+        before = _cells_holding(secrets)  # the conversation itself: the input, kept as written
+        _extract_now(owner, run_id)
+    assert before, "the secret was not in the conversation"
+    assert not _cells_holding(secrets) - before  # nothing the extraction wrote holds it
+    [memory] = auto_memories(project)
+    assert "[REDACTED:" in memory.content
+    for secret in secrets:
+        assert secret not in memory.content
+        assert secret not in caplog.text
+        assert secret not in str(owner.get("/api/users/me/auto-memory-log").json())
+
+
+ORDINARY = [
+    "We use commit 9fceb02d0ae598e95dc970b74767f19372d61af8 as the base of v2.3.1 since 2024-01-15.",
+    "We use run 3f2b8c1e-4d5a-4b6c-9e7f-0a1b2c3d4e5f (request 3f2b8c1e4d5a4b6c9e7f0a1b2c3d4e5f) as the example.",
+    "We always quote the GUID 3F2B8C1E-4D5A-4B6C-9E7F-0A1B2C3D4E5F and the short id 9fceb02 in tickets.",
+    "We use https://docs.djangoproject.com/en/5.2/ref/settings/#std-setting-DATABASES for the options.",
+    "We decided /usr/lib/python3.11/site-packages/django/contrib/auth/password_validation.py stays untouched.",
+    "We always edit memory_app/automemory/redaction.py together with tests/memory_app/automemory/test_redaction.py.",
+    "We use /home/User1/Documents/ProjectFiles/abcde for the fixtures.",
+    "The file rest_framework/authtoken/migrations/0003_tokenproxy.py was changed.",
+    "We decided Jinja2DivFormRenderer replaces DjangoDivFormRenderer and OGR_F_GetFieldAsInteger64 stays.",
+    "We use ThisIsAVeryLongCamelCaseIdentifierName2 and test_secret_never_reaches_store_or_log as names.",
+    "We use build 2024.11.30-rc1+g1a2b3c4 (deployed 2026-11-30T15:39:40Z) on node ip-10-0-3-17.",
+    "我们决定把计费服务迁移到 PostgreSQL 16，并在 2024-01-15 之前完成。",
+    "我们使用 Redis 7 做缓存，提交 9fceb02d0ae598e95dc970b74767f19372d61af8 已经合并。",
+    "We always rotate the tokens every month and keep secrets in the vault.",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_with_ids_urls_and_paths_is_unchanged(text):
+    result = redact(text)
+    assert result.text == text and result.counts == {}
+
+
+@pytest.mark.django_db
+def test_ordinary_conversation_is_remembered_word_for_word(api, svc, run_api, alice, project, caplog):
+    enable(alice, min_length_chars=10, min_idle_minutes=0, min_duration_seconds=0)
+    text = "\n".join(ORDINARY)
+    with caplog.at_level(logging.DEBUG):
+        run_id = _chat_run(api(svc), run_api, project=project, text=text)
+        _extract_now(api(alice), run_id)
+    contents = set(auto_memories(project).values_list("content", flat=True))
+    statements = {line for line in ORDINARY if line.startswith(("We ", "我们"))}
+    assert statements <= contents
+    assert "[REDACTED:" not in all_stored_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "counts"),
+    [
+        (f"bot {TELEGRAM}", {"token": 1}),
+        (PYPI, {"api_key": 1}),
+        (DISCORD, {"token": 1}),
+        (f"{TWILIO_SID} {TWILIO_KEY}", {"api_key": 2}),
+        (GOOGLE_ACCESS, {"token": 1}),
+        (f"key {AWS_SECRET} and {HEX64}", {"secret": 2}),
+        (f"sha256:{HEX64}", {"secret": 1}),  # a digest cannot be told from a key: it goes too
+        ("the auth token 9f8e7d6c5b4a39281706f5e4d3c2b1a0.", {"password": 1}),
+    ],
+)
+def test_each_format_is_counted_under_its_kind(text, counts):
+    assert redact(text).counts == counts
