@@ -58,7 +58,11 @@ class Profile(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        permissions = [("run_agents", "Can act as a service principal that runs agents")]
+        permissions = [
+            ("run_agents", "Can act as a service principal that runs agents"),
+            # Global memories enter every user's context: staff need this grant, not the staff flag.
+            ("write_global_memories", "Can write global memories (shared by every user)"),
+        ]
 
     def __str__(self):
         return self.display_name or self.user.get_username()

@@ -19,6 +19,7 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 }
 
 RUN_AGENTS_PERM = "identity_app.run_agents"
+WRITE_GLOBAL_PERM = "identity_app.write_global_memories"
 
 
 def role_permissions(role: str | None) -> frozenset[str]:
@@ -54,6 +55,12 @@ def staff_may(actor: AbstractBaseUser, permission: str) -> bool:
 def require_service_principal(actor: AbstractBaseUser) -> None:
     if not is_service_principal(actor):
         raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
+
+
+def may_write_global(actor: AbstractBaseUser) -> bool:
+    """Global items reach every user's context, so writing them takes an explicit grant:
+    service principals, or staff holding ``identity_app.write_global_memories``."""
+    return is_service_principal(actor) or staff_may(actor, WRITE_GLOBAL_PERM)
 
 
 def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:

@@ -8,7 +8,13 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
-from identity_app.permissions import CREATE_TASK, is_service_principal, project_require_permission, staff_may
+from identity_app.permissions import (
+    CREATE_TASK,
+    is_service_principal,
+    may_write_global,
+    project_require_permission,
+    staff_may,
+)
 from memory_app.memories import derived
 from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
@@ -54,6 +60,11 @@ def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
     return staff_may(actor, "memory_app.change_memory")
 
 
+GLOBAL_WRITE_REFUSED = (
+    "Global memories reach everyone: writing them takes the identity_app.write_global_memories permission."
+)
+
+
 def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
     """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403."""
     if staff_review:
@@ -71,8 +82,8 @@ def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: boo
             if Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
                 raise PermissionDenied("Only service principals may change chat memories.")
             raise NotFound("Memory not found.")
-    elif tier == Tier.GLOBAL and not (actor.is_staff or is_service_principal(actor)):
-        raise PermissionDenied("Only staff and service principals may change global memories.")
+    elif tier == Tier.GLOBAL and not may_write_global(actor):
+        raise PermissionDenied(GLOBAL_WRITE_REFUSED)
 
 
 def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
@@ -90,8 +101,8 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
             raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
-        if not (actor.is_staff or is_service_principal(actor)):
-            raise PermissionDenied("Only staff and service principals may write global memories.")
+        if not may_write_global(actor):
+            raise PermissionDenied(GLOBAL_WRITE_REFUSED)
         return {"scope_id": GLOBAL_SCOPE_ID, "owner": None, "project": None}
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 

@@ -1,10 +1,11 @@
 """Writing chat/global items for bots (``POST /api/memory/items``, docs/scoped-memory.md).
 
 The scope always comes from the session and the kind (``scope.write_scope``); metadata can
-not choose it, and only staff may write to global directly. Neither metadata nor evidence may
-carry the keys scope migration reads as clues (``scope.SCOPE_CLUE_KEYS``): the system records
-the real session as ``evidence.source_session_id``. Duplicates are looked for inside the
-target scope only: the same text in another chat is not a duplicate. Two texts are
+not choose it, and only staff holding ``identity_app.write_global_memories`` may write to
+global directly. Neither metadata nor evidence may carry the keys scope migration reads as
+clues (``scope.SCOPE_CLUE_KEYS``): the system records the real session as
+``evidence.source_session_id``. Duplicates are looked for inside the target scope only: the
+same text in another chat is not a duplicate. Two texts are
 duplicates when their normalized forms (``duplicate_key``) are equal — the one rule both this
 check and dreaming's archive pass use.
 """
@@ -16,6 +17,7 @@ from django.db import connection, transaction
 
 from config.errors import InvalidInput, PermissionDenied
 from config.validation import clean_text, validate_json_value
+from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.automemory.extraction import normalize_text
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, Status
@@ -133,8 +135,10 @@ def scoped_item_create(
             raise InvalidInput(
                 "Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope"
             )
-        if not actor.is_staff:
-            raise PermissionDenied("Only staff may write global items directly.")
+        if not staff_may(actor, WRITE_GLOBAL_PERM):
+            raise PermissionDenied(
+                "Only staff with the identity_app.write_global_memories permission may write global items."
+            )
         scope = GLOBAL_SCOPE
     else:
         if not session_id:

@@ -70,3 +70,37 @@ def test_admin_delete_goes_through_the_service(client, admin, alice):
     client.force_login(admin)
     client.post(reverse("admin:identity_app_chatbinding_delete", args=[binding.pk]), {"post": "yes"})
     assert not ChatBinding.objects.exists()
+
+
+def test_staff_without_any_permission_cannot_list_or_open_bindings(client, alice):
+    from tests.factories import UserFactory
+
+    binding = ChatBindingFactory(chat_key=PRIVATE, user=alice)
+    client.force_login(UserFactory(username="bare-staff", is_staff=True))
+    assert client.get(reverse("admin:identity_app_chatbinding_changelist")).status_code == 403
+    assert client.get(reverse("admin:identity_app_chatbinding_change", args=[binding.pk])).status_code == 403
+    assert b"milky:private" not in client.get(reverse("admin:index")).content
+
+
+def test_staff_with_the_view_permission_reads_bindings_but_cannot_change_them(client, alice, bob):
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    binding = ChatBindingFactory(chat_key=PRIVATE, user=alice)
+    staff = UserFactory(username="viewer-staff", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_chatbinding"))
+    client.force_login(staff)
+    listing = client.get(reverse("admin:identity_app_chatbinding_changelist"))
+    assert listing.status_code == 200 and PRIVATE.encode() in listing.content
+    detail = client.get(reverse("admin:identity_app_chatbinding_change", args=[binding.pk]))
+    assert detail.status_code == 200 and b'name="_save"' not in detail.content  # read-only
+    client.post(
+        reverse("admin:identity_app_chatbinding_change", args=[binding.pk]), {"chat_key": PRIVATE, "user": bob.pk}
+    )
+    assert (
+        client.post(reverse("admin:identity_app_chatbinding_delete", args=[binding.pk]), {"post": "yes"}).status_code
+        == 403
+    )
+    assert client.get(reverse("admin:identity_app_chatbinding_add")).status_code == 403
+    assert list(ChatBinding.objects.values_list("chat_key", "user__username")) == [(PRIVATE, "alice")]

@@ -249,3 +249,37 @@ def test_staff_flag_alone_cannot_bind_a_chat_and_read_it(api, svc, alice):
     assert not ChatBinding.objects.exists()
     search = client.post("/api/memory/search", {"query": "oat milk", "session_id": A}, format="json")
     assert search.status_code in (403, 404) and "oat milk" not in search.content.decode()
+
+
+def test_staff_flag_alone_cannot_write_global_items(api):
+    from django.contrib.auth.models import Permission
+
+    from config.errors import PermissionDenied
+    from memory_app.memories import services
+    from tests.factories import UserFactory
+
+    ops = UserFactory(username="ops", is_staff=True)
+    response = post_item(api(ops), content="Deploy on Fridays is forbidden", kind="warning", scope_type="global")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "permission_denied"
+    with pytest.raises(PermissionDenied):
+        services.memory_create(actor=ops, tier="global", kind="warning", content="Deploy on Fridays is forbidden")
+    assert not Memory.objects.exists()
+    # The explicit permission is what allows it.
+    ops.user_permissions.add(Permission.objects.get(codename="write_global_memories"))
+    ops = type(ops).objects.get(pk=ops.pk)  # drop the cached permissions
+    response = post_item(api(ops), content="Deploy on Fridays is forbidden", kind="warning", scope_type="global")
+    assert response.status_code == 201 and response.json()["scope_type"] == "global"
+
+
+def test_staff_flag_alone_cannot_correct_or_forget_global_items(api):
+    from config.errors import PermissionDenied
+    from memory_app.memories import services
+    from tests.factories import GlobalMemoryFactory, UserFactory
+
+    item = GlobalMemoryFactory(content="Backups run at 02:00")
+    ops = UserFactory(username="ops", is_staff=True)
+    with pytest.raises(PermissionDenied):
+        services.memory_supersede(actor=ops, memory_id=item.pk, content="Backups run at 03:00")
+    with pytest.raises(PermissionDenied):
+        services.memory_forget(actor=ops, memory_id=item.pk)
+    assert list(Memory.objects.values_list("content", "status")) == [("Backups run at 02:00", "active")]
