@@ -186,6 +186,12 @@ MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-sma
 MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")
 MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 512)
 
+# API tokens: every key expires; this many days unless the issuer chooses (at most the maximum).
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
+API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
+if not 1 <= API_TOKEN_DEFAULT_DAYS <= API_TOKEN_MAX_DAYS <= 3650:
+    raise ImproperlyConfigured("API_TOKEN_DEFAULT_DAYS and API_TOKEN_MAX_DAYS must satisfy 1 <= default <= max <= 3650")
+
 # --- Security (production defaults; DEBUG relaxes the ones that need HTTPS) -----------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)

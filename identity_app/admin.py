@@ -93,11 +93,23 @@ class MembershipAdmin(ServiceModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "user", "name", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["prefix", "user", "name", "created_at", "expires_at", "last_used_at", "revoked_at", "limited"]
     list_select_related = ["user"]
     search_fields = ["user__username", "prefix", "name"]
-    readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
+    readonly_fields = [
+        "prefix",
+        "key_hash",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "only_user_ids",
+        "only_project_ids",
+    ]
     raw_id_fields = ["user"]
 
     def has_add_permission(self, request):
-        return False  # keys are issued by `manage.py issue_token`, which shows the key once
+        return False  # keys are issued by `manage.py issue_token` or self-service, which show the key once
+
+    @admin.display(boolean=True, description="limited")
+    def limited(self, obj):
+        return obj.restricted

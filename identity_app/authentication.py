@@ -1,11 +1,23 @@
+from datetime import timedelta
+
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from identity_app.models import ApiToken, hash_token
+from identity_app.permissions import token_reach_attach
+
+# ``last_used_at`` is at most this stale: a token is touched once per interval, not per request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+# Only the holder of a key reads these, so naming why it stopped working tells an attacker nothing.
+REFUSED_STATES = {"expired": "This token has expired.", "revoked": "This token has been revoked."}
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Token <key>``; keys are looked up by their SHA-256, never stored."""
+    """``Authorization: Token <key>``; keys are looked up by their SHA-256, never stored.
+
+    A revoked or expired key is refused (401). A limited key's reach travels with the user
+    object of the request (``identity_app.permissions.token_reach``)."""
 
     keyword = "Token"
 
@@ -19,16 +31,28 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             key = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        token = (
-            ApiToken.objects.select_related("user").filter(key_hash=hash_token(key), revoked_at__isnull=True).first()
-        )
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(key)).first()
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")
         now = timezone.now()
-        # Touch at most once a minute so reads do not turn every request into a write.
-        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        state = token.state(now)
+        if state != "active":
+            raise exceptions.AuthenticationFailed(REFUSED_STATES[state])
+        token_touch(token, now=now)
+        token_reach_attach(token.user, token)
         return token.user, token
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+def token_touch(token: ApiToken, *, now) -> None:
+    """Record use at most once per ``LAST_USED_RESOLUTION``: no write when the loaded value is
+    fresh, and a conditional UPDATE otherwise, so concurrent requests write it once."""
+    stale_before = now - LAST_USED_RESOLUTION
+    if token.last_used_at is not None and token.last_used_at > stale_before:
+        return
+    ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=token.pk).update(
+        last_used_at=now
+    )
+    token.last_used_at = now

@@ -11,8 +11,8 @@ from django.db.models import QuerySet
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.models import ChatBinding
-from identity_app.permissions import is_service_principal
-from identity_app.selectors import user_get_active
+from identity_app.permissions import is_service_principal, reach_allows_project, reach_q
+from identity_app.selectors import user_get_acting
 from identity_app.session_keys import ChatAddress
 
 BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
@@ -30,8 +30,11 @@ def _may_manage(actor: AbstractBaseUser) -> bool:
 
 
 def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
+    """Managers see every binding (a limited service token: those of users in its reach);
+    anyone else their own."""
     qs = ChatBinding.objects.select_related("user").order_by("chat_key")
-    return qs if _may_manage(user) else qs.filter(user=user)
+    qs = qs if _may_manage(user) else qs.filter(user=user)
+    return qs.filter(reach_q(user, user_field="user", project_field=None))
 
 
 def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str) -> ChatBinding:
@@ -40,7 +43,9 @@ def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:
         raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")
-    user = user_get_active(username=username)
+    if not reach_allows_project(actor, None):
+        raise PermissionDenied("This token works only inside its projects; chats are outside them.")
+    user = user_get_acting(actor=actor, username=username)
     try:
         with transaction.atomic():
             return ChatBinding.objects.create(chat_key=address.chat_key, user=user)

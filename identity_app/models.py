@@ -120,18 +120,41 @@ def hash_token(key: str) -> str:
 
 
 class ApiToken(models.Model):
-    """An API key. Only its SHA-256 is stored; the key itself is shown once at issue time."""
+    """An API key. Only its SHA-256 is stored; the key itself is shown once at issue time.
+
+    Every key expires (``expires_at``). A service principal's key may be limited to some users
+    and/or projects (``only_user_ids`` / ``only_project_ids``; ``None`` = no limit on that axis,
+    an empty list = nothing); ``identity_app.permissions`` applies the limit everywhere. Ids
+    rather than many-to-many rows, so that deleting the last listed project leaves an empty
+    list (reaches nothing) instead of no list (reaches everything); ids are never reused.
+    """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=12, editable=False)
     name = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    only_user_ids = models.JSONField(null=True, blank=True, default=None)
+    only_project_ids = models.JSONField(null=True, blank=True, default=None)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"], name="apitoken_user_idx")]
 
     def __str__(self):
         return f"{self.prefix}… ({self.user_id})"
+
+    @property
+    def restricted(self) -> bool:
+        return self.only_user_ids is not None or self.only_project_ids is not None
+
+    def state(self, now) -> str:
+        """``active``, ``expired`` or ``revoked``."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "active" if now < self.expires_at else "expired"
 
 
 class ChatBinding(models.Model):

@@ -1,11 +1,15 @@
-"""Project roles → permissions, and the one check every adapter uses."""
+"""Project roles → permissions, and the one check every adapter uses; the reach of a limited
+API token (``TokenReach``), which every selector and service that acts for another user or
+on a project applies through the functions below."""
+
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db.models import Q
 
-from config.errors import NotFound, PermissionDenied
+from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import is_valid_id
-from identity_app.models import Membership, Project, Role
+from identity_app.models import ApiToken, ChatBinding, Membership, Project, Role
 
 READ = "read"
 CREATE_TASK = "create_task"
@@ -57,10 +61,94 @@ def require_service_principal(actor: AbstractBaseUser) -> None:
         raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
 
 
+# --- the reach of a limited token ----------------------------------------------------------
+@dataclass(frozen=True)
+class TokenReach:
+    """Where a limited API token may act (docs/API.md, "API tokens").
+
+    ``user_ids``: the users it may act for and whose rows it may see (their private chats
+    included); ``project_ids``: the projects it may work in. ``None`` leaves that axis open;
+    with both set, both hold. Anything outside is answered as if it did not exist.
+    """
+
+    token_id: int
+    user_ids: frozenset[int] | None
+    project_ids: frozenset[str] | None
+
+
+_REACH_ATTR = "_token_reach"
+
+
+def token_reach_attach(user: AbstractBaseUser, token: ApiToken) -> None:
+    """Called by the token authentication: the request's user carries its token's reach."""
+    if token.restricted:
+        reach = TokenReach(
+            token_id=token.pk,
+            user_ids=None if token.only_user_ids is None else frozenset(int(i) for i in token.only_user_ids),
+            project_ids=None if token.only_project_ids is None else frozenset(str(i) for i in token.only_project_ids),
+        )
+        setattr(user, _REACH_ATTR, reach)
+
+
+def token_reach(actor: AbstractBaseUser) -> TokenReach | None:
+    """The reach of the token ``actor`` authenticated with; ``None``: not limited (any
+    unlimited token, a web session, a command)."""
+    return getattr(actor, _REACH_ATTR, None)
+
+
+def reach_allows_user(actor: AbstractBaseUser, user_id) -> bool:
+    """May ``actor`` act for (or as) the user ``user_id``?"""
+    reach = token_reach(actor)
+    return reach is None or reach.user_ids is None or user_id in reach.user_ids
+
+
+def reach_allows_project(actor: AbstractBaseUser, project_id) -> bool:
+    """May ``actor`` work in the project ``project_id`` (``None``: outside any project)?"""
+    reach = token_reach(actor)
+    return (
+        reach is None or reach.project_ids is None or (project_id is not None and str(project_id) in reach.project_ids)
+    )
+
+
+def reach_require_project(actor: AbstractBaseUser, project_id) -> None:
+    """For work that a service principal starts for a user (a conversation, a run): inside a
+    project of the token's reach. A project outside it is answered like a missing one."""
+    if reach_allows_project(actor, project_id):
+        return
+    if project_id is None:
+        raise InvalidInput("This token works only inside its projects; give project_id.", code="project_required")
+    raise NotFound("Project not found.")
+
+
+def reach_q(actor: AbstractBaseUser, *, user_field: str, project_field: str | None) -> Q:
+    """Rows within reach: those of a user in its reach (``user_field``) and in a project in its
+    reach (``project_field``; ``None``: rows of that kind belong to no project)."""
+    reach = token_reach(actor)
+    rule = Q()
+    if reach is None:
+        return rule
+    if reach.user_ids is not None:
+        rule &= Q(**{f"{user_field}__in": reach.user_ids})
+    if reach.project_ids is not None:
+        rule &= Q(**{f"{project_field}__in": reach.project_ids}) if project_field else Q(pk__in=[])
+    return rule
+
+
+def chat_keys_in_reach(actor: AbstractBaseUser):
+    """The chat keys a limited token may touch: the private chats bound to users in its reach
+    (a values queryset); ``None`` when ``actor`` is not limited. A chat bound to nobody (a
+    group) is never in a limited token's reach."""
+    if token_reach(actor) is None:
+        return None
+    return ChatBinding.objects.filter(reach_q(actor, user_field="user_id", project_field=None)).values("chat_key")
+
+
 def may_write_global(actor: AbstractBaseUser) -> bool:
     """Global items reach every user's context, so writing them takes an explicit grant:
-    service principals, or staff holding ``identity_app.write_global_memories``."""
-    return is_service_principal(actor) or staff_may(actor, WRITE_GLOBAL_PERM)
+    service principals with an unlimited token, or staff holding ``identity_app.write_global_memories``."""
+    if is_service_principal(actor):
+        return token_reach(actor) is None
+    return staff_may(actor, WRITE_GLOBAL_PERM)
 
 
 def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:
@@ -70,6 +158,8 @@ def project_require_permission(*, user: AbstractBaseUser, project_id: str, permi
     the permission gets PermissionDenied.
     """
     if not user or not user.is_authenticated or not is_valid_id(str(project_id)):
+        raise NotFound("Project not found.")
+    if not reach_allows_project(user, project_id):  # outside a limited token's projects
         raise NotFound("Project not found.")
     membership = Membership.objects.select_related("project").filter(project_id=str(project_id), user=user).first()
     if membership is None:
@@ -82,4 +172,8 @@ def project_require_permission(*, user: AbstractBaseUser, project_id: str, permi
 def project_ids_with_permission(*, user: AbstractBaseUser, permission: str = READ):
     """A queryset of project ids where ``user`` holds ``permission`` (for filters/subqueries)."""
     roles = [role for role, perms in ROLE_PERMISSIONS.items() if permission in perms]
-    return Membership.objects.filter(user=user, role__in=roles).values("project_id")
+    reach = token_reach(user)
+    memberships = Membership.objects.filter(user=user, role__in=roles)
+    if reach is not None and reach.project_ids is not None:
+        memberships = memberships.filter(project_id__in=reach.project_ids)
+    return memberships.values("project_id")

@@ -1,12 +1,18 @@
-"""Reads of identity data: profiles, projects, memberships, and users looked up by name."""
+"""Reads of identity data: profiles, projects, memberships, users looked up by name, and the
+caller's API tokens."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from config.errors import InvalidInput
-from identity_app.models import Membership, Profile, Project
-from identity_app.permissions import READ, project_ids_with_permission
+from config.errors import InvalidInput, NotFound
+from identity_app.models import ApiToken, Membership, Profile, Project
+from identity_app.permissions import (
+    READ,
+    project_ids_with_permission,
+    reach_allows_user,
+    token_reach,
+)
 
 
 def profile_get(*, user: AbstractBaseUser) -> Profile:
@@ -32,12 +38,52 @@ def membership_role(*, user: AbstractBaseUser, project: Project) -> str | None:
     return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
+def _unknown_user(username) -> InvalidInput:
+    return InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+
+
+def user_find_active(*, username) -> AbstractBaseUser | None:
+    if not isinstance(username, str) or not username:
+        return None
+    return get_user_model().objects.filter(username=username, is_active=True).first()
+
+
 def user_get_active(*, username) -> AbstractBaseUser:
     """The active user called ``username``; anything else (unknown, inactive, not a string) is
     a 400 ``unknown_user``."""
     if not isinstance(username, str) or not username:
         raise InvalidInput("user must be a username.", code="unknown_user")
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    user = user_find_active(username=username)
     if user is None:
-        raise InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+        raise _unknown_user(username)
     return user
+
+
+def user_get_acting(*, actor: AbstractBaseUser, username) -> AbstractBaseUser:
+    """The user a service principal acts for: an active user within the reach of its token.
+    A user outside that reach gets exactly the answer of one who does not exist."""
+    user = user_get_active(username=username)
+    if not reach_allows_user(actor, user.pk):
+        raise _unknown_user(username)
+    return user
+
+
+# --- API tokens ----------------------------------------------------------------------------
+def tokens_visible(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    """The caller's own tokens, newest first; a limited token sees only itself (so it cannot
+    rotate its way to a wider key)."""
+    qs = ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
+    reach = token_reach(user)
+    return qs if reach is None else qs.filter(pk=reach.token_id)
+
+
+def token_get(*, user: AbstractBaseUser, token_id) -> ApiToken:
+    token = tokens_visible(user=user).filter(pk=token_id).first() if str(token_id).isdigit() else None
+    if token is None:
+        raise NotFound("Token not found.")
+    return token
+
+
+def usernames_by_id(user_ids) -> dict[int, str]:
+    """Usernames of the given ids in one query (for showing token limits)."""
+    return dict(get_user_model().objects.filter(pk__in=list(user_ids)).values_list("pk", "username"))

@@ -1,12 +1,30 @@
 import secrets
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Membership, Profile, Project, Role, hash_token
-from identity_app.permissions import MANAGE, project_require_permission, staff_may
-from identity_app.selectors import membership_role, user_get_active
+from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.validation import clean_text
+from identity_app.models import (
+    MAX_DESCRIPTION_CHARS,
+    ApiToken,
+    Membership,
+    Profile,
+    Project,
+    Role,
+    hash_token,
+)
+from identity_app.permissions import (
+    MANAGE,
+    is_service_principal,
+    project_require_permission,
+    staff_may,
+    token_reach,
+)
+from identity_app.selectors import membership_role, token_get, user_get_active
 
 _UNSET = object()
 
@@ -164,13 +182,133 @@ def membership_remove(*, actor, project_id: str, user_id: int, staff_review: boo
 
 
 TOKEN_PREFIX = "mk_"
+MAX_TOKEN_LIMIT_ENTRIES = 100
 
 
-def token_issue(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
-    """Create a token and return it with its plain key; the key is not recoverable later."""
-    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, key_hash=hash_token(key), prefix=key[:10], name=name)
+def _token_lifetime(expires_in_days) -> timedelta:
+    if expires_in_days is None:
+        return timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
+    if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
+        raise InvalidInput("expires_in_days must be a whole number of days.", code="invalid_expiry")
+    if not 1 <= expires_in_days <= settings.API_TOKEN_MAX_DAYS:
+        raise InvalidInput(
+            f"expires_in_days must be between 1 and {settings.API_TOKEN_MAX_DAYS}.", code="invalid_expiry"
+        )
+    return timedelta(days=expires_in_days)
+
+
+def _limit_list(values, *, field: str) -> list[str] | None:
+    if values is None:
+        return None
+    if not isinstance(values, list | tuple) or not all(isinstance(v, str) and v for v in values):
+        raise InvalidInput(f"{field} must be a list of names.", code="invalid_limits")
+    if not values:
+        raise InvalidInput(f"{field} may not be empty; leave it out for no limit.", code="invalid_limits")
+    if len(values) > MAX_TOKEN_LIMIT_ENTRIES:
+        raise TooLarge(f"{field} may list at most {MAX_TOKEN_LIMIT_ENTRIES} entries.")
+    return list(dict.fromkeys(values))
+
+
+def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None, list[str] | None]:
+    """Usernames and project ids → the stored id lists. Only a service principal's key can be
+    limited: it is the only kind that acts for other users or in projects it is not a member of."""
+    usernames = _limit_list(only_users, field="only_users")
+    project_ids = _limit_list(only_projects, field="only_projects")
+    if usernames is None and project_ids is None:
+        return None, None
+    if not is_service_principal(user):
+        raise InvalidInput(
+            "Only a service principal's token can be limited to users or projects.", code="invalid_limits"
+        )
+    user_ids = None
+    if usernames is not None:
+        user_ids = sorted(user_get_active(username=name).pk for name in usernames)
+    if project_ids is not None:
+        found = set(Project.objects.filter(pk__in=project_ids).values_list("pk", flat=True))
+        missing = [pid for pid in project_ids if pid not in found]
+        if missing:
+            raise InvalidInput(f"No project {missing[0]!r}.", code="unknown_project")
+        project_ids = sorted(found)
+    return user_ids, project_ids
+
+
+def _new_key() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def token_issue(
+    *,
+    user: AbstractBaseUser,
+    name: str = "",
+    expires_in_days: int | None = None,
+    only_users: list[str] | None = None,
+    only_projects: list[str] | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its plain key; the key is not recoverable later.
+
+    It expires after ``expires_in_days`` (default ``API_TOKEN_DEFAULT_DAYS``, at most
+    ``API_TOKEN_MAX_DAYS``); ``only_users`` (usernames) and ``only_projects`` (ids) limit a
+    service principal's token (docs/API.md)."""
+    if not isinstance(name, str) or len(name) > 100:
+        raise InvalidInput("name must be a string of at most 100 characters.", code="invalid_name")
+    clean_text(name, field="name")
+    lifetime = _token_lifetime(expires_in_days)
+    user_ids, project_ids = _token_limits(user=user, only_users=only_users, only_projects=only_projects)
+    key = _new_key()
+    token = ApiToken.objects.create(
+        user=user,
+        key_hash=hash_token(key),
+        prefix=key[:10],
+        name=name.strip(),
+        expires_at=timezone.now() + lifetime,
+        only_user_ids=user_ids,
+        only_project_ids=project_ids,
+    )
     return token, key
+
+
+def token_create(*, actor: AbstractBaseUser, **options) -> tuple[ApiToken, str]:
+    """Self-service: a new token for ``actor``. A request made with a limited token may not
+    create keys (the new key could be wider); it can rotate or revoke itself."""
+    if token_reach(actor) is not None:
+        raise PermissionDenied("A limited token cannot create tokens; use an unlimited one or the web UI.")
+    return token_issue(user=actor, **options)
+
+
+def token_revoke(*, actor: AbstractBaseUser, token_id) -> ApiToken:
+    """Revoke one of ``actor``'s tokens (another user's: 404). Revoking twice is a no-op."""
+    with transaction.atomic():
+        token = token_get(user=actor, token_id=token_id)
+        token = ApiToken.objects.select_for_update().get(pk=token.pk)
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+    return token
+
+
+def token_rotate(*, actor: AbstractBaseUser, token_id) -> tuple[ApiToken, str]:
+    """Replace an active token by a new key with the same name, limits and lifetime, and
+    revoke the old one, in one transaction. Returns the new token and its key (shown once)."""
+    now = timezone.now()
+    with transaction.atomic():
+        token = token_get(user=actor, token_id=token_id)
+        token = ApiToken.objects.select_for_update().get(pk=token.pk)
+        if token.state(now) != "active":
+            raise Conflict(f"This token is {token.state(now)}; create a new one instead.", code="token_not_active")
+        lifetime = min(token.expires_at - token.created_at, timedelta(days=settings.API_TOKEN_MAX_DAYS))
+        key = _new_key()
+        new = ApiToken.objects.create(
+            user=token.user,
+            key_hash=hash_token(key),
+            prefix=key[:10],
+            name=token.name,
+            expires_at=now + lifetime,
+            only_user_ids=token.only_user_ids,
+            only_project_ids=token.only_project_ids,
+        )
+        token.revoked_at = now
+        token.save(update_fields=["revoked_at"])
+    return new, key
 
 
 def user_grant_service(*, user: AbstractBaseUser) -> None:

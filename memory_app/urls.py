@@ -1,12 +1,10 @@
 """Every route of the app, collected from the packages that own them.
 
 ``api_urlpatterns`` are mounted under ``/api/``; ``web_urlpatterns`` at the site root in the
-``web`` namespace (the profile page of ``identity_app`` shares that namespace).
+``web`` namespace (the pages of ``identity_app`` share that namespace).
 """
 
-from django.urls import path
-
-from identity_app.web import views as identity_views
+from identity_app.web import views as identity_web
 from memory_app.agent import api as agent_api
 from memory_app.agent import web as agent_web
 from memory_app.automemory import api as automemory_api
@@ -27,7 +25,7 @@ api_urlpatterns = [
 
 web_urlpatterns = [
     *memories_web.urlpatterns,
-    path("profile/", identity_views.profile, name="profile"),
+    *identity_web.urlpatterns,
     *agent_web.urlpatterns,
     *automemory_web.urlpatterns,
     *scoped_web.urlpatterns,

@@ -1,7 +1,10 @@
+from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
-from config.api import StrictCharField, StrictInputMixin
-from identity_app.models import MAX_DESCRIPTION_CHARS, Membership, Profile, Project, Role
+from config.api import StrictCharField, StrictInputMixin, StrictIntegerField
+from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Membership, Profile, Project, Role
+from identity_app.services import MAX_TOKEN_LIMIT_ENTRIES
 
 
 class ProfileOutput(serializers.ModelSerializer):
@@ -60,3 +63,59 @@ class MemberAddInput(StrictInputMixin, serializers.Serializer):
 
 class MemberChangeInput(StrictInputMixin, serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
+
+
+class TokenOutput(serializers.ModelSerializer):
+    """A token without its key. ``only_users`` are usernames (from ``context["usernames"]``),
+    ``only_projects`` project ids; ``null`` means no limit."""
+
+    state = serializers.SerializerMethodField()
+    only_users = serializers.SerializerMethodField()
+    only_projects = serializers.ListField(source="only_project_ids", child=serializers.CharField(), allow_null=True)
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "state",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "only_users",
+            "only_projects",
+        ]
+
+    def get_state(self, token) -> str:
+        return token.state(timezone.now())
+
+    def get_only_users(self, token) -> list[str] | None:
+        if token.only_user_ids is None:
+            return None
+        names = self.context.get("usernames", {})
+        return [names.get(user_id, f"#{user_id}") for user_id in token.only_user_ids]
+
+
+class TokenIssuedOutput(TokenOutput):
+    """A new token with its key: the only time the key is ever shown."""
+
+    key = serializers.SerializerMethodField()
+
+    class Meta(TokenOutput.Meta):
+        fields = [*TokenOutput.Meta.fields, "key"]
+
+    def get_key(self, token) -> str:
+        return self.context["key"]
+
+
+class TokenCreateInput(StrictInputMixin, serializers.Serializer):
+    name = StrictCharField(max_length=100, allow_blank=True, required=False, default="")
+    expires_in_days = StrictIntegerField(min_value=1, max_value=settings.API_TOKEN_MAX_DAYS, required=False)
+    only_users = serializers.ListField(
+        child=StrictCharField(max_length=150), allow_empty=False, max_length=MAX_TOKEN_LIMIT_ENTRIES, required=False
+    )
+    only_projects = serializers.ListField(
+        child=StrictCharField(max_length=40), allow_empty=False, max_length=MAX_TOKEN_LIMIT_ENTRIES, required=False
+    )

@@ -11,4 +11,9 @@ urlpatterns = [
         views.MemberDetailView.as_view(),
         "project-member-detail",
     ),
+    api_route(r"users/me/tokens", views.MyTokenListView.as_view(), "my-tokens"),
+    api_route(r"users/me/tokens/(?P<token_id>[0-9]{1,18})", views.MyTokenDetailView.as_view(), "my-token-detail"),
+    api_route(
+        r"users/me/tokens/(?P<token_id>[0-9]{1,18})/rotate", views.MyTokenRotateView.as_view(), "my-token-rotate"
+    ),
 ]

@@ -3,7 +3,7 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import is_schema_generation
+from config.api import is_schema_generation, validated
 from identity_app import selectors, services
 from identity_app.api.serializers import (
     MemberAddInput,
@@ -14,8 +14,11 @@ from identity_app.api.serializers import (
     ProjectInput,
     ProjectOutput,
     ProjectUpdateInput,
+    TokenCreateInput,
+    TokenIssuedOutput,
+    TokenOutput,
 )
-from identity_app.models import Membership, Project
+from identity_app.models import ApiToken, Membership, Project
 from identity_app.permissions import READ, project_require_permission
 
 
@@ -102,3 +105,51 @@ class MemberDetailView(APIView):
     def delete(self, request, project_id, user_id):
         services.membership_remove(actor=request.user, project_id=project_id, user_id=int(user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _token_context(tokens) -> dict:
+    user_ids = {user_id for token in tokens for user_id in token.only_user_ids or ()}
+    return {"usernames": selectors.usernames_by_id(user_ids) if user_ids else {}}
+
+
+def _issued(token, key) -> Response:
+    body = TokenIssuedOutput(token, context={**_token_context([token]), "key": key}).data
+    return Response(body, status=status.HTTP_201_CREATED, headers={"Cache-Control": "no-store"})
+
+
+class MyTokenListView(generics.ListAPIView):
+    serializer_class = TokenOutput
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return ApiToken.objects.none()
+        return selectors.tokens_visible(user=self.request.user)
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(TokenOutput(page, many=True, context=_token_context(page)).data)
+
+    @extend_schema(request=TokenCreateInput, responses={201: TokenIssuedOutput})
+    def post(self, request):
+        data = validated(TokenCreateInput, request)
+        return _issued(*services.token_create(actor=request.user, **data))
+
+
+class MyTokenDetailView(APIView):
+    @extend_schema(responses=TokenOutput)
+    def get(self, request, token_id):
+        token = selectors.token_get(user=request.user, token_id=token_id)
+        return Response(TokenOutput(token, context=_token_context([token])).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, token_id):
+        """Revoke the token (it stays listed, as revoked)."""
+        services.token_revoke(actor=request.user, token_id=token_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyTokenRotateView(APIView):
+    @extend_schema(request=None, responses={201: TokenIssuedOutput})
+    def post(self, request, token_id):
+        """A new key with the same name, limits and lifetime; the old one is revoked."""
+        return _issued(*services.token_rotate(actor=request.user, token_id=token_id))

@@ -1,6 +1,7 @@
 import json
 
 from django import forms
+from django.core.validators import MaxValueValidator
 
 MAX_PREFERENCES_CHARS = 16000
 
@@ -26,3 +27,38 @@ class ProfileForm(forms.Form):
             return json.loads(raw)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+
+
+def _comma_list(value: str) -> list[str] | None:
+    """``"a, b"`` → ``["a", "b"]``; empty → ``None`` (no limit)."""
+    names = [part.strip() for part in (value or "").split(",") if part.strip()]
+    return names or None
+
+
+class TokenCreateForm(forms.Form):
+    """A new API token; the limits are offered to service principals only (the service refuses
+    them for anyone else)."""
+
+    name = forms.CharField(required=False, max_length=100)
+    expires_in_days = forms.IntegerField(min_value=1, label="Expires in (days)")
+    only_users = forms.CharField(
+        required=False, max_length=4000, help_text="Usernames, comma-separated. Empty: any user."
+    )
+    only_projects = forms.CharField(
+        required=False, max_length=4000, help_text="Project ids, comma-separated. Empty: any project."
+    )
+
+    def __init__(self, *args, max_days: int, default_days: int, limits: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["expires_in_days"].max_value = max_days
+        self.fields["expires_in_days"].validators.append(MaxValueValidator(max_days))
+        self.fields["expires_in_days"].initial = default_days
+        self.fields["expires_in_days"].widget.attrs.update({"min": 1, "max": max_days})
+        if not limits:
+            del self.fields["only_users"], self.fields["only_projects"]
+
+    def clean_only_users(self):
+        return _comma_list(self.cleaned_data["only_users"])
+
+    def clean_only_projects(self):
+        return _comma_list(self.cleaned_data["only_projects"])

@@ -9,7 +9,7 @@ from django.db.models.functions import Left
 from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
-from identity_app.permissions import is_service_principal
+from identity_app.permissions import is_service_principal, reach_q
 from memory_app.agent.models import (
     AgentRun,
     Conversation,
@@ -44,9 +44,11 @@ def memory_enabled_for(*, user_id: int) -> bool:
 
 
 def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
-    """Conversations a caller may read in the API/UI: their own; service principals read all."""
+    """Conversations a caller may read in the API/UI: their own; service principals read all
+    within the reach of their token."""
     qs = Conversation.objects.select_related("owner", "project")
-    return qs if is_service_principal(user) else qs.filter(owner=user)
+    qs = qs if is_service_principal(user) else qs.filter(owner=user)
+    return qs.filter(reach_q(user, user_field="owner", project_field="project"))
 
 
 def conversation_get(*, user: AbstractBaseUser, conversation_id: str) -> Conversation:
@@ -135,9 +137,11 @@ def runs_with_lease_state(qs, state: str, *, now=None):
 
 
 def runs_visible(*, user: AbstractBaseUser):
-    """Runs a caller may read: their own; service principals read all."""
+    """Runs a caller may read: their own; service principals read all within the reach of
+    their token."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")
-    return qs if is_service_principal(user) else qs.filter(user=user)
+    qs = qs if is_service_principal(user) else qs.filter(user=user)
+    return qs.filter(reach_q(user, user_field="user", project_field="project"))
 
 
 def runs_list(*, user: AbstractBaseUser, text_chars: int):
@@ -155,7 +159,9 @@ def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> A
     """A run the caller may read, else 404. ``own_only``: the caller's own runs only, even for
     service principals (settings that belong to the run's user, like auto-memory flags)."""
     qs = (
-        AgentRun.objects.select_related("conversation", "user", "project").filter(user=user)
+        AgentRun.objects.select_related("conversation", "user", "project")
+        .filter(user=user)
+        .filter(reach_q(user, user_field="user", project_field="project"))
         if own_only
         else runs_visible(user=user)
     )

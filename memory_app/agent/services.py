@@ -16,8 +16,14 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
-from identity_app.permissions import CREATE_TASK, READ, project_require_permission, require_service_principal
-from identity_app.selectors import user_get_active
+from identity_app.permissions import (
+    CREATE_TASK,
+    READ,
+    project_require_permission,
+    reach_require_project,
+    require_service_principal,
+)
+from identity_app.selectors import user_get_acting
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -43,7 +49,7 @@ from memory_app.agent.models import (
     ToolCall,
     UserSettings,
 )
-from memory_app.agent.selectors import conversation_is_main_thread, conversations_visible
+from memory_app.agent.selectors import conversation_is_main_thread, conversations_visible, runs_visible
 from memory_app.agent.workspace import (
     MAX_WORKSPACE_FILE_BYTES,
     Workspace,
@@ -140,17 +146,18 @@ def conversation_create(
     session_key: str | None = None,
 ) -> Conversation:
     require_service_principal(actor)
-    owner = user_get_active(username=username)
+    owner = user_get_acting(actor=actor, username=username)
     if source not in ConversationSource.values:
         raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
     parent = None
     if parent_id:
-        parent = Conversation.objects.filter(pk=parent_id, owner=owner).first()
+        parent = conversations_visible(user=actor).filter(pk=parent_id, owner=owner).first()
         if parent is None:
             raise NotFound("Parent conversation not found for this user.")
     project = None
     if project_id:
         project = project_require_permission(user=owner, project_id=project_id, permission=READ)
+    reach_require_project(actor, project.pk if project else None)
     conversation = Conversation(
         owner=owner,
         project=project,
@@ -207,7 +214,9 @@ def message_create(
         feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
     )
     with transaction.atomic(durable=True):
-        conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
         if conversation is None:
             raise NotFound("Conversation not found.")
         if run_id:
@@ -313,13 +322,13 @@ def run_create(
 ) -> IssuedRun:
     """Create a running run on behalf of ``username`` and issue its first run token."""
     require_service_principal(actor)
-    user = user_get_active(username=username)
+    user = user_get_acting(actor=actor, username=username)
     if kind not in RunKind.values:
         raise InvalidInput(f"kind must be one of {', '.join(RunKind.values)}.", code="invalid_kind")
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 100:
         raise InvalidInput("request_id must be a non-empty string of at most 100 characters.", code="invalid")
     worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
-    conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+    conversation = conversations_visible(user=actor).filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         raise NotFound("Conversation not found for this user.")
     if conversation.status != ConversationStatus.ACTIVE:
@@ -335,7 +344,7 @@ def run_create(
             )
     parent = None
     if parent_run_id:
-        parent = AgentRun.objects.filter(pk=parent_run_id, user=user).first()
+        parent = runs_visible(user=actor).filter(pk=parent_run_id, user=user).first()
         if parent is None:
             raise NotFound("Parent run not found for this user.")
     if kind == RunKind.SUBAGENT and parent is None:
@@ -345,6 +354,7 @@ def run_create(
         project = project_require_permission(user=user, project_id=project_id, permission=CREATE_TASK)
     elif conversation.project_id:
         project = conversation.project
+    reach_require_project(actor, project.pk if project else None)
     now = timezone.now()
     run = AgentRun(
         user=user,
@@ -376,7 +386,7 @@ def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_sec
     require_service_principal(actor)
     worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
     with transaction.atomic(durable=True):
-        current = AgentRun.objects.filter(pk=run_id).values("lease_generation", "status").first()
+        current = runs_visible(user=actor).filter(pk=run_id).values("lease_generation", "status").first()
         if current is None:
             raise NotFound("Run not found.")
         if current["status"] in FINISHED_STATUSES:

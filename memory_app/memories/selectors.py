@@ -7,6 +7,7 @@ from config.errors import NotFound
 from identity_app.models import ChatBinding
 from identity_app.permissions import (
     READ,
+    chat_keys_in_reach,
     is_service_principal,
     project_ids_with_permission,
     project_require_permission,
@@ -26,12 +27,14 @@ def chat_keys_bound_to(*, user: AbstractBaseUser):
 
 
 def chat_keys_readable_by(*, user: AbstractBaseUser):
-    """The chat read rule: ``ALL_CHATS`` for a service principal, else the chat keys bound to
-    ``user`` (a values queryset, usable as a subquery); none for an anonymous user."""
+    """The chat read rule: ``ALL_CHATS`` for a service principal (only the chats in its token's
+    reach if that is limited), else the chat keys bound to ``user`` (a values queryset, usable
+    as a subquery); none for an anonymous user."""
     if not user or not user.is_authenticated:
         return ChatBinding.objects.none().values("chat_key")
     if is_service_principal(user):
-        return ALL_CHATS
+        in_reach = chat_keys_in_reach(user)
+        return ALL_CHATS if in_reach is None else in_reach
     return chat_keys_bound_to(user=user)
 
 

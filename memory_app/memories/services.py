@@ -10,6 +10,7 @@ from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, To
 from config.validation import clean_text, validate_json_container
 from identity_app.permissions import (
     CREATE_TASK,
+    chat_keys_in_reach,
     is_service_principal,
     may_write_global,
     project_require_permission,
@@ -78,10 +79,11 @@ def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: boo
     elif tier == Tier.PROJECT:
         project_require_permission(user=actor, project_id=memory.project_id, permission=CREATE_TASK)
     elif tier == Tier.CHAT:
-        if not is_service_principal(actor):
-            if Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
-                raise PermissionDenied("Only service principals may change chat memories.")
+        # Visibility first (a limited service token does not see chats outside its reach).
+        if not Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
             raise NotFound("Memory not found.")
+        if not is_service_principal(actor):
+            raise PermissionDenied("Only service principals may change chat memories.")
     elif tier == Tier.GLOBAL and not may_write_global(actor):
         raise PermissionDenied(GLOBAL_WRITE_REFUSED)
 
@@ -99,6 +101,9 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
             raise PermissionDenied("Only service principals may write chat memories.")
         if not scope_id or scope_id == GLOBAL_SCOPE_ID:
             raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
+        in_reach = chat_keys_in_reach(actor)
+        if in_reach is not None and not in_reach.filter(chat_key=scope_id).exists():
+            raise NotFound("Chat not found.")
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
         if not may_write_global(actor):

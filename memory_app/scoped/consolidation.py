@@ -17,7 +17,7 @@ from django.db import transaction
 
 from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
-from identity_app.permissions import is_service_principal
+from identity_app.permissions import is_service_principal, may_write_global
 from identity_app.services import user_grant_service
 from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
 from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
@@ -25,7 +25,7 @@ from memory_app.automemory.redaction import redact
 from memory_app.memories import services
 from memory_app.memories.models import KIND_VALUES, Memory, Origin, Status
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
-from memory_app.scoped.scope import SCOPE_TYPE_CHAT, resolve_scope_from_session, write_scope
+from memory_app.scoped.scope import SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL, resolve_scope_from_session, write_scope
 from memory_app.scoped.services import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
 
 logger = logging.getLogger(__name__)
@@ -115,6 +115,11 @@ def _apply_candidate(
         record.decision, record.reason = CandidateDecision.REJECTED, "unknown kind or empty content"
         record.save(force_insert=True)
         return record
+    if scope[0] == SCOPE_TYPE_GLOBAL and not may_write_global(actor):
+        # A limited service token: global items would reach users outside its reach.
+        record.decision, record.reason = CandidateDecision.REJECTED, "this token may not write global items"
+        record.save(force_insert=True)
+        return record
     with transaction.atomic():
         lock_scope(scope)
         duplicate = find_duplicate(scope=scope, content=candidate.content)
@@ -168,7 +173,10 @@ def consolidate_text(
 ) -> ConsolidationReport:
     if not is_service_principal(actor):
         raise PermissionDenied("Only service principals may consolidate memories.")
-    resolve_scope_from_session(session_id)  # a malformed key fails before anything is written
+    # A malformed key fails before anything is written; so does a session outside the reach
+    # of a limited token (a chat it does not reach: 404; a legacy session, i.e. global: 403).
+    own_scope = resolve_scope_from_session(session_id)
+    services.scope_require_write(actor=actor, tier=own_scope[0], scope_id=own_scope[1])
     extractor = extractor or DeterministicExtractor()
     # The extractor (possibly a remote model) only ever sees redacted text. Extraction runs
     # outside any transaction; writes follow per candidate.

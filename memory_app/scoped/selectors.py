@@ -5,8 +5,9 @@
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from config.errors import PermissionDenied
+from config.errors import NotFound, PermissionDenied
 from identity_app.models import ChatBinding
+from identity_app.permissions import is_service_principal
 from memory_app.memories.models import Memory, Tier
 from memory_app.memories.selectors import ALL_CHATS, chat_keys_readable_by, memories_visible
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, cascade_scopes
@@ -18,10 +19,13 @@ def chat_scope_readable(*, user: AbstractBaseUser, chat_key: str) -> bool:
 
 
 def searchable_scopes(*, user: AbstractBaseUser, session_id: str) -> list[tuple[str, str]]:
-    """The cascade of ``session_id`` if ``user`` may read all of it, else PermissionDenied."""
+    """The cascade of ``session_id`` if ``user`` may read all of it, else PermissionDenied
+    (NotFound for a service principal whose limited token does not reach the chat)."""
     scopes = cascade_scopes(session_id)
     for scope_type, scope_id in scopes:
         if scope_type == SCOPE_TYPE_CHAT and not chat_scope_readable(user=user, chat_key=scope_id):
+            if is_service_principal(user):
+                raise NotFound("Chat not found.")
             raise PermissionDenied("This chat is not bound to you.", code="chat_not_accessible")
     return scopes
 

@@ -1,8 +1,30 @@
+import argparse
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from config.errors import DomainError
 from identity_app.services import token_issue, user_grant_service
+
+
+def _days(value: str) -> int:
+    # No "never": a key that cannot expire is what a leaked key must not be. Long-lived agents
+    # rotate their key (the API's rotate route) or get one with a long --expires-in.
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of days (1..{settings.API_TOKEN_MAX_DAYS}); every key expires"
+        ) from None
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """``--only-users a,b --only-users c`` → ``["a", "b", "c"]``; not given → ``None``."""
+    if values is None:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 class Command(BaseCommand):
@@ -14,26 +36,58 @@ class Command(BaseCommand):
         parser.add_argument("--service", action="store_true", help="Grant the run_agents permission.")
         parser.add_argument("--staff", action="store_true", help="Mark the user as staff.")
         parser.add_argument("--name", default="", help="A label for the token.")
+        parser.add_argument(
+            "--expires-in",
+            type=_days,
+            default=None,
+            metavar="DAYS",
+            help=f"Days until the key expires (default {settings.API_TOKEN_DEFAULT_DAYS}, "
+            f"at most {settings.API_TOKEN_MAX_DAYS}; every key expires).",
+        )
+        parser.add_argument(
+            "--only-users",
+            action="append",
+            metavar="USERNAMES",
+            help="Service tokens: act only for these users (comma-separated, repeatable).",
+        )
+        parser.add_argument(
+            "--only-projects",
+            action="append",
+            metavar="PROJECT_IDS",
+            help="Service tokens: work only in these projects (comma-separated, repeatable).",
+        )
 
-    def handle(self, *args, username, create_user, service, staff, name, **options):
+    def handle(
+        self, *args, username, create_user, service, staff, name, expires_in, only_users, only_projects, **options
+    ):
         User = get_user_model()
-        with transaction.atomic():
-            user = User.objects.filter(username=username).first()
-            if user is None:
-                if not create_user:
-                    raise CommandError(f"No user {username!r} (use --create-user).")
-                user = User.objects.create_user(username=username)
-                self.stderr.write(f"Created user {username!r} (no password; token access only).")
-            if staff and not user.is_staff:
-                user.is_staff = True
-                user.save(update_fields=["is_staff"])
-            if service:
-                user_grant_service(user=user)
-            _, key = token_issue(user=user, name=name)
+        try:
+            with transaction.atomic():
+                user = User.objects.filter(username=username).first()
+                if user is None:
+                    if not create_user:
+                        raise CommandError(f"No user {username!r} (use --create-user).")
+                    user = User.objects.create_user(username=username)
+                    self.stderr.write(f"Created user {username!r} (no password; token access only).")
+                if staff and not user.is_staff:
+                    user.is_staff = True
+                    user.save(update_fields=["is_staff"])
+                if service:
+                    user_grant_service(user=user)
+                token, key = token_issue(
+                    user=user,
+                    name=name,
+                    expires_in_days=expires_in,
+                    only_users=_names(only_users),
+                    only_projects=_names(only_projects),
+                )
+        except DomainError as exc:
+            raise CommandError(exc.message) from None
         self.stderr.write(
             f"Token for {username!r}"
             + (" (service principal)" if service else "")
             + (" (staff)" if staff else "")
-            + ". Store it now; it cannot be shown again."
+            + (" (limited)" if token.restricted else "")
+            + f", expires {token.expires_at:%Y-%m-%d %H:%M} UTC. Store it now; it cannot be shown again."
         )
         self.stdout.write(key)
