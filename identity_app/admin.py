@@ -5,7 +5,7 @@ from django.contrib import admin
 
 from config.admin import ServiceModelAdmin
 from identity_app import services
-from identity_app.models import ApiToken, Membership, Profile, Project
+from identity_app.models import ApiToken, Invitation, Membership, Profile, Project
 
 
 @admin.register(Profile)
@@ -113,3 +113,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="limited")
     def limited(self, obj):
         return obj.restricted
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Read-only audit: invitations are answered by their invitees, through the services."""
+
+    list_display = ["username", "project", "role", "status", "invited_by", "created_at", "responded_at"]
+    list_filter = ["status", "role"]
+    list_select_related = ["project", "invited_by"]
+    search_fields = ["username", "project__name"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -157,6 +157,57 @@ class ApiToken(models.Model):
         return "active" if now < self.expires_at else "expired"
 
 
+def new_invitation_id() -> str:
+    return new_id("inv")
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    CANCELLED = "cancelled"
+
+
+class Invitation(models.Model):
+    """An invitation to join a project, which only the invitee can turn into a membership.
+
+    ``username`` is what the inviter typed; ``invitee`` is that account if an active one existed
+    at the time, else ``None``. Both kinds look the same to the project's managers, so inviting
+    does not tell them whether a username exists; only the invitee ever sees the invitation.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_invitation_id, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="invitations"
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    status = models.CharField(max_length=16, choices=InvitationStatus.choices, default=InvitationStatus.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    responded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "username"],
+                condition=models.Q(status="pending"),
+                name="invitation_one_pending_per_username",
+            ),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="invitation_role_valid"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=InvitationStatus.values), name="invitation_status_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["invitee", "status"], name="invitation_invitee_idx")]
+
+    def __str__(self):
+        return f"{self.username}@{self.project_id}:{self.role} ({self.status})"
+
+
 class ChatBinding(models.Model):
     """A private chat address (e.g. ``milky:private:10001``) that belongs to a user.
 

@@ -1,16 +1,19 @@
-"""Reads of identity data: profiles, projects, memberships, users looked up by name, and the
-caller's API tokens."""
+"""Reads of identity data: profiles, projects, memberships, users looked up by name, the
+caller's API tokens, and project invitations."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from config.errors import InvalidInput, NotFound
-from identity_app.models import ApiToken, Membership, Profile, Project
+from identity_app.models import ApiToken, Invitation, InvitationStatus, Membership, Profile, Project
 from identity_app.permissions import (
+    MANAGE,
     READ,
     project_ids_with_permission,
+    project_require_permission,
     reach_allows_user,
+    reach_q,
     token_reach,
 )
 
@@ -87,3 +90,20 @@ def token_get(*, user: AbstractBaseUser, token_id) -> ApiToken:
 def usernames_by_id(user_ids) -> dict[int, str]:
     """Usernames of the given ids in one query (for showing token limits)."""
     return dict(get_user_model().objects.filter(pk__in=list(user_ids)).values_list("pk", "username"))
+
+
+# --- invitations ---------------------------------------------------------------------------
+def invitations_pending_for(*, user: AbstractBaseUser) -> QuerySet[Invitation]:
+    """Invitations waiting for ``user`` to accept or decline: only the invitee ever sees them."""
+    return (
+        Invitation.objects.filter(invitee=user, status=InvitationStatus.PENDING)
+        .filter(reach_q(user, user_field="invitee_id", project_field="project_id"))
+        .select_related("project", "invited_by")
+        .order_by("-created_at", "-id")
+    )
+
+
+def project_invitations(*, user: AbstractBaseUser, project_id: str) -> QuerySet[Invitation]:
+    """A project's invitations, for its managers; whether a username exists does not show."""
+    project = project_require_permission(user=user, project_id=project_id, permission=MANAGE)
+    return project.invitations.select_related("invited_by").order_by("-created_at", "-id")

@@ -6,11 +6,13 @@ from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text
 from identity_app.models import (
     MAX_DESCRIPTION_CHARS,
     ApiToken,
+    Invitation,
+    InvitationStatus,
     Membership,
     Profile,
     Project,
@@ -21,10 +23,11 @@ from identity_app.permissions import (
     MANAGE,
     is_service_principal,
     project_require_permission,
+    reach_q,
     staff_may,
     token_reach,
 )
-from identity_app.selectors import membership_role, token_get, user_get_active
+from identity_app.selectors import membership_role, token_get, user_find_active, user_get_active
 
 _UNSET = object()
 
@@ -309,6 +312,98 @@ def token_rotate(*, actor: AbstractBaseUser, token_id) -> tuple[ApiToken, str]:
         token.revoked_at = now
         token.save(update_fields=["revoked_at"])
     return new, key
+
+
+# --- invitations ---------------------------------------------------------------------------
+def invitation_create(*, actor: AbstractBaseUser, project_id: str, username: str, role: str = Role.MEMBER) -> None:
+    """Invite ``username`` to a project (managers; the owner role takes an owner).
+
+    Returns nothing and behaves the same whether or not the username exists, is active or is
+    already a member, so the answer reveals none of that; only an existing invitee can see
+    and accept the invitation. Inviting the same username again updates the pending one.
+    """
+    if role not in Role.values:
+        raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
+    if not isinstance(username, str) or not username.strip() or len(username) > 150:
+        raise InvalidInput("username must be a non-empty string of at most 150 characters.", code="invalid_username")
+    username = username.strip()
+    with transaction.atomic():
+        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        _require_owner_for_owner_changes(actor=actor, project=project, roles=(role,))
+        invitee = user_find_active(username=username)
+        if invitee is not None and Membership.objects.filter(project=project, user=invitee).exists():
+            return
+        pending = (
+            Invitation.objects.select_for_update()
+            .filter(project=project, username=username, status=InvitationStatus.PENDING)
+            .first()
+        )
+        if pending is not None:
+            pending.role, pending.invited_by, pending.invitee = role, actor, invitee
+            pending.save(update_fields=["role", "invited_by", "invitee"])
+            return
+        try:
+            with transaction.atomic():
+                Invitation.objects.create(
+                    project=project, username=username, invitee=invitee, invited_by=actor, role=role
+                )
+        except IntegrityError:
+            pass  # a concurrent invitation of the same username: one pending invitation either way
+
+
+def invitation_cancel(*, actor: AbstractBaseUser, project_id: str, invitation_id: str) -> None:
+    with transaction.atomic():
+        project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
+        invitation = Invitation.objects.select_for_update().filter(pk=str(invitation_id)[:40], project=project).first()
+        if invitation is None:
+            raise NotFound("Invitation not found.")
+        if invitation.status != InvitationStatus.PENDING:
+            raise Conflict(f"The invitation is {invitation.status}.", code="invitation_closed")
+        invitation.status, invitation.responded_at = InvitationStatus.CANCELLED, timezone.now()
+        invitation.save(update_fields=["status", "responded_at"])
+
+
+def _my_pending_invitation(*, actor: AbstractBaseUser, invitation_id: str) -> Invitation:
+    """The pending invitation ``invitation_id`` of ``actor``, locked; anything else is 404."""
+    invitation = None
+    if actor and actor.is_authenticated:
+        invitation = (
+            Invitation.objects.select_for_update()
+            .filter(reach_q(actor, user_field="invitee_id", project_field="project_id"))
+            .filter(pk=str(invitation_id)[:40], invitee=actor, status=InvitationStatus.PENDING)
+            .first()
+        )
+    if invitation is None:
+        raise NotFound("Invitation not found.")
+    return invitation
+
+
+def invitation_accept(*, actor: AbstractBaseUser, invitation_id: str) -> Membership:
+    """Join the project with the invited role. The inviter's rights are checked again now
+    (through ``membership_add``): an invitation from someone who has since lost them is void."""
+    with transaction.atomic():
+        invitation = _my_pending_invitation(actor=actor, invitation_id=invitation_id)
+        inviter = invitation.invited_by
+        if inviter is None or not inviter.is_active:
+            raise Conflict("This invitation is no longer valid; ask for a new one.", code="invitation_stale")
+        try:
+            membership = membership_add(
+                actor=inviter, project_id=invitation.project_id, username=actor.get_username(), role=invitation.role
+            )
+        except Conflict:
+            raise  # already a member: said as it is
+        except DomainError:  # the inviter may no longer manage the project (or grant owner)
+            raise Conflict("This invitation is no longer valid; ask for a new one.", code="invitation_stale") from None
+        invitation.status, invitation.responded_at = InvitationStatus.ACCEPTED, timezone.now()
+        invitation.save(update_fields=["status", "responded_at"])
+    return membership
+
+
+def invitation_decline(*, actor: AbstractBaseUser, invitation_id: str) -> None:
+    with transaction.atomic():
+        invitation = _my_pending_invitation(actor=actor, invitation_id=invitation_id)
+        invitation.status, invitation.responded_at = InvitationStatus.DECLINED, timezone.now()
+        invitation.save(update_fields=["status", "responded_at"])
 
 
 def user_grant_service(*, user: AbstractBaseUser) -> None:

@@ -3,7 +3,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from config.api import StrictCharField, StrictInputMixin, StrictIntegerField
-from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Membership, Profile, Project, Role
+from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Invitation, Membership, Profile, Project, Role
 from identity_app.services import MAX_TOKEN_LIMIT_ENTRIES
 
 
@@ -63,6 +63,42 @@ class MemberAddInput(StrictInputMixin, serializers.Serializer):
 
 class MemberChangeInput(StrictInputMixin, serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberInvitedOutput(serializers.Serializer):
+    """The same answer whether or not the username exists (or is already a member)."""
+
+    status = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ProjectInvitationOutput(serializers.ModelSerializer):
+    """A project's invitation as its managers see it; nothing tells whether the account exists."""
+
+    invited_by = serializers.CharField(source="invited_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "username", "role", "status", "invited_by", "created_at", "responded_at"]
+
+
+class MyInvitationOutput(serializers.ModelSerializer):
+    project_id = serializers.CharField()
+    project_name = serializers.CharField(source="project.name")
+    invited_by = serializers.CharField(source="invited_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "project_id", "project_name", "role", "invited_by", "created_at"]
+
+
+class InvitationAcceptedOutput(serializers.ModelSerializer):
+    project_id = serializers.CharField()
+    project_name = serializers.CharField(source="project.name")
+
+    class Meta:
+        model = Membership
+        fields = ["project_id", "project_name", "role", "created_at"]
 
 
 class TokenOutput(serializers.ModelSerializer):

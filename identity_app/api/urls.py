@@ -11,6 +11,25 @@ urlpatterns = [
         views.MemberDetailView.as_view(),
         "project-member-detail",
     ),
+    api_route(
+        r"projects/(?P<project_id>[\w-]+)/invitations", views.ProjectInvitationListView.as_view(), "project-invitations"
+    ),
+    api_route(
+        r"projects/(?P<project_id>[\w-]+)/invitations/(?P<invitation_id>[\w-]+)",
+        views.ProjectInvitationDetailView.as_view(),
+        "project-invitation-detail",
+    ),
+    api_route(r"users/me/invitations", views.MyInvitationListView.as_view(), "my-invitations"),
+    api_route(
+        r"users/me/invitations/(?P<invitation_id>[\w-]+)/accept",
+        views.MyInvitationAcceptView.as_view(),
+        "my-invitation-accept",
+    ),
+    api_route(
+        r"users/me/invitations/(?P<invitation_id>[\w-]+)/decline",
+        views.MyInvitationDeclineView.as_view(),
+        "my-invitation-decline",
+    ),
     api_route(r"users/me/tokens", views.MyTokenListView.as_view(), "my-tokens"),
     api_route(r"users/me/tokens/(?P<token_id>[0-9]{1,18})", views.MyTokenDetailView.as_view(), "my-token-detail"),
     api_route(

@@ -6,19 +6,23 @@ from rest_framework.views import APIView
 from config.api import is_schema_generation, validated
 from identity_app import selectors, services
 from identity_app.api.serializers import (
+    InvitationAcceptedOutput,
     MemberAddInput,
     MemberChangeInput,
+    MemberInvitedOutput,
     MemberOutput,
+    MyInvitationOutput,
     ProfileInput,
     ProfileOutput,
     ProjectInput,
+    ProjectInvitationOutput,
     ProjectOutput,
     ProjectUpdateInput,
     TokenCreateInput,
     TokenIssuedOutput,
     TokenOutput,
 )
-from identity_app.models import ApiToken, Membership, Project
+from identity_app.models import ApiToken, Invitation, Membership, Project
 from identity_app.permissions import READ, project_require_permission
 
 
@@ -70,6 +74,14 @@ class ProjectDetailView(APIView):
     patch = put
 
 
+# The answer to an invitation, whatever the username: existing or not, member or not.
+INVITED = {
+    "status": "invited",
+    "message": "If an account with this username exists and is not a member yet, it has been invited; "
+    "it joins the project when it accepts.",
+}
+
+
 class MemberListView(generics.ListAPIView):
     serializer_class = MemberOutput
 
@@ -81,12 +93,12 @@ class MemberListView(generics.ListAPIView):
         )
         return selectors.project_members(project=project)
 
-    @extend_schema(request=MemberAddInput, responses={201: MemberOutput})
+    @extend_schema(request=MemberAddInput, responses={202: MemberInvitedOutput})
     def post(self, request, project_id):
-        data = MemberAddInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        membership = services.membership_add(actor=request.user, project_id=project_id, **data.validated_data)
-        return Response(MemberOutput(membership).data, status=status.HTTP_201_CREATED)
+        """Invite a user; they become a member when they accept. The answer is the same
+        whether or not the username exists."""
+        services.invitation_create(actor=request.user, project_id=project_id, **validated(MemberAddInput, request))
+        return Response(INVITED, status=status.HTTP_202_ACCEPTED)
 
 
 class MemberDetailView(APIView):
@@ -104,6 +116,45 @@ class MemberDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request, project_id, user_id):
         services.membership_remove(actor=request.user, project_id=project_id, user_id=int(user_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProjectInvitationListView(generics.ListAPIView):
+    serializer_class = ProjectInvitationOutput
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return Invitation.objects.none()
+        return selectors.project_invitations(user=self.request.user, project_id=self.kwargs["project_id"])
+
+
+class ProjectInvitationDetailView(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, project_id, invitation_id):
+        services.invitation_cancel(actor=request.user, project_id=project_id, invitation_id=invitation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyInvitationListView(generics.ListAPIView):
+    serializer_class = MyInvitationOutput
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return Invitation.objects.none()
+        return selectors.invitations_pending_for(user=self.request.user)
+
+
+class MyInvitationAcceptView(APIView):
+    @extend_schema(request=None, responses={201: InvitationAcceptedOutput})
+    def post(self, request, invitation_id):
+        membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
+        return Response(InvitationAcceptedOutput(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MyInvitationDeclineView(APIView):
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request, invitation_id):
+        services.invitation_decline(actor=request.user, invitation_id=invitation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -3,6 +3,8 @@ import json
 from django import forms
 from django.core.validators import MaxValueValidator
 
+from identity_app.models import Role
+
 MAX_PREFERENCES_CHARS = 16000
 
 
@@ -62,3 +64,8 @@ class TokenCreateForm(forms.Form):
 
     def clean_only_projects(self):
         return _comma_list(self.cleaned_data["only_projects"])
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)

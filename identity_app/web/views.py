@@ -1,4 +1,5 @@
-"""Identity pages: profile, and API tokens (the key shown once)."""
+"""Identity pages: profile, API tokens (the key shown once), invitations received, and a
+project's members with its invitations."""
 
 import json
 import zoneinfo
@@ -14,12 +15,16 @@ from django.views.decorators.http import require_http_methods
 
 from config.web import service_call
 from identity_app import selectors, services
-from identity_app.permissions import is_service_principal
+from identity_app.permissions import MANAGE, READ, is_service_principal, project_require_permission, role_permissions
 from identity_app.selectors import profile_get
 from identity_app.services import profile_update
-from identity_app.web.forms import ProfileForm, TokenCreateForm
+from identity_app.web.forms import InviteForm, ProfileForm, TokenCreateForm
 
 MAX_TOKENS_SHOWN = 200
+MAX_INVITATIONS_SHOWN = 200
+MAX_MEMBERS_SHOWN = 500
+# The same words whether or not the username exists (or is already a member).
+INVITED_MESSAGE = "If an account with this username exists and is not a member yet, it has been invited."
 
 
 @lru_cache(maxsize=1)
@@ -118,9 +123,85 @@ def token_rotate(request, token_id):
     return _tokens_page(request, form=_token_form(request), issued={"token": token, "key": key, "rotated": True})
 
 
+# --- invitations ---------------------------------------------------------------------------
+@login_required
+@require_http_methods(["GET"])
+def invitations(request):
+    pending = list(selectors.invitations_pending_for(user=request.user)[:MAX_INVITATIONS_SHOWN])
+    return render(request, "identity_app/invitations.html", {"invitations": pending})
+
+
+@login_required
+@require_http_methods(["POST"])
+def invitation_accept(request, invitation_id):
+    membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
+    messages.success(request, f"You joined {membership.project.name} as {membership.role}.")
+    return redirect("web:project_members", membership.project_id)
+
+
+@login_required
+@require_http_methods(["POST"])
+def invitation_decline(request, invitation_id):
+    services.invitation_decline(actor=request.user, invitation_id=invitation_id)
+    messages.success(request, "Invitation declined.")
+    return redirect("web:invitations")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_members(request, project_id):
+    """Members (anyone with ``read``); inviting and the invitations (``manage``)."""
+    writing = request.method == "POST"  # a member without ``manage`` gets 403 before any form error
+    project = project_require_permission(
+        user=request.user, project_id=project_id, permission=MANAGE if writing else READ
+    )
+    can_manage = MANAGE in role_permissions(selectors.membership_role(user=request.user, project=project))
+    form, status = InviteForm(), 200
+    if writing:
+        form = InviteForm(request.POST)
+        if form.is_valid():
+            with service_call(form) as call:
+                services.invitation_create(actor=request.user, project_id=project.pk, **form.cleaned_data)
+            if call.ok:
+                messages.success(request, INVITED_MESSAGE)
+                return redirect("web:project_members", project.pk)
+            status = call.status
+        else:
+            status = 400
+    context = {
+        "project": project,
+        "members": selectors.project_members(project=project)[:MAX_MEMBERS_SHOWN],
+        "can_manage": can_manage,
+        "form": form,
+        "invitations": (
+            selectors.project_invitations(user=request.user, project_id=project.pk)[:MAX_INVITATIONS_SHOWN]
+            if can_manage
+            else []
+        ),
+    }
+    return render(request, "identity_app/project_members.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["POST"])
+def project_invitation_cancel(request, project_id, invitation_id):
+    services.invitation_cancel(actor=request.user, project_id=project_id, invitation_id=invitation_id)
+    messages.success(request, "Invitation cancelled.")
+    return redirect("web:project_members", project_id)
+
+
 urlpatterns = [
     path("profile/", profile, name="profile"),
     path("tokens/", tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_revoke, name="token_revoke"),
     path("tokens/<int:token_id>/rotate/", token_rotate, name="token_rotate"),
+    path("invitations/", invitations, name="invitations"),
+    path("invitations/<slug:invitation_id>/accept/", invitation_accept, name="invitation_accept"),
+    path("invitations/<slug:invitation_id>/decline/", invitation_decline, name="invitation_decline"),
+    path("projects/<slug:project_id>/members/", project_members, name="project_members"),
+    path(
+        "projects/<slug:project_id>/invitations/<slug:invitation_id>/cancel/",
+        project_invitation_cancel,
+        name="project_invitation_cancel",
+    ),
 ]

@@ -33,13 +33,15 @@ def test_non_member_project_detail_and_members_404(api, mallory, project):
 
 def test_owner_manages_members(api, alice, mallory, project):
     client = api(alice)
-    assert (
-        client.post(
-            f"/api/projects/{project.pk}/members", {"username": "mallory", "role": "viewer"}, format="json"
-        ).status_code
-        == 201
+    invited = client.post(
+        f"/api/projects/{project.pk}/members", {"username": "mallory", "role": "viewer"}, format="json"
     )
-    assert client.post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json").status_code == 409
+    assert invited.status_code == 202
+    assert ("mallory", "viewer") not in members(project)  # not before mallory accepts
+    invitation = api(mallory).get("/api/users/me/invitations").json()["results"][0]
+    accepted = api(mallory).post(f"/api/users/me/invitations/{invitation['id']}/accept")
+    assert accepted.status_code == 201 and accepted.json()["role"] == "viewer"
+    assert ("mallory", "viewer") in members(project)
     assert (
         client.put(f"/api/projects/{project.pk}/members/{mallory.pk}", {"role": "member"}, format="json").status_code
         == 200
@@ -116,10 +118,12 @@ def test_bad_project_input_is_400(api, alice, body):
     assert not Project.objects.exists()
 
 
-def test_unknown_role_and_user_are_400(api, alice, project):
+def test_unknown_role_is_400_and_an_unknown_user_gets_the_same_answer_as_a_known_one(api, alice, mallory, project):
     before = members(project)
     client = api(alice)
-    assert client.post(f"/api/projects/{project.pk}/members", {"username": "ghost"}, format="json").status_code == 400
+    ghost = client.post(f"/api/projects/{project.pk}/members", {"username": "ghost"}, format="json")
+    real = client.post(f"/api/projects/{project.pk}/members", {"username": "mallory"}, format="json")
+    assert (ghost.status_code, ghost.json()) == (real.status_code, real.json())
     assert (
         client.post(
             f"/api/projects/{project.pk}/members", {"username": "bob", "role": "god"}, format="json"
