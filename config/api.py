@@ -3,6 +3,7 @@
 """
 
 import logging
+import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -15,6 +16,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
 from config.errors import DomainError
+from config.throttling import unauthenticated_throttled
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +62,15 @@ def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
         return Response(error_body("invalid", _validation_message(details), details), status=400)
+    if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
+        exc = unauthenticated_throttled(context["request"]) or exc
     if isinstance(exc, drf_exceptions.APIException):
         code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
         headers = {}
         if getattr(exc, "auth_header", None):
             headers["WWW-Authenticate"] = exc.auth_header
+        if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(math.ceil(exc.wait))
         if isinstance(exc, drf_exceptions.ValidationError):
             return Response(
                 error_body(code, _validation_message(exc.detail), exc.detail),

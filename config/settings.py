@@ -4,6 +4,7 @@ Unset DATABASE_URL means the embedded SQLite default; set, it must point at Post
 """
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -136,6 +137,27 @@ if not DATABASE_URL:
     SILENCED_SYSTEM_CHECKS = ["models.W040"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Cache (API throttle counters) ----------------------------------------------------------
+# "locmem": per process, so N processes (or nodes) each allow the full rates. "database": a
+# table in the main database (`manage.py createcachetable`) that every process and node
+# shares, at a few extra queries per API request. Login lockouts do not use the cache.
+_CACHE_BACKENDS = {
+    "locmem": "django.core.cache.backends.locmem.LocMemCache",
+    "database": "django.core.cache.backends.db.DatabaseCache",
+}
+CACHE_BACKEND = env_str("CACHE_BACKEND", "locmem")
+if CACHE_BACKEND not in _CACHE_BACKENDS:
+    raise ImproperlyConfigured("CACHE_BACKEND must be 'locmem' or 'database'")
+CACHES = {
+    "default": {
+        "BACKEND": _CACHE_BACKENDS[CACHE_BACKEND],
+        "LOCATION": "memory_cache",
+        # Past this many entries a third is dropped (expired ones first in the database), which
+        # resets those counters: room for one counter per active client and scope.
+        "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20000)},
+    }
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -205,6 +227,17 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
 # --- REST API -------------------------------------------------------------------------------
+# Rate limits per scope (config/throttling.py); API_THROTTLE=off turns them off (benchmarks).
+API_THROTTLE = env_bool("API_THROTTLE", True)
+API_THROTTLE_RATES = {
+    "anon": env_str("API_THROTTLE_ANON", "60/minute"),
+    "user": env_str("API_THROTTLE_USER", "1200/minute"),
+    "run": env_str("API_THROTTLE_RUN", "600/minute"),
+    "search": env_str("API_THROTTLE_SEARCH", "300/minute"),
+}
+for _scope, _rate in API_THROTTLE_RATES.items():
+    if not re.fullmatch(r"\s*[1-9]\d*\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*", _rate):
+        raise ImproperlyConfigured(f"API_THROTTLE_{_scope.upper()} must look like 60/minute, got {_rate!r}")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "identity_app.authentication.ApiTokenAuthentication",
@@ -218,6 +251,14 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "config.throttling.AnonThrottle",
+        "config.throttling.UserThrottle",
+        "config.throttling.RunThrottle",
+        "config.throttling.SearchThrottle",
+    ],
+    # Proxies in front that append the client to X-Forwarded-For; 0 ignores the header.
+    "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0),
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")

@@ -12,6 +12,7 @@ export DEBUG=${DEBUG:-1}
 export DB_CONN_MAX_AGE=0
 PY=.venv/bin/python
 $PY manage.py migrate --noinput >/dev/null
+$PY manage.py createcachetable  # only does something with CACHE_BACKEND=database
 if [ -n "${DJANGO_SUPERUSER_USERNAME:-}" ] && [ -n "${DJANGO_SUPERUSER_PASSWORD:-}" ]; then
   $PY manage.py shell -c "
 import os

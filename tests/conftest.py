@@ -5,6 +5,7 @@ Runs: every test gets its own workspace root (``workspace_root``); ``make_run(us
 run through the real service and ``run_api(token)`` is a client that authenticates with its token."""
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from rest_framework.test import APIClient
 
@@ -87,6 +88,12 @@ def api(db):
         return TokenClient(user, key)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Throttle counters live in the cache: every test starts from zero."""
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -20,3 +20,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+# Throttle counters per process, and rates no ordinary test reaches; tests/test_throttling.py
+# lowers them where it proves the limits.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+API_THROTTLE_RATES = dict.fromkeys(API_THROTTLE_RATES, "100000/minute")  # noqa: F405

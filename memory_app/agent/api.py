@@ -469,6 +469,10 @@ class RunFinishView(RunTokenView):
 
 
 class RunToolView(RunTokenView):
+    def get_throttle_scopes(self, request):
+        """Every tool call counts against ``run``; the history search also against ``search``."""
+        return ("run", "search") if self.kwargs.get("tool") == "search_thread_messages" else ("run",)
+
     @extend_schema(request=dict, responses={200: dict})
     def post(self, request, run_id, tool):
         result = tools.tool_call(

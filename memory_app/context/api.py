@@ -9,6 +9,8 @@ from memory_app.context import assembly as context
 
 
 class RunContextView(RunTokenView):
+    throttle_scopes = ("run",)
+
     @extend_schema(
         parameters=[OpenApiParameter("query", str, required=False), OpenApiParameter("round", int, required=False)],
         responses={200: dict},

@@ -72,6 +72,8 @@ class SearchOutput(serializers.Serializer):
 
 
 class SearchView(APIView):
+    throttle_scopes = ("search",)
+
     @extend_schema(request=SearchInput, responses=SearchOutput)
     def post(self, request):
         data = validated(SearchInput, request)

@@ -1,0 +1,151 @@
+"""API rate limits: fixed-window counters in Django's cache, one per scope and client.
+
+Scopes (rates in ``settings.API_THROTTLE_RATES``, read on every request so they can change):
+
+- ``anon``: requests without valid credentials, per client address. Requests that end in 401
+  (no credentials, a forged, expired or revoked token) count here too: DRF authenticates before
+  it runs throttles, so the exception handler charges them (``unauthenticated_throttled``).
+- ``user``: every authenticated request, per user (API token, session or run token alike).
+- ``run``: the run-token endpoints that read or write memory (context and agent tools).
+- ``search``: searches: ``/api/memory/search``, the history search tool, and any GET with a
+  non-empty ``q``, ``search`` or ``query`` parameter.
+
+A view joins ``run`` or ``search`` with ``throttle_scopes = (...)`` or, when that depends on
+the request, ``get_throttle_scopes(request)``. ``API_THROTTLE=off`` turns every scope off.
+Counters live in the ``default`` cache: with several processes or nodes that cache must be
+shared (``CACHE_BACKEND=database``), or each process counts on its own.
+"""
+
+import ipaddress
+import math
+import re
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework import exceptions
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+RATE_RE = re.compile(r"\s*([1-9]\d*)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*")
+SEARCH_PARAMS = ("q", "search", "query")
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """``"60/minute"`` → ``(60, 60)``: allowed requests and the window in seconds."""
+    match = RATE_RE.fullmatch(rate)
+    if not match:
+        raise ValueError(f"a rate is N/second, N/minute, N/hour or N/day with N >= 1, got {rate!r}")
+    return int(match.group(1)), PERIODS[match.group(2)[0]]
+
+
+def client_address(request) -> str:
+    """The client's address: ``REMOTE_ADDR``, or, behind ``TRUSTED_PROXY_COUNT`` proxies, the
+    address the outermost trusted proxy saw in ``X-Forwarded-For``. Without trusted proxies
+    the header is ignored, so a client cannot pick a fresh identity per request."""
+    meta = request.META
+    remote = meta.get("REMOTE_ADDR") or ""
+    proxies = api_settings.NUM_PROXIES or 0
+    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",")]
+        remote = hops[-min(proxies, len(hops))]
+    return remote
+
+
+def address_key(request) -> str:
+    """The address as a throttle identity. IPv6 clients are counted per /64, the block one
+    subscriber usually holds, so rotating addresses inside it does not reset the counter."""
+    address = client_address(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address or "unknown"
+    if parsed.version == 6:
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
+
+
+def _view_scopes(request, view) -> tuple[str, ...]:
+    get_scopes = getattr(view, "get_throttle_scopes", None)
+    scopes = tuple(get_scopes(request)) if get_scopes else tuple(getattr(view, "throttle_scopes", ()))
+    if request.method == "GET" and any(request.query_params.get(name) for name in SEARCH_PARAMS):
+        scopes += ("search",)
+    return scopes
+
+
+class ScopeThrottle(BaseThrottle):
+    """One scope's fixed-window counter. Denied requests count too, so hammering a closed
+    window does not buy anything; the window still ends on time."""
+
+    scope = ""
+    timer = staticmethod(time.time)
+
+    def applies(self, request, view) -> bool:
+        return self.scope in _view_scopes(request, view)
+
+    def ident(self, request) -> str:
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            return f"user:{user.pk}"
+        return f"addr:{address_key(request)}"
+
+    def allow_request(self, request, view) -> bool:
+        self._wait = None
+        if not settings.API_THROTTLE or not self.applies(request, view):
+            return True
+        return self.charge(self.ident(request))
+
+    def charge(self, ident: str) -> bool:
+        """Count one request for ``ident``; False (and ``wait()`` set) past the rate."""
+        limit, window = parse_rate(settings.API_THROTTLE_RATES[self.scope])
+        now = self.timer()
+        start = math.floor(now / window) * window
+        key = f"throttle:{self.scope}:{ident}:{window}:{start}"
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the first request of this window (or its entry was evicted)
+            count = 1 if cache.add(key, 1, timeout=window + 1) else cache.incr(key)
+        if count <= limit:
+            return True
+        self._wait = max(1, math.ceil(start + window - now))
+        return False
+
+    def wait(self):
+        return getattr(self, "_wait", None)
+
+
+class AnonThrottle(ScopeThrottle):
+    scope = "anon"
+
+    def applies(self, request, view) -> bool:
+        return not request.user.is_authenticated
+
+
+class UserThrottle(ScopeThrottle):
+    scope = "user"
+
+    def applies(self, request, view) -> bool:
+        return request.user.is_authenticated
+
+
+class RunThrottle(ScopeThrottle):
+    scope = "run"
+
+
+class SearchThrottle(ScopeThrottle):
+    scope = "search"
+
+
+def unauthenticated_throttled(request) -> exceptions.Throttled | None:
+    """Charge a request that failed authentication to its address; past the ``anon`` rate the
+    answer is 429 instead of 401, so guessing tokens is as limited as anonymous calls."""
+    if not settings.API_THROTTLE:
+        return None
+    throttle = AnonThrottle()
+    if throttle.charge(f"addr:{address_key(request)}"):
+        return None
+    return exceptions.Throttled(wait=throttle.wait())
