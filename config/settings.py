@@ -5,6 +5,7 @@ Unset DATABASE_URL means the embedded SQLite default; set, it must point at Post
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -71,6 +72,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "identity_app",
     "memory_app",
 ]
@@ -86,6 +88,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.web.DomainErrorMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: answers a login refused during a lockout
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -225,6 +228,21 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+
+# Web and admin login: after LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, even the right password is refused for LOGIN_COOLOFF_MINUTES (django-axes; the
+# count lives in the database, so every node sees it). A success resets the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+_cooloff_minutes = env_int("LOGIN_COOLOFF_MINUTES", 15)
+if AXES_FAILURE_LIMIT < 1 or _cooloff_minutes < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT and LOGIN_COOLOFF_MINUTES must be at least 1")
+AXES_COOLOFF_TIME = timedelta(minutes=_cooloff_minutes)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful logins are not logged
+AXES_CLIENT_IP_CALLABLE = "config.throttling.client_address"
+AXES_LOCKOUT_CALLABLE = "identity_app.web.login.lockout_response"
 
 # --- REST API -------------------------------------------------------------------------------
 # Rate limits per scope (config/throttling.py); API_THROTTLE=off turns them off (benchmarks).

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from identity_app.web.login import AdminLoginForm, LoginForm
 from memory_app import urls as memory_urls
 
 handler400 = "config.api.api_aware_400"
@@ -10,9 +11,11 @@ handler403 = "config.api.api_aware_403"
 handler404 = "config.api.api_aware_404"
 handler500 = "config.api.api_aware_500"
 
+admin.site.login_form = AdminLoginForm
+
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
