@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -73,12 +74,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "csp",
     "identity_app",
     "memory_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "config.validation.RejectNulInRequestMiddleware",
     "config.validation.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -243,6 +246,23 @@ AXES_RESET_ON_SUCCESS = True
 AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful logins are not logged
 AXES_CLIENT_IP_CALLABLE = "config.throttling.client_address"
 AXES_LOCKOUT_CALLABLE = "identity_app.web.login.lockout_response"
+
+# Content-Security-Policy on every response: scripts and styles from our own origin only (no
+# inline script or style unless a template gives it the per-response nonce).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 # --- REST API -------------------------------------------------------------------------------
 # Rate limits per scope (config/throttling.py); API_THROTTLE=off turns them off (benchmarks).

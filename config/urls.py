@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
+from config.docs import ApiDocsView
 from identity_app.web.login import AdminLoginForm, LoginForm
 from memory_app import urls as memory_urls
 
@@ -18,7 +19,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("identity_app.api.urls")),
     path("api/", include(memory_urls.api_urlpatterns)),
     path("", include((memory_urls.web_urlpatterns, "web"), namespace="web")),
