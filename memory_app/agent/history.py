@@ -2,7 +2,8 @@
 
 These selectors own visibility (through ``history_threads``/``history_messages``), the field
 allowlist, every byte budget and the truncation markers (docs/runs.md). Cutting itself is
-``truncate_utf8``; ranking is the shared engine's (``memory_app.search``).
+``truncate_utf8``; ranking is the shared engine's (``memory_app.search``). Every stored text they
+return is low-trust: ``_shown`` neutralizes delimiter look-alikes in it.
 """
 
 import json
@@ -11,6 +12,7 @@ from django.db.models import Q
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
+from config.lowtrust import neutralize_low_trust
 from config.validation import clean_text, json_size
 from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.models import ToolCall
@@ -40,13 +42,21 @@ HISTORY_NOTICE = (
 )
 
 
+def _shown(text: str, budget: int, cut=truncate_utf8) -> tuple[str, bool]:
+    """``text`` as it may reach an agent: cut to ``budget`` (marked), delimiter look-alikes
+    neutralized, and cut again should the neutralized form be longer."""
+    text, was_cut = cut(text, budget)
+    text, recut = cut(neutralize_low_trust(text), budget)
+    return text, was_cut or recut
+
+
 def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     """A window of ``content`` starting shortly before the first matched term, cut to budget."""
     folded = content.casefold()
     positions = [folded.find(t) for t in terms if folded.find(t) >= 0]
     start = max(0, min(positions) - 80) if positions else 0
     prefix = "…" if start else ""
-    text, cut = truncate_utf8(prefix + content[start:], budget)
+    text, cut = _shown(prefix + content[start:], budget)
     return text, cut or bool(start)
 
 
@@ -80,7 +90,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         hits.append(
             {
                 "thread_id": row["conversation_id"],
-                "thread_title": truncate_utf8(row["conversation__title"] or "", 120)[0],
+                "thread_title": _shown(row["conversation__title"] or "", 120)[0],
                 "message_id": row["id"],
                 "role": row["role"],
                 "created_at": row["created_at"].isoformat(),
@@ -93,7 +103,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         "result": "ok",
         "trust": "low",
         "notice": HISTORY_NOTICE,
-        "query": truncate_utf8(query, 512)[0],
+        "query": _shown(query, 512)[0],
         "results": hits,
         "truncated": False,
     }
@@ -109,8 +119,8 @@ def _tool_call_item(call: dict, budget: int) -> tuple[dict, int]:
     is left empty and named in ``omitted``."""
     item = {
         "id": call["id"],
-        "name": truncate_json_text(call["name"], 200)[0],
-        "status": truncate_json_text(call["status"] or "", 32)[0],
+        "name": _shown(call["name"], 200, cut=truncate_json_text)[0],
+        "status": _shown(call["status"] or "", 32, cut=truncate_json_text)[0],
         "input": "",
         "output": "",
         "error": "",
@@ -130,7 +140,7 @@ def _tool_call_item(call: dict, budget: int) -> tuple[dict, int]:
     pending = sorted(texts, key=lambda k: json_size(texts[k]))
     for index, key in enumerate(pending):
         share = max(0, remaining // (len(pending) - index)) + 2  # + the quotes already counted
-        text, cut = truncate_json_text(texts[key], share)
+        text, cut = _shown(texts[key], share, cut=truncate_json_text)
         item[key] = text
         truncated = truncated or cut
         if cut and not text:
@@ -174,7 +184,7 @@ def history_read(
         if budget <= 0:
             content_truncated = True
             break
-        text, cut = truncate_utf8(row["head"], budget)
+        text, cut = _shown(row["head"], budget)
         total += utf8_len(text)
         content_truncated = content_truncated or cut
         items.append(
@@ -191,7 +201,7 @@ def history_read(
         "trust": "low",
         "notice": HISTORY_NOTICE,
         "thread_id": thread["id"],
-        "thread_title": truncate_utf8(thread["title"] or "", 120)[0],
+        "thread_title": _shown(thread["title"] or "", 120)[0],
         "messages": items,
         "has_more": has_more,
         "truncated": content_truncated,

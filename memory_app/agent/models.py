@@ -22,6 +22,7 @@ __all__ = [
     "RunStatus",
     "ToolCall",
     "UserSettings",
+    "run_is_top_level",
 ]
 
 
@@ -202,8 +203,9 @@ class AgentRun(models.Model):
     def __str__(self):
         return f"{self.id} ({self.kind}, {self.status})"
 
-    @property
-    def is_top_level(self) -> bool:
-        """A main-agent run: ``chat``/``resume`` with no parent run (a run with a parent is a
-        sub-agent whatever its kind says)."""
-        return self.kind in TOP_LEVEL_RUN_KINDS and self.parent_run_id is None
+
+def run_is_top_level(run: AgentRun) -> bool:
+    """The one rule for which runs are main-agent runs: ``chat``/``resume`` with no parent run.
+    Only these ever receive memory text (the notes file, the memory tools, identity injection,
+    scoped items); a run with a parent is a sub-agent whatever its kind says (docs/runs.md)."""
+    return run.kind in TOP_LEVEL_RUN_KINDS and run.parent_run_id is None

@@ -14,7 +14,7 @@ from memory_app.agent import history
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.locks import LockFailed, user_lock_acquire
-from memory_app.agent.models import AgentRun
+from memory_app.agent.models import AgentRun, run_is_top_level
 from memory_app.agent.selectors import memory_enabled_for
 from memory_app.agent.workspace import MEMORY_FILE, Workspace
 
@@ -99,7 +99,7 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: 
     if run is None:
         raise RunNotAuthorized("This run token is not valid for this run.")
     run_check_lease(run=run, credential=credential, now=timezone.now())
-    if not run.is_top_level:
+    if not run_is_top_level(run):
         raise NotTopLevelRun("Memory tools are only available to top-level chat and resume runs.")
     # Optional assertions from the runtime about the context it is executing in.
     claims = claims or {}

@@ -5,15 +5,19 @@
 3. the three tool schemas under the same gate as 2;
 4. identity-memory injection (auto-memory part), the only fail-open step;
 5. scoped items (scope part).
+
+2 to 5 are memory text: each source applies ``run_is_top_level`` itself, so no memory of any
+kind reaches a sub-agent, a coordinator, a checkpoint or a run with a parent.
 """
 
 import logging
 
 from config.errors import InvalidInput
+from config.lowtrust import MEMORY_FILE_FRAME, low_trust_block, neutralize_low_trust
 from config.validation import clean_text
 from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
-from memory_app.agent.models import AgentRun
+from memory_app.agent.models import AgentRun, run_is_top_level
 from memory_app.agent.selectors import memory_enabled_for
 from memory_app.agent.tools import TOOL_SCHEMAS
 from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, Workspace, WorkspaceUnsafe
@@ -32,12 +36,10 @@ MEMORY_HEADER = (
 )
 
 
-MEMORY_BEGIN = "<<<MEMORY.md (data)>>>"
-MEMORY_END = "<<<end of MEMORY.md>>>"
-
-
-def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[str]) -> str:
-    """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe."""
+def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False) -> str:
+    """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
+    ``low_trust`` neutralizes delimiter look-alikes before the cut, so the budget holds for the
+    text as shown."""
     try:
         # A few bytes more than the budget tell whether the file is longer than shown.
         read = workspace.read_file(name, max_bytes=max_bytes + 4)
@@ -50,6 +52,8 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
     text = read.content.decode("utf-8", errors="replace")
     if not text.strip():
         return ""
+    if low_trust:
+        text = neutralize_low_trust(text)
     return truncate_utf8(text, max_bytes)[0]
 
 
@@ -84,13 +88,12 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
             sections.append({"name": section, "trust": "system", "content": text})
 
     # Read fresh at each assembly; sub-agents and other non-top-level runs never get it.
-    memory_enabled = run.is_top_level and memory_enabled_for(user_id=run.user_id)
+    memory_enabled = run_is_top_level(run) and memory_enabled_for(user_id=run.user_id)
     if memory_enabled:
-        text = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings)
+        text = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
         if text:
-            sections.append(
-                {"name": "memory", "trust": "low", "content": f"{MEMORY_HEADER}\n{MEMORY_BEGIN}\n{text}\n{MEMORY_END}"}
-            )
+            content = low_trust_block(MEMORY_FILE_FRAME, text, header=MEMORY_HEADER)
+            sections.append({"name": "memory", "trust": "low", "content": content})
 
     prompt, goal = run.prompt, run.goal
     try:

@@ -1,7 +1,9 @@
-"""``identity-context``: profile + latest identity memories, rendered as data (docs/API.md)."""
+"""``identity-context``: profile + latest identity memories, rendered as data (docs/API.md).
+The rendered text is the low-trust identity block that injection prepends to a run's prompt."""
 
 from dataclasses import dataclass
 
+from config.lowtrust import IDENTITY_FRAME, low_trust_block, neutralize_low_trust
 from identity_app.models import Profile
 from identity_app.selectors import profile_get
 from memory_app.memories.models import Memory
@@ -36,7 +38,7 @@ def render_memories(title: str, memories: list[Memory]) -> list[str]:
 def render_identity_text(
     *, profile: Profile | None, user_memories: list[Memory], project_memories: list[Memory]
 ) -> str:
-    lines = ['<identity_memory trust="low">', IDENTITY_HEADER]
+    lines = []
     if profile is not None:
         lines.append("## Profile")
         if profile.display_name:
@@ -46,8 +48,9 @@ def render_identity_text(
             lines.append(f"- preference {key}: {value}")
     lines += render_memories("User memories", user_memories)
     lines += render_memories("Project memories", project_memories)
-    lines.append("</identity_memory>")
-    return "\n".join(lines)
+    # Everything between the delimiters is data written by users and members: none of it may
+    # close the block, whoever wrote it.
+    return low_trust_block(IDENTITY_FRAME, "\n".join(lines), header=IDENTITY_HEADER)
 
 
 def identity_context_build(*, user, project_id: str | None) -> IdentityContext:
@@ -61,7 +64,7 @@ def identity_context_build(*, user, project_id: str | None) -> IdentityContext:
             (f"## {s.title}\n{s.content}" if s.title else s.content)
             for s in project_summaries_for(user=user, project_id=project_id)
         ]
-        summary_text = "\n\n".join(parts)[:PROJECT_SUMMARY_MAX_CHARS]
+        summary_text = neutralize_low_trust("\n\n".join(parts))[:PROJECT_SUMMARY_MAX_CHARS]
     return IdentityContext(
         profile=profile,
         user_memories=user_memories,

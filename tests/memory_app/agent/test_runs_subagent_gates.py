@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from memory_app.agent import services
-from memory_app.agent.models import AgentRun
+from memory_app.agent.models import AgentRun, run_is_top_level
 from tests.memory_app.agent.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +69,7 @@ def test_a_chat_run_with_a_parent_is_not_top_level_even_if_stored(
     handle = make_run(alice)
     AgentRun.objects.filter(pk=handle.id).update(parent_run=parent.run)
     run = AgentRun.objects.get(pk=handle.id)
-    assert run.kind == "chat" and run.is_top_level is False
+    assert run.kind == "chat" and run_is_top_level(run) is False
     ctx = run_api(handle.token).get(f"/api/runs/{handle.id}/context").json()
     assert ctx["tools"] == [] and ctx["memory_enabled"] is False
     assert "MARK-MEMORY-SECRET" not in json.dumps(ctx)

@@ -97,3 +97,13 @@ def test_source_failure_is_fail_open_with_warning_and_log(run_api, make_run, ali
     assert body["prompt"] == PROMPT
     assert body["warnings"] and "identity" in body["warnings"][0]
     assert any("injection" in record.getMessage() for record in caplog.records)
+
+
+def test_a_chat_kind_run_with_a_parent_is_never_injected(run_api, make_run, alice, memories):
+    auto_memory_settings_update(user=alice, changes={"use": True})
+    parent = make_run(alice, prompt=PROMPT)
+    handle = make_run(alice, prompt=PROMPT, request_id="req-2")
+    AgentRun.objects.filter(pk=handle.id).update(parent_run=parent.run)
+    body = context(run_api, handle)
+    assert body["prompt"] == PROMPT and body["identity_injected"] is False
+    assert "USER-MEM" not in str(body) and "PROJECT-MEM" not in str(body)

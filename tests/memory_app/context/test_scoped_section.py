@@ -67,3 +67,26 @@ def test_no_session_key_means_no_scoped_section(api, svc, alice):
     scoped_item_create(actor=svc, session_id=A, kind="preference", content="CHAT-A likes tea")
     body = run_context(start_run(api, svc, alice, ""), "tea")
     assert "scoped_memory" not in [s["name"] for s in body["sections"]]
+
+
+def test_a_subagent_of_a_chat_run_gets_no_scoped_section(api, svc, alice):
+    scoped_item_create(actor=svc, session_id=A, kind="fact", content="alice chat fact: allergic to peanuts")
+    scoped_item_create(actor=svc, session_id=A, kind="procedure", content="GLOBAL peanuts policy")
+    parent = start_run(api, svc, alice, A)
+    assert "alice chat fact" in str(run_context(parent, "peanuts"))
+    sub = api(svc).post(
+        "/api/runs",
+        {
+            "user": alice.username,
+            "conversation_id": parent["conversation_id"],
+            "request_id": "r2",
+            "kind": "subagent",
+            "worker_id": "w1",
+            "parent_run_id": parent["id"],
+        },
+        format="json",
+    )
+    assert sub.status_code == 201, sub.content
+    body = run_context(sub.json(), "peanuts")
+    assert "scoped_memory" not in [s["name"] for s in body["sections"]]
+    assert "peanuts" not in str(body)
