@@ -160,7 +160,7 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
     ("api_key", re.compile(r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"), marker("api_key")),
     (
         "api_key",
-        re.compile(r"(?i)\b((?:Account|SharedAccess)Key\s*=\s*)[^;\s\"']+"),
+        re.compile(r"(?i)\b((?:Account|SharedAccess)Key\s*=\s*)[^;\s\"'`]+"),
         r"\1" + marker("api_key"),
     ),
 ]
