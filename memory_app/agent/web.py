@@ -82,6 +82,7 @@ def settings_page(request):
 
 
 @login_required
+@require_http_methods(["GET"])
 def conversation_list(request):
     qs = selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -89,6 +90,7 @@ def conversation_list(request):
 
 
 @login_required
+@require_http_methods(["GET"])
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     page = Paginator(selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50).get_page(
@@ -103,6 +105,7 @@ def conversation_detail(request, conversation_id):
 
 
 @login_required
+@require_http_methods(["GET"])
 def run_detail(request, run_id):
     run = selectors.run_get(user=request.user, run_id=run_id)
     return render(request, "agent/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})

@@ -51,6 +51,7 @@ def auto_memory_settings(request):
 
 
 @login_required
+@require_http_methods(["GET"])
 def auto_memory_log(request):
     outcome = request.GET.get("outcome") or None
     if outcome not in (None, *AutoMemoryOutcome.values):

@@ -171,7 +171,9 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/memory_app/scope_migration_form.html", context)
 
     def inspect_view(self, request):
-        if request.method != "POST" or not self.has_change_permission(request):
+        if not self.has_change_permission(request):
+            raise DjangoPermissionDenied
+        if request.method != "POST":
             return self._changelist()
         plan = migration.plan_import(
             data=migration.inspect_plan(), name=f"inspect {timezone.now():%Y-%m-%d %H:%M}", actor=request.user
@@ -180,9 +182,12 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         return self._changelist()
 
     def apply_view(self, request, plan_id):
+        # The permission first, so that staff without it cannot tell which plans exist.
+        if not self.has_change_permission(request):
+            raise DjangoPermissionDenied
         plan = get_object_or_404(ScopeMigrationPlan, pk=plan_id)
         if not self.has_change_permission(request, plan):
-            return self._changelist()
+            raise DjangoPermissionDenied
         form = ApplyForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:

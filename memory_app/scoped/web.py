@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import path
+from django.views.decorators.http import require_http_methods
 
 from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.models import Status
@@ -15,6 +16,7 @@ MAX_CHATS = 50
 
 
 @login_required
+@require_http_methods(["GET"])
 def chat_memories(request):
     """The user's bound private chats and, for the chosen one, its memories."""
     chats = list(bound_chats(user=request.user)[:MAX_CHATS])

@@ -1,0 +1,590 @@
+"""Every route of the URL configuration has an authorization case for every kind of caller.
+
+The tables below give, per route and method, the status each persona must get; the tests
+walk ``config.urls`` and fail when a route has no row (a new route cannot be forgotten) or a
+row names a route that no longer exists. Each case runs in a savepoint that is rolled back, so
+all cases see the same world, built once for the module (``tests/route_matrix.py``): alice
+owns every row; her project Apollo has bob as a member and vera as a viewer.
+
+Personas (columns):
+
+- ``anon`` no credentials; ``forged`` a made-up ``Token`` key; ``frun`` a made-up ``Run`` token
+  for alice's real run id and lease generation;
+- ``sub`` the ``Run`` token of a sub-agent run whose parent is alice's main run (the URL's run
+  unless the target is ``sub``: then the sub-agent's own run); ``main`` the token of that
+  main run;
+- ``alice`` the owner; ``bob`` another user (a member of Apollo, nothing of alice's own);
+  ``mallory`` a non-member of Apollo; ``vera`` a viewer of Apollo; ``svc`` a service principal
+  (all with API tokens on ``/api/``, with a session on the web pages and the admin);
+- admin only: ``staff`` (staff, no permissions) and ``root`` (a superuser).
+
+Cells: a status, ``login`` (302 to the web login page), ``admin-login`` (302 to the admin's
+login page) or ``-`` (not run: a positive admin write); ``API_CODES`` adds the error code
+where the status alone does not tell which rule refused.
+
+The rules: unauthenticated or forged → 401 on the API and the login page on the web and the
+admin; another user's object or a project you are not in → 404; a viewer's write → 403; a
+capability the caller lacks for every object alike (service-only writes) → 403; a run token
+acts only for its own run (403 ``run_not_authorized``) and authenticates nothing else (401).
+Every response is also checked for words of alice's rows the persona may not read, and every
+refused write for leaving all rows and workspace files as they were. The admin is covered per
+ModelAdmin (changelist, add, change, delete, history) rather than per URL.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.contrib import admin
+from django.contrib.contenttypes.models import ContentType
+from django.core.cache import cache
+from django.test import RequestFactory
+from django.urls import reverse
+
+from identity_app.models import Project
+from tests.route_matrix import (
+    ADMIN_PERSONAS,
+    CHAT_KEY,
+    MARKERS,
+    MODEL_ADMIN_VIEWS,
+    PERSONAS,
+    Expect,
+    Request,
+    World,
+    build_world,
+    parse_table,
+    routes,
+    run_case,
+    world_transaction,
+    write_notes_file,
+)
+
+pytestmark = pytest.mark.django_db
+
+# --- the API -------------------------------------------------------------------------------
+
+API = parse_table(
+    """
+route                     method target  anon forged frun sub main alice bob mallory vera svc
+profile                   GET    -       401  401    401  401 401  200   200 200     200  200
+profile                   PUT    -       401  401    401  401 401  200   200 200     200  200
+project-list              GET    -       401  401    401  401 401  200   200 200     200  200
+project-list              POST   -       401  401    401  401 401  201   201 201     201  201
+project-detail            GET    -       401  401    401  401 401  200   200 404     200  404
+project-detail            PUT    -       401  401    401  401 401  200   403 404     403  404
+project-detail            PATCH  -       401  401    401  401 401  200   403 404     403  404
+project-members           GET    -       401  401    401  401 401  200   200 404     200  404
+project-member-detail     PUT    -       401  401    401  401 401  200   403 404     403  404
+project-member-detail     PATCH  -       401  401    401  401 401  200   403 404     403  404
+project-member-detail     DELETE -       401  401    401  401 401  204   403 404     403  404
+# adding a member invites them (202, whether or not the username exists); the invitee alone
+# sees, accepts or declines the invitation (here: alice invited mallory)
+project-members           POST   -       401  401    401  401 401  202   403 404     403  404
+project-invitations       GET    -       401  401    401  401 401  200   403 404     403  404
+project-invitation-detail DELETE -       401  401    401  401 401  204   403 404     403  404
+my-invitations            GET    -       401  401    401  401 401  200   200 200     200  200
+my-invitation-accept      POST   -       401  401    401  401 401  404   404 201     404  404
+my-invitation-decline     POST   -       401  401    401  401 401  404   404 204     404  404
+# API tokens: each user's own (the target is alice's token)
+my-tokens                 GET    -       401  401    401  401 401  200   200 200     200  200
+my-tokens                 POST   -       401  401    401  401 401  201   201 201     201  201
+my-token-detail           GET    -       401  401    401  401 401  200   404 404     404  404
+my-token-detail           DELETE -       401  401    401  401 401  204   404 404     404  404
+my-token-rotate           POST   -       401  401    401  401 401  201   404 404     404  404
+my-memories               GET    -       401  401    401  401 401  200   200 200     200  200
+my-memories               POST   -       401  401    401  401 401  201   201 201     201  201
+my-memory-detail          GET    -       401  401    401  401 401  200   404 404     404  404
+my-memory-detail          DELETE -       401  401    401  401 401  204   404 404     404  404
+my-memory-supersede       POST   -       401  401    401  401 401  201   404 404     404  404
+my-memory-chain           GET    -       401  401    401  401 401  200   404 404     404  404
+identity-context          GET    -       401  401    401  401 401  200   200 200     200  200
+identity-context          GET    project 401  401    401  401 401  200   200 404     200  404
+project-memories          GET    -       401  401    401  401 401  200   200 404     200  404
+project-memories          POST   -       401  401    401  401 401  201   201 404     403  404
+project-memory-detail     GET    -       401  401    401  401 401  200   200 404     200  404
+project-memory-detail     DELETE -       401  401    401  401 401  204   204 404     403  404
+project-memory-supersede  POST   -       401  401    401  401 401  201   201 404     403  404
+project-memory-chain      GET    -       401  401    401  401 401  200   200 404     200  404
+my-settings               GET    -       401  401    401  401 401  200   200 200     200  200
+my-settings               PUT    -       401  401    401  401 401  200   200 200     200  200
+my-workspace-file         GET    -       401  401    401  401 401  200   200 200     200  200
+my-workspace-file         PUT    -       401  401    401  401 401  200   200 200     200  200
+my-workspace-file         DELETE -       401  401    401  401 401  204   204 204     204  204
+# conversations and runs: written by service principals for a user; a user reads their own
+conversations             GET    -       401  401    401  401 401  200   200 200     200  200
+conversations             POST   -       401  401    401  401 401  403   403 403     403  201
+conversation-detail       GET    -       401  401    401  401 401  200   404 404     404  200
+conversation-detail       PATCH  -       401  401    401  401 401  200   404 404     404  200
+conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200
+conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201
+conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200
+runs                      GET    -       401  401    401  401 401  200   200 200     200  200
+runs                      POST   -       401  401    401  401 401  403   403 403     403  201
+run-detail                GET    -       401  401    401  401 401  200   404 404     404  200
+run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200
+# run-token routes: only the run's own token; a sub-agent never acts for its parent, nor a
+# parent for its sub-agent; memory tools are for top-level runs only
+run-heartbeat             POST   -       401  401    401  403 200  401   401 401     401  401
+run-heartbeat             POST   sub     401  401    401  200 403  401   401 401     401  401
+run-finish                POST   -       401  401    401  403 200  401   401 401     401  401
+run-finish                POST   sub     401  401    401  200 403  401   401 401     401  401
+run-context               GET    -       401  401    401  403 200  401   401 401     401  401
+run-context               GET    sub     401  401    401  200 403  401   401 401     401  401
+run-tool                  POST   -       401  401    401  403 200  401   401 401     401  401
+run-tool                  POST   sub     401  401    401  403 403  401   401 401     401  401
+# auto-memory
+auto-memory-settings      GET    -       401  401    401  401 401  200   200 200     200  200
+auto-memory-settings      PUT    -       401  401    401  401 401  200   200 200     200  200
+run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404     404  404
+auto-memory-run           POST   -       401  401    401  401 401  200   200 200     200  200
+auto-memory-log           GET    -       401  401    401  401 401  200   200 200     200  200
+# scoped items: bots write; a user searches only the chats bound to them (403 for every other
+# chat alike, bound to someone or not, so the answer reveals nothing)
+memory-items              POST   -       401  401    401  401 401  403   403 403     403  201
+memory-search             POST   -       401  401    401  401 401  200   403 403     403  200
+memory-consolidate        POST   -       401  401    401  401 401  403   403 403     403  200
+chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200
+chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201
+chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204
+# public: the schema and its docs page (a forged token is still refused)
+schema                    GET    -       200  401    200  200 200  200   200 200     200  200
+api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200
+""",
+    PERSONAS,
+)
+
+# Where the status alone does not tell which rule refused: the error code it must carry.
+RUN_TOKEN_ROUTES = [("run-heartbeat", "POST"), ("run-finish", "POST"), ("run-context", "GET"), ("run-tool", "POST")]
+API_CODES = {
+    **{(route, method, "-", "sub"): "run_not_authorized" for route, method in RUN_TOKEN_ROUTES},
+    **{(route, method, "sub", "main"): "run_not_authorized" for route, method in RUN_TOKEN_ROUTES},
+    ("run-tool", "POST", "sub", "sub"): "not_top_level_run",
+    ("conversations", "POST", "-", "alice"): "service_principal_required",
+    ("memory-search", "POST", "-", "bob"): "chat_not_accessible",
+}
+for (route, method, target, persona), code in API_CODES.items():
+    API[route, method, target][persona] = Expect(f"{API[route, method, target][persona].text}:{code}")
+
+# --- the web UI ----------------------------------------------------------------------------
+
+WEB = parse_table(
+    """
+route                         method target anon  forged frun  sub   main  alice bob   mallory vera  svc
+login                         GET    -      200   200    200   200   200   200   200   200     200   200
+login                         POST   -      200   200    200   200   200   200   200   200     200   200
+login                         PUT    -      200   200    200   200   200   200   200   200     200   200
+logout                        POST   -      login login  login login login login login login   login login
+web:home                      GET    -      login login  login login login 200   200   200     200   200
+web:my_memories               GET    -      login login  login login login 200   200   200     200   200
+web:my_memories               POST   -      login login  login login login 302   302   302     302   302
+web:my_memory                 GET    -      login login  login login login 200   404   404     404   404
+web:my_memory_correct         GET    -      login login  login login login 200   404   404     404   404
+web:my_memory_correct         POST   -      login login  login login login 302   404   404     404   404
+web:my_memory_forget          GET    -      login login  login login login 200   404   404     404   404
+web:my_memory_forget          POST   -      login login  login login login 302   404   404     404   404
+web:projects                  GET    -      login login  login login login 200   200   200     200   200
+web:projects                  POST   -      login login  login login login 302   302   302     302   302
+web:project_memories          GET    -      login login  login login login 200   200   404     200   404
+web:project_memories          POST   -      login login  login login login 302   302   404     403   404
+web:project_memory            GET    -      login login  login login login 200   200   404     200   404
+web:project_memory_correct    GET    -      login login  login login login 200   200   404     403   404
+web:project_memory_correct    POST   -      login login  login login login 302   302   404     403   404
+web:project_memory_forget     GET    -      login login  login login login 200   200   404     403   404
+web:project_memory_forget     POST   -      login login  login login login 302   302   404     403   404
+web:profile                   GET    -      login login  login login login 200   200   200     200   200
+web:profile                   POST   -      login login  login login login 302   302   302     302   302
+web:tokens                    GET    -      login login  login login login 200   200   200     200   200
+web:tokens                    POST   -      login login  login login login 200   200   200     200   200
+web:token_revoke              POST   -      login login  login login login 302   404   404     404   404
+web:token_rotate              POST   -      login login  login login login 200   404   404     404   404
+web:invitations               GET    -      login login  login login login 200   200   200     200   200
+web:invitation_accept         POST   -      login login  login login login 404   404   302     404   404
+web:invitation_decline        POST   -      login login  login login login 404   404   302     404   404
+web:project_members           GET    -      login login  login login login 200   200   404     200   404
+web:project_members           POST   -      login login  login login login 302   403   404     403   404
+web:project_invitation_cancel POST   -      login login  login login login 302   403   404     403   404
+web:workspace                 GET    -      login login  login login login 200   200   200     200   200
+web:workspace                 POST   -      login login  login login login 302   302   302     302   302
+web:settings                  GET    -      login login  login login login 200   200   200     200   200
+web:settings                  POST   -      login login  login login login 302   302   302     302   302
+web:conversations             GET    -      login login  login login login 200   200   200     200   200
+web:conversation_detail       GET    -      login login  login login login 200   404   404     404   200
+web:run_detail                GET    -      login login  login login login 200   404   404     404   200
+web:auto_memory_settings      GET    -      login login  login login login 200   200   200     200   200
+web:auto_memory_settings      POST   -      login login  login login login 302   302   302     302   302
+web:auto_memory_log           GET    -      login login  login login login 200   200   200     200   200
+web:run_auto_memory_flags     GET    -      login login  login login login 200   404   404     404   404
+web:run_auto_memory_flags     POST   -      login login  login login login 302   404   404     404   404
+web:chat_memories             GET    -      login login  login login login 200   200   200     200   200
+""",
+    PERSONAS,
+)
+
+# --- the admin: the site's own pages and custom views (ModelAdmins are covered generically) --
+
+_NOT_STAFF = "admin-login " * len(PERSONAS)
+ADMIN = parse_table(
+    f"""
+route                                     method target {" ".join(ADMIN_PERSONAS)}
+admin:index                               GET    -      {_NOT_STAFF} 200 200
+admin:login                               GET    -      200 200 200 200 200 200 200 200 200 200 302 302
+admin:login                               POST   -      200 200 200 200 200 200 200 200 200 200 200 200
+admin:logout                              POST   -      302 302 302 302 302 302 302 302 302 302 302 302
+admin:password_change                     GET    -      {_NOT_STAFF} 200 200
+admin:password_change                     POST   -      {_NOT_STAFF} 200 200
+admin:password_change_done                GET    -      {_NOT_STAFF} 200 200
+admin:autocomplete                        GET    -      {_NOT_STAFF} 403 403
+admin:jsi18n                              GET    -      {_NOT_STAFF} 200 200
+admin:view_on_site                        GET    -      {_NOT_STAFF} 404 404
+admin:app_list                            GET    -      {_NOT_STAFF} 404 200
+admin/(?P<url>.*)                         GET    -      {_NOT_STAFF} 404 404
+admin:auth_user_password_change           GET    -      {_NOT_STAFF} 403 200
+admin:auth_user_password_change           POST   -      {_NOT_STAFF} 403 200
+admin:memory_app_scopemigrationplan_import  GET  -      {_NOT_STAFF} 403 200
+admin:memory_app_scopemigrationplan_import  POST -      {_NOT_STAFF} 403 200
+admin:memory_app_scopemigrationplan_inspect GET  -      {_NOT_STAFF} 403 302
+admin:memory_app_scopemigrationplan_inspect POST -      {_NOT_STAFF} 403 302
+admin:memory_app_scopemigrationplan_apply   GET  -      {_NOT_STAFF} 403 200
+admin:memory_app_scopemigrationplan_apply   POST -      {_NOT_STAFF} 403 200
+""",
+    ADMIN_PERSONAS,
+)
+# Admin views answer GET and treat any other method as a submission: POST stands for them.
+ADMIN_METHODS = ("GET", "POST")
+
+# --- where each route points: alice's rows ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    kwargs: Callable[[World], dict] = lambda w: {}
+    query: Callable[[World], dict] = lambda w: {}
+    url: Callable[[World], str] | None = None  # for unnamed routes
+
+
+def _project(w):
+    return {"project_id": w.project.pk}
+
+
+def _main_run(w):
+    return {"run_id": w.main_run.pk}
+
+
+def _sub_run(w):
+    return {"run_id": w.sub_run.pk}
+
+
+TARGETS: dict[tuple[str, str], Target] = {
+    ("project-detail", "-"): Target(_project),
+    ("project-members", "-"): Target(_project),
+    ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
+    ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
+    ("project-memories", "-"): Target(_project),
+    ("project-memory-detail", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("project-memory-supersede", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("project-memory-chain", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("my-workspace-file", "-"): Target(lambda w: {"name": "MEMORY.md"}),
+    ("project-invitations", "-"): Target(_project),
+    ("project-invitation-detail", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
+    ("my-invitation-accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    ("my-invitation-decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    ("my-token-detail", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
+    ("my-token-rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
+    ("web:token_revoke", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
+    ("web:token_rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
+    ("web:invitation_accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    ("web:invitation_decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    ("web:project_members", "-"): Target(_project),
+    ("web:project_invitation_cancel", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
+    ("conversation-detail", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
+    ("conversation-messages", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
+    ("conversation-message", "-"): Target(lambda w: {"conversation_id": w.conversation.pk, "message_id": w.message.pk}),
+    ("run-detail", "-"): Target(_main_run),
+    ("run-claim", "-"): Target(_main_run),
+    ("run-heartbeat", "-"): Target(_main_run),
+    ("run-heartbeat", "sub"): Target(_sub_run),
+    ("run-finish", "-"): Target(_main_run),
+    ("run-finish", "sub"): Target(_sub_run),
+    # The query names alice's chat item, so a scoped section would carry it if one were built.
+    ("run-context", "-"): Target(_main_run, query=lambda w: {"query": MARKERS["chat"]}),
+    ("run-context", "sub"): Target(_sub_run, query=lambda w: {"query": MARKERS["chat"]}),
+    ("run-tool", "-"): Target(lambda w: {**_main_run(w), "tool": "remember_memory"}),
+    ("run-tool", "sub"): Target(lambda w: {**_sub_run(w), "tool": "remember_memory"}),
+    ("run-auto-memory-flags", "-"): Target(_main_run),
+    ("chat-binding-detail", "-"): Target(lambda w: {"binding_id": w.binding.pk}),
+    ("web:my_memory", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("web:my_memory_correct", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("web:my_memory_forget", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("web:project_memories", "-"): Target(_project),
+    ("web:project_memory", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("web:project_memory_correct", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("web:project_memory_forget", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("web:conversation_detail", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
+    ("web:run_detail", "-"): Target(_main_run),
+    ("web:run_auto_memory_flags", "-"): Target(_main_run),
+    ("schema", "-"): Target(query=lambda w: {"format": "json"}),
+    ("admin:view_on_site", "-"): Target(
+        lambda w: {"content_type_id": ContentType.objects.get_for_model(Project).pk, "object_id": w.project.pk}
+    ),
+    ("admin:app_list", "-"): Target(lambda w: {"app_label": "memory_app"}),
+    ("admin/(?P<url>.*)", "-"): Target(url=lambda w: "/admin/nowhere/"),
+    ("admin:auth_user_password_change", "-"): Target(lambda w: {"id": w.users["alice"].pk}),
+    ("admin:memory_app_scopemigrationplan_apply", "-"): Target(lambda w: {"plan_id": w.plan.pk}),
+}
+
+# What each write sends: a valid request, so that a refusal is about who asks, not what.
+BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
+    ("profile", "PUT"): {"display_name": "Renamed"},
+    ("project-list", "POST"): {"name": "Hermes"},
+    ("project-detail", "PUT"): {"description": "Moon"},
+    ("project-detail", "PATCH"): {"description": "Moon"},
+    ("project-members", "POST"): {"username": "carol", "role": "member"},
+    ("my-tokens", "POST"): {"name": "ci", "expires_in_days": 30},
+    ("project-member-detail", "PUT"): {"role": "viewer"},
+    ("project-member-detail", "PATCH"): {"role": "viewer"},
+    ("my-memories", "POST"): {"kind": "fact", "content": "I drink tea"},
+    ("my-memory-supersede", "POST"): {"content": "I drink coffee"},
+    ("project-memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
+    ("project-memory-supersede", "POST"): {"content": "We ship on Mondays"},
+    ("my-settings", "PUT"): {"enable_memory": False},
+    ("my-workspace-file", "PUT"): {"content": "- a new note\n"},
+    ("conversations", "POST"): {"user": "alice", "title": "new"},
+    ("conversation-detail", "PATCH"): {"title": "renamed"},
+    ("conversation-messages", "POST"): {"role": "user", "content": "hello"},
+    ("runs", "POST"): lambda w: {
+        "user": "alice",
+        "conversation_id": w.conversation.pk,
+        "request_id": "req-new",
+        "worker_id": "w2",
+    },
+    ("run-claim", "POST"): {"worker_id": "w1"},
+    ("run-heartbeat", "POST"): {},
+    ("run-finish", "POST"): {"status": "completed"},
+    ("run-tool", "POST"): {"content": "Likes window seats"},
+    ("auto-memory-settings", "PUT"): {"use": True},
+    ("run-auto-memory-flags", "POST"): {"use": True},
+    ("memory-items", "POST"): {"content": "Prefers aisle seats", "kind": "preference", "session_id": CHAT_KEY},
+    ("memory-search", "POST"): {"query": "seats", "session_id": CHAT_KEY},
+    ("memory-consolidate", "POST"): {
+        "session_id": CHAT_KEY,
+        "messages": [{"role": "user", "content": "I prefer aisle seats."}],
+    },
+    ("chat-bindings", "POST"): {"chat_key": "milky:private:20002", "user": "bob"},
+    ("web:my_memories", "POST"): {"kind": "fact", "content": "I drink tea"},
+    ("web:my_memory_correct", "POST"): {"kind": "preference", "content": "I drink coffee"},
+    ("web:projects", "POST"): {"name": "Hermes", "description": ""},
+    ("web:project_memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
+    ("web:project_memory_correct", "POST"): {"kind": "decision", "content": "We ship on Mondays"},
+    ("web:profile", "POST"): {"display_name": "Renamed", "timezone": "UTC", "preferences": "{}"},
+    ("web:workspace", "POST"): {"name": "MEMORY.md", "content": "- a new note\n"},
+    ("web:tokens", "POST"): {"name": "ci", "expires_in_days": "30"},
+    ("web:project_members", "POST"): {"username": "carol", "role": "member"},
+    ("web:settings", "POST"): {"enable_memory": "on"},
+    ("web:auto_memory_settings", "POST"): {
+        "use": "on",
+        "min_idle_minutes": "30",
+        "min_duration_seconds": "60",
+        "min_length_chars": "200",
+        "min_quota_remaining_pct": "10",
+    },
+    ("web:run_auto_memory_flags", "POST"): {"generate": "inherit", "use": "on"},
+}
+
+
+# The schema answers in OpenAPI's own formats and the docs page in HTML, errors included.
+NOT_JSON = {"schema", "api-docs"}
+
+
+def _request(kind: str, route: str, method: str, target: str, world: World) -> Request:
+    where = TARGETS.get((route, target), Target())
+    url = where.url(world) if where.url else reverse(route, kwargs=where.kwargs(world))
+    body = BODIES.get((route, method), {})
+    body = body(world) if callable(body) else body
+    return Request(kind, method, url, body, where.query(world), json_errors=route not in NOT_JSON)
+
+
+# --- the world, once per module ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        outer = world_transaction()
+        outer.__enter__()
+        built = build_world()
+    yield built
+    with django_db_blocker.unblock():
+        outer.__exit__(None, None, None)
+
+
+@pytest.fixture(autouse=True)
+def fresh_case_state(db, world):
+    """alice's notes file in this test's workspace; no throttle counts from earlier tests."""
+    write_notes_file(world)
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def _failures(world: World, kind: str, table: dict, keys, personas) -> list[str]:
+    lines = []
+    for route, method, target in keys:
+        request = _request(kind, route, method, target, world)
+        for persona in personas:
+            expect = table[route, method, target][persona]
+            if expect.skipped:
+                continue
+            problem = run_case(world, persona, request, expect)
+            if problem:
+                lines.append(f"{method} {request.url} [{target}] as {problem}")
+    return lines
+
+
+def _fail(lines: list[str]) -> None:
+    if lines:
+        pytest.fail("Authorization matrix mismatches:\n  " + "\n  ".join(lines), pytrace=False)
+
+
+# --- coverage: the tables and the URL configuration name the same routes ----------------------
+
+
+def _covered() -> dict[str, set[str]]:
+    covered: dict[str, set[str]] = {}
+    for table in (API, WEB, ADMIN):
+        for route, method, _target in table:
+            covered.setdefault(route, set()).add(method)
+    return covered
+
+
+def test_every_route_has_an_authorization_case_and_every_case_a_route():
+    covered = _covered()
+    found = routes()
+    missing, wrong_table = [], []
+    for route in found:
+        if route.admin_view:
+            continue  # covered per ModelAdmin by test_model_admin_routes
+        if route.kind == "admin":
+            # Admin views take GET and treat other methods as a submission: one row will do.
+            if not covered.get(route.key):
+                missing.append(f"{route.key}  ({route.pattern} → {route.view})")
+        else:
+            for method in route.methods:
+                if method not in covered.get(route.key, set()):
+                    missing.append(f"{route.key} {method}  ({route.pattern} → {route.view})")
+        tables = {"api": API, "web": WEB, "admin": ADMIN}
+        for other, table in tables.items():
+            if other != route.kind and any(key[0] == route.key for key in table):
+                wrong_table.append(f"{route.key} is a {route.kind} route but has rows in the {other} table")
+    keys = {route.key: route for route in found}
+    stale = []
+    for name, methods in covered.items():
+        route = keys.get(name)
+        if route is None:
+            stale.append(f"{name}: no such route any more")
+            continue
+        allowed = ADMIN_METHODS if route.kind == "admin" else route.methods
+        stale += [f"{name} {method}: the view does not answer {method}" for method in methods - set(allowed)]
+    message = []
+    if missing:
+        message.append("Routes without an authorization case (add rows to the tables in this file):")
+        message += [f"  {line}" for line in missing]
+    if stale:
+        message.append("Table rows for routes or methods that no longer exist:")
+        message += [f"  {line}" for line in stale]
+    message += wrong_table
+    assert not message, "\n".join(message)
+
+
+def test_every_target_and_body_names_a_table_row():
+    rows = {(route, target) for table in (API, WEB, ADMIN) for route, _method, target in table}
+    assert set(TARGETS) <= rows, sorted(set(TARGETS) - rows)
+    writes = {(route, method) for table in (API, WEB, ADMIN) for route, method, _target in table}
+    assert set(BODIES) <= writes, sorted(set(BODIES) - writes)
+
+
+def test_every_registered_model_admin_has_its_standard_routes():
+    by_admin: dict[str, set[str]] = {}
+    for route in routes():
+        if route.admin_view:
+            by_admin.setdefault(route.model_admin.opts.label, set()).add(route.admin_view)
+    registered = {model._meta.label for model in admin.site._registry}
+    assert set(by_admin) == registered
+    incomplete = {label: views for label, views in by_admin.items() if views != {*MODEL_ADMIN_VIEWS, "redirect"}}
+    assert not incomplete, incomplete
+
+
+# --- the matrix ---------------------------------------------------------------------------------
+
+
+def _grouped(table) -> list[tuple[str, str]]:
+    return sorted({(route, method) for route, method, _target in table})
+
+
+@pytest.mark.parametrize(("route", "method"), _grouped(API))
+def test_api_route(world, route, method):
+    keys = [key for key in API if key[:2] == (route, method)]
+    _fail(_failures(world, "api", API, keys, PERSONAS))
+
+
+@pytest.mark.parametrize(("route", "method"), _grouped(WEB))
+def test_web_route(world, route, method):
+    keys = [key for key in WEB if key[:2] == (route, method)]
+    _fail(_failures(world, "web", WEB, keys, PERSONAS))
+
+
+@pytest.mark.parametrize(("route", "method"), _grouped(ADMIN))
+def test_admin_site_route(world, route, method):
+    keys = [key for key in ADMIN if key[:2] == (route, method)]
+    _fail(_failures(world, "admin", ADMIN, keys, ADMIN_PERSONAS))
+
+
+# Every persona meets the admin's one gate (``AdminSite.admin_view``) on the site's own pages
+# above; on each ModelAdmin's views the callers that can differ there are: no session, a user
+# who is not staff, a service principal, staff without permissions and a superuser.
+MODEL_ADMIN_PERSONAS = ("anon", "alice", "svc", "staff", "root")
+
+
+def _model_admin_table(model_admin, world: World) -> list[tuple[Request, dict[str, Expect]]]:
+    """The standard views of one ModelAdmin: who is not staff goes to the admin login; staff
+    without permissions gets 403 on every view; a superuser reads what the ModelAdmin offers
+    (its own ``has_add_permission``/``has_delete_permission``); positive writes are the admin
+    tests' business."""
+    model = model_admin.model
+    obj = model._base_manager.order_by("pk").first()
+    assert obj is not None, f"the world has no {model._meta.label} row; add one in build_world()"
+    info = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+    root = _root_request(world)
+    may = {"add": model_admin.has_add_permission(root), "delete": model_admin.has_delete_permission(root, obj)}
+    gate = {"anon": Expect("admin-login"), "alice": Expect("admin-login"), "svc": Expect("admin-login")}
+    cases = []
+    for view in MODEL_ADMIN_VIEWS:
+        url = reverse(f"{info}_{view}", args=[] if view in ("changelist", "add") else [obj.pk])
+        for method in ("GET",) if view == "history" else ("GET", "POST"):
+            root_expect = "-" if method == "POST" else "200" if may.get(view, True) else "403"
+            cases.append((Request("admin", method, url), {**gate, "staff": Expect("403"), "root": Expect(root_expect)}))
+    redirect = reverse(f"{info}_change", args=[obj.pk]).removesuffix("change/")
+    cases.append((Request("admin", "GET", redirect), {**gate, "staff": Expect("302"), "root": Expect("302")}))
+    return cases
+
+
+def _root_request(world: World):
+    request = RequestFactory().get("/admin/")
+    request.user = world.users["root"]
+    return request
+
+
+@pytest.mark.parametrize("label", sorted(model._meta.label for model in admin.site._registry))
+def test_model_admin_routes(world, label):
+    model_admin = next(ma for model, ma in admin.site._registry.items() if model._meta.label == label)
+    lines = []
+    for request, row in _model_admin_table(model_admin, world):
+        for persona in MODEL_ADMIN_PERSONAS:
+            if row[persona].skipped:
+                continue
+            problem = run_case(world, persona, request, row[persona])
+            if problem:
+                lines.append(f"{request.method} {request.url} as {problem}")
+    _fail(lines)
