@@ -413,28 +413,30 @@ class Snapshot:
 
 
 @lru_cache(maxsize=1)
-def _watched_tables() -> tuple[tuple[str, str, tuple[int, ...]], ...]:
-    """(label, SELECT of every row, positions of the columns to compare) for each table."""
+def _watched_tables() -> tuple[tuple[str, str], ...]:
+    """(label, a SELECT of every row's compared columns in primary-key order) for each table."""
+    quote = connection.ops.quote_name
     tables = []
     for model in apps.get_models(include_auto_created=True):
         label = model._meta.label
         if label in UNWATCHED or model._meta.proxy or not model._meta.managed:
             continue
-        fields = model._meta.concrete_fields
-        quote = connection.ops.quote_name
-        sql = f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(model._meta.db_table)}"
-        keep = tuple(i for i, f in enumerate(fields) if (label, f.attname) not in VOLATILE)
-        tables.append((label, sql, keep))
+        columns = [f.column for f in model._meta.concrete_fields if (label, f.attname) not in VOLATILE]
+        sql = (
+            f"SELECT {', '.join(map(quote, columns))} FROM {quote(model._meta.db_table)} "
+            f"ORDER BY {quote(model._meta.pk.column)}"
+        )
+        tables.append((label, sql))
     return tuple(tables)
 
 
 def snapshot() -> Snapshot:
-    """Every row of every table (but sessions), as plain SQL so that it stays cheap."""
+    """Every row of every table (but sessions), read with plain SQL so that it stays cheap."""
     rows = {}
     with connection.cursor() as cursor:
-        for label, sql, keep in _watched_tables():
+        for label, sql in _watched_tables():
             cursor.execute(sql)
-            rows[label] = sorted(repr(tuple(row[i] for i in keep)) for row in cursor.fetchall())
+            rows[label] = cursor.fetchall()
     return Snapshot(rows, snapshot_files_only().files)
 
 
