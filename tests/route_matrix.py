@@ -189,6 +189,7 @@ def build_world() -> World:
     world.users["root"] = UserFactory(username="root", is_staff=True, is_superuser=True)
     for name in ("alice", "bob", "mallory", "vera", "svc"):
         world.objects[f"{name}_token"], world.tokens[name] = token_issue(user=world.users[name])
+    world.objects["lsvc_token"], world.tokens["lsvc"] = token_issue(user=world.users["svc"], only_users=["bob"])
     alice, svc, root = world.users["alice"], world.users["svc"], world.users["root"]
 
     apollo = ProjectFactory(name="Apollo")
@@ -288,6 +289,9 @@ def write_notes_file(world: World) -> Path:
 TOKEN_PERSONAS = ("anon", "forged", "frun", "sub", "main")
 USER_PERSONAS = ("alice", "bob", "mallory", "vera", "svc")
 PERSONAS = (*TOKEN_PERSONAS, *USER_PERSONAS)
+# On the API only: the service principal's token limited to bob, for which alice and all that
+# is hers do not exist.
+API_PERSONAS = (*PERSONAS, "lsvc")
 ADMIN_PERSONAS = (*PERSONAS, "staff", "root")
 
 # Which of alice's markers a persona may ever read: alice and her main agent everything; bob
@@ -322,11 +326,10 @@ def client_for(persona: str, world: World, kind: str) -> Client:
         headers["HTTP_AUTHORIZATION"] = f"Run {world.run_tokens[persona]}"
     client = Client(**headers)
     client.handler = _shared_handler()
-    if persona in world.users:
-        if kind == "api" and persona in world.tokens:
-            client.defaults["HTTP_AUTHORIZATION"] = f"Token {world.tokens[persona]}"
-        else:
-            client.cookies[settings.SESSION_COOKIE_NAME] = world.sessions[persona]
+    if kind == "api" and persona in world.tokens:
+        client.defaults["HTTP_AUTHORIZATION"] = f"Token {world.tokens[persona]}"
+    elif persona in world.sessions:
+        client.cookies[settings.SESSION_COOKIE_NAME] = world.sessions[persona]
     return client
 
 

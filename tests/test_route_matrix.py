@@ -16,6 +16,8 @@ Personas (columns):
 - ``alice`` the owner; ``bob`` another user (a member of Apollo, nothing of alice's own);
   ``mallory`` a non-member of Apollo; ``vera`` a viewer of Apollo; ``svc`` a service principal
   (all with API tokens on ``/api/``, with a session on the web pages and the admin);
+- API only: ``lsvc`` the service principal's token limited to bob, for which alice and all that
+  is hers must look as if they did not exist (404; 400 ``unknown_user`` when named in a body);
 - admin only: ``staff`` (staff, no permissions) and ``root`` (a superuser).
 
 Cells: a status, ``login`` (302 to the web login page), ``admin-login`` (302 to the admin's
@@ -44,6 +46,7 @@ from django.urls import reverse
 from identity_app.models import Project
 from tests.route_matrix import (
     ADMIN_PERSONAS,
+    API_PERSONAS,
     CHAT_KEY,
     MARKERS,
     MODEL_ADMIN_VIEWS,
@@ -65,92 +68,92 @@ pytestmark = pytest.mark.django_db
 
 API = parse_table(
     """
-route                     method target  anon forged frun sub main alice bob mallory vera svc
-profile                   GET    -       401  401    401  401 401  200   200 200     200  200
-profile                   PUT    -       401  401    401  401 401  200   200 200     200  200
-project-list              GET    -       401  401    401  401 401  200   200 200     200  200
-project-list              POST   -       401  401    401  401 401  201   201 201     201  201
-project-detail            GET    -       401  401    401  401 401  200   200 404     200  404
-project-detail            PUT    -       401  401    401  401 401  200   403 404     403  404
-project-detail            PATCH  -       401  401    401  401 401  200   403 404     403  404
-project-members           GET    -       401  401    401  401 401  200   200 404     200  404
-project-member-detail     PUT    -       401  401    401  401 401  200   403 404     403  404
-project-member-detail     PATCH  -       401  401    401  401 401  200   403 404     403  404
-project-member-detail     DELETE -       401  401    401  401 401  204   403 404     403  404
+route                     method target  anon forged frun sub main alice bob mallory vera svc lsvc
+profile                   GET    -       401  401    401  401 401  200   200 200     200  200 200
+profile                   PUT    -       401  401    401  401 401  200   200 200     200  200 200
+project-list              GET    -       401  401    401  401 401  200   200 200     200  200 200
+project-list              POST   -       401  401    401  401 401  201   201 201     201  201 201
+project-detail            GET    -       401  401    401  401 401  200   200 404     200  404 404
+project-detail            PUT    -       401  401    401  401 401  200   403 404     403  404 404
+project-detail            PATCH  -       401  401    401  401 401  200   403 404     403  404 404
+project-members           GET    -       401  401    401  401 401  200   200 404     200  404 404
+project-member-detail     PUT    -       401  401    401  401 401  200   403 404     403  404 404
+project-member-detail     PATCH  -       401  401    401  401 401  200   403 404     403  404 404
+project-member-detail     DELETE -       401  401    401  401 401  204   403 404     403  404 404
 # adding a member invites them (202, whether or not the username exists); the invitee alone
 # sees, accepts or declines the invitation (here: alice invited mallory)
-project-members           POST   -       401  401    401  401 401  202   403 404     403  404
-project-invitations       GET    -       401  401    401  401 401  200   403 404     403  404
-project-invitation-detail DELETE -       401  401    401  401 401  204   403 404     403  404
-my-invitations            GET    -       401  401    401  401 401  200   200 200     200  200
-my-invitation-accept      POST   -       401  401    401  401 401  404   404 201     404  404
-my-invitation-decline     POST   -       401  401    401  401 401  404   404 204     404  404
+project-members           POST   -       401  401    401  401 401  202   403 404     403  404 404
+project-invitations       GET    -       401  401    401  401 401  200   403 404     403  404 404
+project-invitation-detail DELETE -       401  401    401  401 401  204   403 404     403  404 404
+my-invitations            GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-invitation-accept      POST   -       401  401    401  401 401  404   404 201     404  404 404
+my-invitation-decline     POST   -       401  401    401  401 401  404   404 204     404  404 404
 # API tokens: each user's own (the target is alice's token)
-my-tokens                 GET    -       401  401    401  401 401  200   200 200     200  200
-my-tokens                 POST   -       401  401    401  401 401  201   201 201     201  201
-my-token-detail           GET    -       401  401    401  401 401  200   404 404     404  404
-my-token-detail           DELETE -       401  401    401  401 401  204   404 404     404  404
-my-token-rotate           POST   -       401  401    401  401 401  201   404 404     404  404
-my-memories               GET    -       401  401    401  401 401  200   200 200     200  200
-my-memories               POST   -       401  401    401  401 401  201   201 201     201  201
-my-memory-detail          GET    -       401  401    401  401 401  200   404 404     404  404
-my-memory-detail          DELETE -       401  401    401  401 401  204   404 404     404  404
-my-memory-supersede       POST   -       401  401    401  401 401  201   404 404     404  404
-my-memory-chain           GET    -       401  401    401  401 401  200   404 404     404  404
-identity-context          GET    -       401  401    401  401 401  200   200 200     200  200
-identity-context          GET    project 401  401    401  401 401  200   200 404     200  404
-project-memories          GET    -       401  401    401  401 401  200   200 404     200  404
-project-memories          POST   -       401  401    401  401 401  201   201 404     403  404
-project-memory-detail     GET    -       401  401    401  401 401  200   200 404     200  404
-project-memory-detail     DELETE -       401  401    401  401 401  204   204 404     403  404
-project-memory-supersede  POST   -       401  401    401  401 401  201   201 404     403  404
-project-memory-chain      GET    -       401  401    401  401 401  200   200 404     200  404
-my-settings               GET    -       401  401    401  401 401  200   200 200     200  200
-my-settings               PUT    -       401  401    401  401 401  200   200 200     200  200
-my-workspace-file         GET    -       401  401    401  401 401  200   200 200     200  200
-my-workspace-file         PUT    -       401  401    401  401 401  200   200 200     200  200
-my-workspace-file         DELETE -       401  401    401  401 401  204   204 204     204  204
+my-tokens                 GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-tokens                 POST   -       401  401    401  401 401  201   201 201     201  201 403
+my-token-detail           GET    -       401  401    401  401 401  200   404 404     404  404 404
+my-token-detail           DELETE -       401  401    401  401 401  204   404 404     404  404 404
+my-token-rotate           POST   -       401  401    401  401 401  201   404 404     404  404 404
+my-memories               GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-memories               POST   -       401  401    401  401 401  201   201 201     201  201 201
+my-memory-detail          GET    -       401  401    401  401 401  200   404 404     404  404 404
+my-memory-detail          DELETE -       401  401    401  401 401  204   404 404     404  404 404
+my-memory-supersede       POST   -       401  401    401  401 401  201   404 404     404  404 404
+my-memory-chain           GET    -       401  401    401  401 401  200   404 404     404  404 404
+identity-context          GET    -       401  401    401  401 401  200   200 200     200  200 200
+identity-context          GET    project 401  401    401  401 401  200   200 404     200  404 404
+project-memories          GET    -       401  401    401  401 401  200   200 404     200  404 404
+project-memories          POST   -       401  401    401  401 401  201   201 404     403  404 404
+project-memory-detail     GET    -       401  401    401  401 401  200   200 404     200  404 404
+project-memory-detail     DELETE -       401  401    401  401 401  204   204 404     403  404 404
+project-memory-supersede  POST   -       401  401    401  401 401  201   201 404     403  404 404
+project-memory-chain      GET    -       401  401    401  401 401  200   200 404     200  404 404
+my-settings               GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-settings               PUT    -       401  401    401  401 401  200   200 200     200  200 200
+my-workspace-file         GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-workspace-file         PUT    -       401  401    401  401 401  200   200 200     200  200 200
+my-workspace-file         DELETE -       401  401    401  401 401  204   204 204     204  204 204
 # conversations and runs: written by service principals for a user; a user reads their own
-conversations             GET    -       401  401    401  401 401  200   200 200     200  200
-conversations             POST   -       401  401    401  401 401  403   403 403     403  201
-conversation-detail       GET    -       401  401    401  401 401  200   404 404     404  200
-conversation-detail       PATCH  -       401  401    401  401 401  200   404 404     404  200
-conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200
-conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201
-conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200
-runs                      GET    -       401  401    401  401 401  200   200 200     200  200
-runs                      POST   -       401  401    401  401 401  403   403 403     403  201
-run-detail                GET    -       401  401    401  401 401  200   404 404     404  200
-run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200
+conversations             GET    -       401  401    401  401 401  200   200 200     200  200 200
+conversations             POST   -       401  401    401  401 401  403   403 403     403  201 400
+conversation-detail       GET    -       401  401    401  401 401  200   404 404     404  200 404
+conversation-detail       PATCH  -       401  401    401  401 401  200   404 404     404  200 404
+conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200 404
+conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201 404
+conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200 404
+runs                      GET    -       401  401    401  401 401  200   200 200     200  200 200
+runs                      POST   -       401  401    401  401 401  403   403 403     403  201 400
+run-detail                GET    -       401  401    401  401 401  200   404 404     404  200 404
+run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200 404
 # run-token routes: only the run's own token; a sub-agent never acts for its parent, nor a
 # parent for its sub-agent; memory tools are for top-level runs only
-run-heartbeat             POST   -       401  401    401  403 200  401   401 401     401  401
-run-heartbeat             POST   sub     401  401    401  200 403  401   401 401     401  401
-run-finish                POST   -       401  401    401  403 200  401   401 401     401  401
-run-finish                POST   sub     401  401    401  200 403  401   401 401     401  401
-run-context               GET    -       401  401    401  403 200  401   401 401     401  401
-run-context               GET    sub     401  401    401  200 403  401   401 401     401  401
-run-tool                  POST   -       401  401    401  403 200  401   401 401     401  401
-run-tool                  POST   sub     401  401    401  403 403  401   401 401     401  401
+run-heartbeat             POST   -       401  401    401  403 200  401   401 401     401  401 401
+run-heartbeat             POST   sub     401  401    401  200 403  401   401 401     401  401 401
+run-finish                POST   -       401  401    401  403 200  401   401 401     401  401 401
+run-finish                POST   sub     401  401    401  200 403  401   401 401     401  401 401
+run-context               GET    -       401  401    401  403 200  401   401 401     401  401 401
+run-context               GET    sub     401  401    401  200 403  401   401 401     401  401 401
+run-tool                  POST   -       401  401    401  403 200  401   401 401     401  401 401
+run-tool                  POST   sub     401  401    401  403 403  401   401 401     401  401 401
 # auto-memory
-auto-memory-settings      GET    -       401  401    401  401 401  200   200 200     200  200
-auto-memory-settings      PUT    -       401  401    401  401 401  200   200 200     200  200
-run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404     404  404
-auto-memory-run           POST   -       401  401    401  401 401  200   200 200     200  200
-auto-memory-log           GET    -       401  401    401  401 401  200   200 200     200  200
+auto-memory-settings      GET    -       401  401    401  401 401  200   200 200     200  200 200
+auto-memory-settings      PUT    -       401  401    401  401 401  200   200 200     200  200 200
+run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404     404  404 404
+auto-memory-run           POST   -       401  401    401  401 401  200   200 200     200  200 200
+auto-memory-log           GET    -       401  401    401  401 401  200   200 200     200  200 200
 # scoped items: bots write; a user searches only the chats bound to them (403 for every other
 # chat alike, bound to someone or not, so the answer reveals nothing)
-memory-items              POST   -       401  401    401  401 401  403   403 403     403  201
-memory-search             POST   -       401  401    401  401 401  200   403 403     403  200
-memory-consolidate        POST   -       401  401    401  401 401  403   403 403     403  200
-chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200
-chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201
-chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204
+memory-items              POST   -       401  401    401  401 401  403   403 403     403  201 404
+memory-search             POST   -       401  401    401  401 401  200   403 403     403  200 404
+memory-consolidate        POST   -       401  401    401  401 401  403   403 403     403  200 404
+chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200 200
+chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201 201
+chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204 404
 # public: the schema and its docs page (a forged token is still refused)
-schema                    GET    -       200  401    200  200 200  200   200 200     200  200
-api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200
+schema                    GET    -       200  401    200  200 200  200   200 200     200  200 200
+api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200 200
 """,
-    PERSONAS,
+    API_PERSONAS,
 )
 
 # Where the status alone does not tell which rule refused: the error code it must carry.
@@ -161,6 +164,9 @@ API_CODES = {
     ("run-tool", "POST", "sub", "sub"): "not_top_level_run",
     ("conversations", "POST", "-", "alice"): "service_principal_required",
     ("memory-search", "POST", "-", "bob"): "chat_not_accessible",
+    ("memory-search", "POST", "-", "lsvc"): "not_found",
+    ("conversations", "POST", "-", "lsvc"): "unknown_user",
+    ("runs", "POST", "-", "lsvc"): "unknown_user",
 }
 for (route, method, target, persona), code in API_CODES.items():
     API[route, method, target][persona] = Expect(f"{API[route, method, target][persona].text}:{code}")
@@ -526,7 +532,7 @@ def _grouped(table) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("route", "method"), _grouped(API))
 def test_api_route(world, route, method):
     keys = [key for key in API if key[:2] == (route, method)]
-    _fail(_failures(world, "api", API, keys, PERSONAS))
+    _fail(_failures(world, "api", API, keys, API_PERSONAS))
 
 
 @pytest.mark.parametrize(("route", "method"), _grouped(WEB))
