@@ -608,11 +608,18 @@ def main():
     parser.add_argument("--lang", choices=("en", "zh", "all"), default="all", help="language of the questions")
     parser.add_argument("--limit", type=int, default=None, help="at most N questions per part (spread over users)")
     parser.add_argument("--json", type=Path, default=None, help="write figures and per-question ranks here")
+    parser.add_argument(
+        "--provider", choices=("e5", "hashed"), default="e5", help="embedding model (default: the product default)"
+    )
     args = parser.parse_args()
 
     import django
 
     django.setup()
+    from django.conf import settings
+
+    settings.MEMORY_EMBEDDING_PROVIDER = args.provider
+    settings.MEMORY_EMBED_IN_BACKGROUND = False  # refresh_embeddings embeds everything before the questions
     from django.db import connection, connections
     from django.test.utils import setup_test_environment
 

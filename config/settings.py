@@ -206,9 +206,18 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
 
 # Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
 # OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
-MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "hashed")
-if MEMORY_EMBEDDING_PROVIDER not in ("hashed", "openai"):
-    raise ImproperlyConfigured("MEMORY_EMBEDDING_PROVIDER must be 'hashed' or 'openai'")
+MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "e5")
+if MEMORY_EMBEDDING_PROVIDER not in ("e5", "hashed", "openai"):
+    raise ImproperlyConfigured("MEMORY_EMBEDDING_PROVIDER must be 'e5', 'hashed' or 'openai'")
+# CPU threads of the e5 model (unset: all cores).
+MEMORY_EMBEDDING_THREADS = env_int("MEMORY_EMBEDDING_THREADS", 0)
+# Embed new documents in a background thread of the process that wrote them (off the request
+# path); the worker and `refresh_embeddings` catch up whatever a restart left behind.
+MEMORY_EMBED_IN_BACKGROUND = env_bool("MEMORY_EMBED_IN_BACKGROUND", True)
+# How searches without an explicit mode rank: hybrid (words + meaning), lexical or dense.
+MEMORY_SEARCH_MODE = env_str("MEMORY_SEARCH_MODE", "hybrid")
+if MEMORY_SEARCH_MODE not in ("hybrid", "lexical", "dense"):
+    raise ImproperlyConfigured("MEMORY_SEARCH_MODE must be 'hybrid', 'lexical' or 'dense'")
 MEMORY_EMBEDDING_URL = env_str("MEMORY_EMBEDDING_URL", "")
 MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-small")
 MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")

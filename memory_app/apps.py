@@ -5,3 +5,17 @@ class MemoryAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "memory_app"
     verbose_name = "Memory"
+
+    def ready(self):
+        from django.conf import settings  # noqa: PLC0415
+        from django.db.models.signals import post_delete  # noqa: PLC0415
+
+        from identity_app.models import Project  # noqa: PLC0415
+        from memory_app.agent import indexing  # noqa: PLC0415 - registers the message source
+        from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
+
+        # Rows deleted by a database cascade never pass through their owners' services: their
+        # search scopes go here, with every document, posting and vector in them.
+        post_delete.connect(derived.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
+        post_delete.connect(indexing.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
+        post_delete.connect(derived.on_project_deleted, sender=Project, weak=False)

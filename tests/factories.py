@@ -8,7 +8,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from identity_app.models import ChatBinding, Membership, Profile, Project, Role
+from memory_app.agent import indexing
 from memory_app.agent.models import AgentRun, Conversation, Message, MessageRole, MessageType, RunKind, RunStatus
+from memory_app.memories import derived
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Kind, Memory, Origin, ProjectSummary, Tier
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 
@@ -61,7 +63,20 @@ class ChatBindingFactory(factory.django.DjangoModelFactory):
 # --- memories (one factory per tier) -------------------------------------------------------
 
 
-class UserMemoryFactory(factory.django.DjangoModelFactory):
+class _IndexedMemoryFactory(factory.django.DjangoModelFactory):
+    """Rows are indexed for search as the memory services would do."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        memory = super()._create(model_class, *args, **kwargs)
+        derived.on_memories_written(created=[memory])
+        return memory
+
+
+class UserMemoryFactory(_IndexedMemoryFactory):
     class Meta:
         model = Memory
 
@@ -73,7 +88,7 @@ class UserMemoryFactory(factory.django.DjangoModelFactory):
     origin = Origin.API
 
 
-class ProjectMemoryFactory(factory.django.DjangoModelFactory):
+class ProjectMemoryFactory(_IndexedMemoryFactory):
     class Meta:
         model = Memory
 
@@ -85,7 +100,7 @@ class ProjectMemoryFactory(factory.django.DjangoModelFactory):
     origin = Origin.API
 
 
-class ChatMemoryFactory(factory.django.DjangoModelFactory):
+class ChatMemoryFactory(_IndexedMemoryFactory):
     """A scoped item of one chat (no owner, no project)."""
 
     class Meta:
@@ -98,7 +113,7 @@ class ChatMemoryFactory(factory.django.DjangoModelFactory):
     origin = Origin.API
 
 
-class GlobalMemoryFactory(factory.django.DjangoModelFactory):
+class GlobalMemoryFactory(_IndexedMemoryFactory):
     """A scoped item of the one global scope."""
 
     class Meta:
@@ -186,3 +201,9 @@ class MessageFactory(factory.django.DjangoModelFactory):
     role = MessageRole.USER
     type = MessageType.TEXT
     content = "hello"
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        message = super()._create(model_class, *args, **kwargs)
+        indexing.on_message_created(message, message.conversation)  # as message_create does
+        return message

@@ -24,3 +24,7 @@ LOGGING["root"]["level"] = "WARNING"  # noqa: F405
 # lowers them where it proves the limits.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 API_THROTTLE_RATES = dict.fromkeys(API_THROTTLE_RATES, "100000/minute")  # noqa: F405
+# The deterministic, instant embedding for the suite; the e5 model has its own tests
+# (tests/memory_app/search/test_e5.py), which switch it on where they need it.
+MEMORY_EMBEDDING_PROVIDER = "hashed"
+MEMORY_EMBED_IN_BACKGROUND = False

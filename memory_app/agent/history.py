@@ -8,17 +8,18 @@ return is low-trust: ``_shown`` neutralizes delimiter look-alikes in it.
 
 import json
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
 from config.lowtrust import neutralize_low_trust
 from config.validation import clean_text, json_size
 from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
-from memory_app.agent.models import ToolCall
+from memory_app.agent.indexing import HISTORY_ROLES, history_scope
+from memory_app.agent.models import Message, MessageType, ToolCall
 from memory_app.agent.selectors import history_messages, history_threads
-from memory_app.search.analysis import query_terms
-from memory_app.search.ranking import bm25_scores
+from memory_app.search import engine
+from memory_app.search.analysis import match_spans, query_terms
 
 SEARCH_MAX_HITS = 10
 SEARCH_HIT_BYTES = 512
@@ -26,9 +27,9 @@ SEARCH_RESPONSE_BYTES = 16 * 1024
 SEARCH_QUERY_MAX_CHARS = 1000
 
 
-# Ranking runs over the most recent matching messages, each scored on its first characters.
-SEARCH_CANDIDATES = 1000
-SEARCH_SCORING_CHARS = 3000
+SEARCH_SCORING_CHARS = 3000  # a hit's snippet comes from its first characters
+NEXT_TURN_SOURCES = 20
+NEXT_TURN_WEIGHT = 0.5
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * 1024
 READ_CONTENT_BYTES = 32 * 1024
@@ -52,41 +53,68 @@ def _shown(text: str, budget: int, cut=truncate_utf8) -> tuple[str, bool]:
 
 def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     """A window of ``content`` starting shortly before the first matched term, cut to budget."""
-    folded = content.casefold()
-    positions = [folded.find(t) for t in terms if folded.find(t) >= 0]
-    start = max(0, min(positions) - 80) if positions else 0
+    spans = match_spans(content[:SEARCH_SCORING_CHARS], terms)
+    start = max(0, spans[0][0] - 80) if spans else 0
     prefix = "…" if start else ""
     text, cut = _shown(prefix + content[start:], budget)
     return text, cut or bool(start)
 
 
+def _with_next_turns(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Neighbouring-turn context: the reply after each of the best hits (the next turn, when the
+    other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score, since an answer ("In the morning,
+    with breakfast.") follows the question that names its topic. Best first."""
+    sources = ranked[:NEXT_TURN_SOURCES]
+    if not sources or not NEXT_TURN_WEIGHT:
+        return ranked
+    later = Message.objects.filter(
+        conversation_id=OuterRef("conversation_id"), role__in=HISTORY_ROLES, type=MessageType.TEXT
+    ).filter(Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id")))
+    following = {
+        message_id: next_id
+        for message_id, role, next_id, next_role in Message.objects.filter(
+            id__in=[message_id for message_id, _ in sources]
+        )
+        .annotate(
+            next_id=Subquery(later.order_by("created_at", "id").values("id")[:1]),
+            next_role=Subquery(later.order_by("created_at", "id").values("role")[:1]),
+        )
+        .values_list("id", "role", "next_id", "next_role")
+        if next_role is not None and next_role != role
+    }
+    scores = dict(ranked)
+    for message_id, score in sources:
+        next_id = following.get(message_id)
+        if next_id is not None:
+            scores[next_id] = scores.get(next_id, 0.0) + NEXT_TURN_WEIGHT * score
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
-    """Rank visible messages with the shared engine (terms, BM25). Never touches tool calls."""
+    """Rank the user's history with the retrieval engine; the hits are loaded through
+    ``history_messages`` (visibility in the same query). Never touches tool calls."""
     query = clean_text(query or "", field="query").strip()
     if not query or len(query) > SEARCH_QUERY_MAX_CHARS:
         raise InvalidInput(f"query must be 1 to {SEARCH_QUERY_MAX_CHARS} characters.", code="invalid_query")
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
-    terms = query_terms(query)
-    if not terms:
+    if not query_terms(query):
         raise InvalidInput("query has no searchable words.", code="invalid_query")
-    prefilter = Q()
-    for term in terms:
-        prefilter |= Q(content__icontains=term)
-    candidates = list(
-        history_messages(user_id=user_id)
-        .filter(prefilter)
+    found = engine.search(scopes=[history_scope(user_id)], query=query, limit=limit, depth=limit * 3 + 20)
+    ranked = _with_next_turns([(int(hit.ref), hit.score) for hit in found.hits])
+    ids = [message_id for message_id, _ in ranked]
+    rows = {
+        row["id"]: row
+        for row in history_messages(user_id=user_id)
+        .filter(id__in=ids)
         .annotate(head=Left("content", SEARCH_SCORING_CHARS))
-        .order_by("-created_at", "-id")
-        .values("id", "conversation_id", "conversation__title", "role", "created_at", "head")[:SEARCH_CANDIDATES]
-    )
-    scores = bm25_scores([c["head"] for c in candidates], terms, query)
-    ranked = sorted(
-        (pair for pair in zip(scores, candidates, strict=True) if pair[0] > 0),
-        key=lambda pair: (-pair[0], -pair[1]["created_at"].timestamp()),
-    )[:limit]
+        .values("id", "conversation_id", "conversation__title", "role", "created_at", "head")
+    }
     hits = []
-    for score, row in ranked:
-        snippet, cut = _snippet(row["head"], terms, SEARCH_HIT_BYTES)
+    for message_id, score in ranked:
+        row = rows.get(message_id)
+        if row is None:
+            continue
+        snippet, cut = _snippet(row["head"], found.terms, SEARCH_HIT_BYTES)
         hits.append(
             {
                 "thread_id": row["conversation_id"],
@@ -99,6 +127,8 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
                 "truncated": cut,
             }
         )
+        if len(hits) == limit:
+            break
     response = {
         "result": "ok",
         "trust": "low",
@@ -107,6 +137,8 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         "results": hits,
         "truncated": False,
     }
+    if found.warnings:
+        response["warnings"] = found.warnings
     while json_size(response) > SEARCH_RESPONSE_BYTES and response["results"]:
         response["results"].pop()
         response["truncated"] = True

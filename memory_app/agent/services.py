@@ -24,6 +24,7 @@ from identity_app.permissions import (
     require_service_principal,
 )
 from identity_app.selectors import user_get_acting
+from memory_app.agent import indexing
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -230,6 +231,7 @@ def message_create(
             [ToolCall(message=message, conversation=conversation, **fields) for fields in calls]
         )
         conversation.save(update_fields=["updated_at"])
+        indexing.on_message_created(message, conversation)
     return message
 
 

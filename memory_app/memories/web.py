@@ -26,6 +26,7 @@ from memory_app.memories import selectors, services
 from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilterForm, ProjectCreateForm
 from memory_app.memories.models import Memory, Origin, Status, Tier
+from memory_app.search.highlight import highlight
 
 PAGE_SIZE = 20
 PROJECTS_PAGE_SIZE = 50
@@ -134,6 +135,10 @@ def _memory_list(request, scope: MemoryScope):
     filtered = MemoryFilter(params, queryset=scope.queryset(request.user).order_by("-created_at", "-id"))
     page = Paginator(filtered.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     _with_urls(scope, page.object_list)
+    found = getattr(filtered, "search_result", None)
+    if found is not None:
+        for memory in page.object_list:
+            memory.highlighted = highlight(memory.content, found.terms)
     return render(
         request,
         "memories/memory_list.html",
@@ -143,6 +148,8 @@ def _memory_list(request, scope: MemoryScope):
             "filter_form": MemoryFilterForm(params or None, initial={"status": Status.ACTIVE}),
             "filter_query": urlencode(params),
             "create_form": create_form,
+            "search_warnings": found.warnings if found is not None else [],
+            "searching": found is not None,
         },
         status=status,
     )

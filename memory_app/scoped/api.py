@@ -78,10 +78,17 @@ class SearchView(APIView):
     def post(self, request):
         data = validated(SearchInput, request)
         scopes = searchable_scopes(user=request.user, session_id=data["session_id"])
-        hits = search.cascade_search(scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"])
-        return Response({"results": [hit.as_dict() for hit in hits], "mode": data["mode"]})
+        warnings: list[str] = []
+        hits = search.cascade_search(
+            scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"], warnings=warnings
+        )
+        body = {"results": [hit.as_dict() for hit in hits], "mode": data["mode"], "warnings": warnings}
+        return Response(body)
 
 
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="e.g. items not embedded yet, ranked by their words only"
+    )
 class TurnMessageInput(serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
     content = StrictCharField(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)

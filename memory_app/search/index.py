@@ -1,108 +1,161 @@
-"""Storage of the retrieval engine: the keyword table and the vectors of indexed rows.
+"""Writes of the retrieval engine: documents, their postings and their scopes' statistics.
 
-The engine knows rows only as ids, texts and scopes; which rows are indexed and when is
-decided by their owner (``memory_app.memories.derived``), inside the same transaction as the
-rows, so a row and its index entry/vector are written, re-scoped or forgotten together.
+Owners call ``documents_sync`` inside the transaction that writes their rows, with each row's
+current state (its scope key and text, or ``None`` when it is not to be indexed): a row and
+its index entries are written, re-scoped or forgotten together. Deletes of owner rows call
+``documents_remove`` the same way.
 
-- SQLite: the FTS5 ``trigram`` table ``memory_scoped_fts`` holds one row per indexed row
-  (content plus its scope, unindexed). PostgreSQL needs no extra table: the ``pg_trgm`` GIN
-  index on the memory content is maintained by the database itself.
-- Vectors: float32 bytes in ``MemoryEmbedding`` (and a pgvector column where installed), each
-  with a copy of its row's scope and active flag so one scope's vectors are one index range.
+Scope statistics rows are updated in key order, so two transactions touching the same scopes
+never wait on each other in a cycle.
 """
 
+import hashlib
+import secrets
 from collections.abc import Iterable
-from typing import Protocol
+from dataclasses import dataclass
 
-from django.db import connection
+from django.db import transaction
+from django.db.models import F
 
-from memory_app.search import pgvector
-from memory_app.search.embeddings import to_bytes
-from memory_app.search.models import MemoryEmbedding
+from memory_app.search.analysis import term_counts
+from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
-FTS_TABLE = "memory_scoped_fts"
 CHUNK = 500
 
 
-class IndexedRow(Protocol):
-    pk: str
-    content: str
-    scope_type: str
-    scope_id: str
+@dataclass(frozen=True)
+class Row:
+    """The state of one owner row: ``scope`` is None when it must not be indexed."""
+
+    ref: str
+    scope: str | None
+    text: str = ""
 
 
-def _chunks(ids: list[str]):
-    for start in range(0, len(ids), CHUNK):
-        yield ids[start : start + CHUNK]
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def fts_remove(row_ids: Iterable[str]) -> None:
-    ids = list(row_ids)
-    if connection.vendor != "sqlite" or not ids:
-        return
-    with connection.cursor() as cursor:
-        for chunk in _chunks(ids):
-            marks = ",".join("%s" for _ in chunk)
-            cursor.execute(f"DELETE FROM {FTS_TABLE} WHERE memory_id IN ({marks})", chunk)
+def _chunks(items: list):
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
 
 
-def fts_add(rows: Iterable[IndexedRow]) -> None:
-    if connection.vendor != "sqlite":
-        return
-    values = [(r.content, r.pk, r.scope_type, r.scope_id) for r in rows]
-    if values:
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {FTS_TABLE} (content, memory_id, scope_type, scope_id) VALUES (%s, %s, %s, %s)",
-                values,
-            )
+def scopes_get_or_create(keys: Iterable[str]) -> dict[str, int]:
+    """Ids of the scope rows for ``keys``, creating missing ones."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    found = dict(SearchScope.objects.filter(key__in=keys).values_list("key", "id"))
+    missing = [k for k in keys if k not in found]
+    if missing:
+        SearchScope.objects.bulk_create([SearchScope(key=k) for k in missing], ignore_conflicts=True)
+        found.update(SearchScope.objects.filter(key__in=missing).values_list("key", "id"))
+    return found
 
 
-def fts_rebuild(*, select_sql: str, params: list) -> int:
-    """Replace the whole table with ``select_sql`` (content, id, scope_type, scope_id); SQLite only."""
-    if connection.vendor != "sqlite":
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {FTS_TABLE}")
-        cursor.execute(f"INSERT INTO {FTS_TABLE} (content, memory_id, scope_type, scope_id) {select_sql}", params)
-        return cursor.rowcount
-
-
-def vector_ids(row_ids: list[str], *, provider) -> set[str]:
-    """Those of ``row_ids`` that already have a vector of ``provider``'s model."""
-    return set(
-        MemoryEmbedding.objects.filter(memory_id__in=row_ids, provider=provider.name, model=provider.model).values_list(
-            "memory_id", flat=True
-        )
-    )
-
-
-def vectors_store(rows: list[tuple[IndexedRow, bool]], matrix, *, provider) -> None:
-    """Store one vector per ``(row, active)`` (``matrix`` in the same order); a vector stored
-    concurrently for the same row and model is kept."""
-    MemoryEmbedding.objects.bulk_create(
-        [
-            MemoryEmbedding(
-                memory_id=row.pk,
-                scope_type=row.scope_type,
-                scope_id=row.scope_id,
-                active=active,
-                provider=provider.name,
-                model=provider.model,
-                dim=provider.dim,
-                vector=to_bytes(vector),
-            )
-            for (row, active), vector in zip(rows, matrix, strict=True)
-        ],
-        ignore_conflicts=True,
-    )
-    if pgvector.enabled():
-        pgvector.store(
-            [(row.pk, provider.name, provider.model, vector) for (row, _), vector in zip(rows, matrix, strict=True)]
+def _bump(deltas: dict[int, list[int]]) -> None:
+    """Apply ``{scope id: [docs delta, length delta]}`` in id order and give each scope a new
+    version: a random one, so a version seen inside a rolled-back transaction never comes back."""
+    for scope_id in sorted(deltas):
+        docs, length = deltas[scope_id]
+        SearchScope.objects.filter(pk=scope_id).update(
+            docs=F("docs") + docs, total_length=F("total_length") + length, version=secrets.randbits(62)
         )
 
 
-def vectors_set_scope(row_ids: list[str], *, scope_type: str, scope_id: str, active: bool) -> None:
-    MemoryEmbedding.objects.filter(memory_id__in=row_ids).update(
-        scope_type=scope_type, scope_id=scope_id, active=active
-    )
+def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocument, str]]:
+    """Make the index hold exactly ``rows``' current state (add, move, re-index or remove);
+    returns the documents created, each with its text (they have no vector yet)."""
+    rows = list(rows)
+    created: list[tuple[SearchDocument, str]] = []
+    if not rows:
+        return created
+    with transaction.atomic():
+        existing = {}
+        for chunk in _chunks([r.ref for r in rows]):
+            existing.update(
+                {
+                    d.ref: d
+                    for d in SearchDocument.objects.filter(source=source, ref__in=chunk).only(
+                        "id", "ref", "scope_id", "length", "text_hash"
+                    )
+                }
+            )
+        scope_ids = scopes_get_or_create(r.scope for r in rows if r.scope is not None)
+        deltas: dict[int, list[int]] = {}
+        doomed: list[SearchDocument] = []
+        fresh: list[tuple[Row, int, str]] = []
+        for row in rows:
+            doc = existing.get(row.ref)
+            if row.scope is None:
+                if doc is not None:
+                    doomed.append(doc)
+                continue
+            scope_id, digest = scope_ids[row.scope], text_hash(row.text)
+            if doc is not None and doc.text_hash == digest:
+                if doc.scope_id != scope_id:  # moved: keep the vector, move the postings
+                    SearchDocument.objects.filter(pk=doc.pk).update(scope_id=scope_id)
+                    SearchPosting.objects.filter(document_id=doc.pk).update(scope_id=scope_id)
+                    deltas.setdefault(doc.scope_id, [0, 0])
+                    deltas[doc.scope_id][0] -= 1
+                    deltas[doc.scope_id][1] -= doc.length
+                    deltas.setdefault(scope_id, [0, 0])
+                    deltas[scope_id][0] += 1
+                    deltas[scope_id][1] += doc.length
+                continue
+            if doc is not None:
+                doomed.append(doc)
+            fresh.append((row, scope_id, digest))
+        for doc in doomed:
+            deltas.setdefault(doc.scope_id, [0, 0])
+            deltas[doc.scope_id][0] -= 1
+            deltas[doc.scope_id][1] -= doc.length
+        for chunk in _chunks([d.pk for d in doomed]):
+            SearchPosting.objects.filter(document_id__in=chunk).delete()
+            SearchDocument.objects.filter(pk__in=chunk).delete()
+        if fresh:
+            counted = [(row, scope_id, digest, term_counts(row.text)) for row, scope_id, digest in fresh]
+            docs = SearchDocument.objects.bulk_create(
+                [
+                    SearchDocument(
+                        source=source,
+                        ref=row.ref,
+                        scope_id=scope_id,
+                        length=sum(counts.values()),
+                        text_hash=digest,
+                    )
+                    for row, scope_id, digest, counts in counted
+                ]
+            )
+            postings = []
+            for doc, (_, scope_id, _, counts) in zip(docs, counted, strict=True):
+                deltas.setdefault(scope_id, [0, 0])
+                deltas[scope_id][0] += 1
+                deltas[scope_id][1] += doc.length
+                postings.extend(
+                    SearchPosting(
+                        scope_id=scope_id, term=term, document_id=doc.pk, tf=min(tf, 32767), length=doc.length
+                    )
+                    for term, tf in counts.items()
+                )
+            SearchPosting.objects.bulk_create(postings, batch_size=1000)
+            created = [(doc, row.text) for doc, (row, _, _, _) in zip(docs, counted, strict=True)]
+        _bump(deltas)
+    return created
+
+
+def vectors_store(doc_vectors: list[tuple[int, str, bytes]], *, model: str) -> int:
+    """Store ``(document id, text hash, vector bytes)`` of ``model``; a document whose text
+    changed meanwhile (other hash) or that is gone is skipped. Returns how many were stored."""
+    stored = 0
+    touched: set[int] = set()
+    with transaction.atomic():
+        for doc_id, digest, raw in doc_vectors:
+            changed = SearchDocument.objects.filter(pk=doc_id, text_hash=digest).update(model=model, vector=raw)
+            if changed:
+                stored += 1
+                touched.add(doc_id)
+        scope_ids = set(SearchDocument.objects.filter(pk__in=touched).values_list("scope_id", flat=True))
+        _bump({scope_id: [0, 0] for scope_id in scope_ids})
+    return stored

@@ -1,40 +1,72 @@
-"""Data of the retrieval engine: stored vectors of memory rows."""
+"""Data of the retrieval engine: scopes with their statistics, indexed documents with their
+vectors, and the postings of the word index.
+
+The engine knows a document only as ``(source, ref)`` (e.g. ``("memory", "mem_…")``), a scope
+key and a text; owners decide what is indexed (``memory_app.memories.derived``,
+``memory_app.agent.services``) inside the same transaction as their rows.
+"""
 
 from django.db import models
 
 
-class MemoryEmbedding(models.Model):
-    """One vector of one item for one provider/model, stored portably as float32 bytes.
+class SearchScope(models.Model):
+    """One searchable partition ("user:7", "project:prj_…", "chat:<key>", "global:global",
+    "history:7") and the statistics BM25 needs: how many documents, how many terms in all.
 
-    Vectors are computed from the content only, so a scope change never invalidates them.
-    Deleting the memory deletes its vectors (cascade).
+    ``version`` is set to a new random value whenever a document or vector of the scope
+    changes; per-process caches of the scope's vectors are keyed by it.
     """
 
-    memory = models.ForeignKey("memory_app.Memory", on_delete=models.CASCADE, related_name="embeddings")
-    # Copies of the item's scope and "is active", kept in step by memory_app.search.index in
-    # the same transaction as the item, so a scope's vectors are one index range away.
-    scope_type = models.CharField(max_length=16)
-    scope_id = models.CharField(max_length=200)
-    active = models.BooleanField(default=True)
-    provider = models.CharField(max_length=64)
-    model = models.CharField(max_length=128)
-    dim = models.PositiveIntegerField()
-    vector = models.BinaryField()
+    key = models.CharField(max_length=300, unique=True)
+    docs = models.PositiveIntegerField(default=0)
+    total_length = models.BigIntegerField(default=0)
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.key} ({self.docs} docs)"
+
+
+class SearchDocument(models.Model):
+    """One indexed row of an owner: its scope, length in terms, and vector (if embedded yet).
+
+    ``model`` names the embedding model of ``vector`` ("" while not embedded); a change of the
+    configured model makes every vector stale until ``refresh_embeddings`` re-embeds it.
+    """
+
+    source = models.CharField(max_length=16)
+    ref = models.CharField(max_length=64)
+    scope = models.ForeignKey(SearchScope, on_delete=models.CASCADE, related_name="documents")
+    length = models.PositiveIntegerField(default=0)
+    text_hash = models.CharField(max_length=32)
+    model = models.CharField(max_length=128, blank=True, default="")
+    vector = models.BinaryField(null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["memory", "provider", "model"], name="embedding_unique_model"),
-        ]
+        constraints = [models.UniqueConstraint(fields=["source", "ref"], name="search_document_unique_ref")]
         indexes = [
-            models.Index(fields=["provider", "model", "memory"], name="embedding_model_idx"),
-            models.Index(
-                fields=["scope_type", "scope_id", "provider", "model", "id"],
-                include=["memory"],
-                condition=models.Q(active=True),
-                name="embedding_scope_idx",
-            ),
+            models.Index(fields=["scope", "model", "id"], name="search_document_scope_idx"),
+            models.Index(fields=["model", "id"], name="search_document_model_idx"),
         ]
 
     def __str__(self):
-        return f"{self.memory_id} {self.provider}/{self.model}"
+        return f"{self.source}:{self.ref}"
+
+
+class SearchPosting(models.Model):
+    """One term of one document: how often it occurs (``tf``) and the document's length
+    (``length``), so ranking reads one index range per term and nothing else."""
+
+    scope = models.ForeignKey(SearchScope, on_delete=models.CASCADE, related_name="+", db_index=False)
+    term = models.CharField(max_length=64)
+    document = models.ForeignKey(SearchDocument, on_delete=models.CASCADE, related_name="postings")
+    tf = models.PositiveSmallIntegerField()
+    length = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["scope", "term", "document", "tf", "length"], name="search_posting_term_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.term} in {self.document_id}"

@@ -11,8 +11,8 @@ from django.db import DatabaseError, close_old_connections
 from config.errors import DomainError, ServiceUnavailable
 from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
-from memory_app.memories.derived import embeddings_refresh
 from memory_app.scoped.consolidation import dream_round
+from memory_app.search.embedder import embed_pending
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dream-limit", type=int, default=100, help="sessions per dreaming pass (default 100)")
         parser.add_argument(
-            "--embeddings", action="store_true", help="also embed chat/global items that lack a vector after each round"
+            "--embeddings",
+            action="store_true",
+            help="also embed up to 512 indexed documents that lack a vector after each round",
         )
 
     def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, embeddings, **options):
@@ -60,7 +62,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"dreaming pass: {len(dreamed)} sessions ({failed} failed)")
             if embeddings:
                 try:
-                    self.stdout.write(f"embeddings: {embeddings_refresh()} item(s) embedded")
+                    self.stdout.write(f"embeddings: {embed_pending(limit=512)} document(s) embedded")
                 except ServiceUnavailable as exc:
                     # A remote embedding service being down must not stop extraction rounds.
                     logger.warning("embedding refresh failed", extra={"error_class": type(exc).__name__})

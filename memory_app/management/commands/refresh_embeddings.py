@@ -1,29 +1,53 @@
-"""Store a vector for every active chat/global item that lacks one for the current
-provider/model. Covers all scopes; running it twice adds nothing the second time."""
+"""Embed every indexed document (memories of all tiers, history messages) that has no vector
+of the configured model: after a model change, a restore, or with the background thread off.
+Batches are committed one by one, so an interrupted run resumes where it stopped; running it
+twice embeds nothing the second time."""
+
+import sys
+import time
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
-from memory_app.memories.derived import embeddings_refresh, resync_all
+from memory_app.agent.indexing import reindex_all as reindex_messages
+from memory_app.memories.derived import reindex_all as reindex_memories
+from memory_app.search.embedder import embed_pending, pending_count
+from memory_app.search.embeddings import get_provider
 
 
 class Command(BaseCommand):
-    help = "Embed every active chat/global item that has no vector for the configured provider."
+    help = "Embed every indexed document that has no vector of the configured embedding model."
 
     def add_arguments(self, parser):
-        parser.add_argument("--batch-size", type=int, default=256)
+        parser.add_argument("--batch-size", type=int, default=32)
         parser.add_argument(
+            "--reindex",
             "--resync-index",
             action="store_true",
-            help="first re-copy every vector's scope from its item and rebuild the SQLite FTS table",
+            dest="reindex",
+            help="first rebuild the word index from the memory and message rows (after a restore or bulk SQL)",
         )
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, batch_size, resync_index, **options):
+    def handle(self, *args, batch_size, reindex, no_progress, **options):
         if not 1 <= batch_size <= 5000:
             raise CommandError("--batch-size must be between 1 and 5000")
-        if resync_index:
-            with transaction.atomic():
-                fixed = resync_all()
-            self.stdout.write(f"resynced: {fixed['vectors_fixed']} vector(s) fixed, {fixed['fts_rows']} FTS row(s)")
-        count = embeddings_refresh(batch_size=batch_size)
-        self.stdout.write(f"embedded {count} item(s)")
+        if reindex:
+            memories, messages = reindex_memories(), reindex_messages()
+            self.stdout.write(f"reindexed: {memories} memory row(s), {messages} message row(s)")
+        provider = get_provider()
+        total = pending_count(provider=provider)
+        started = time.monotonic()
+        show = not no_progress and total > 0
+
+        def progress(done: int) -> None:
+            if show:
+                width = 30
+                filled = int(width * min(done / total, 1))
+                rate = done / max(time.monotonic() - started, 1e-6)
+                sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} ({rate:.1f}/s)")
+                sys.stderr.flush()
+
+        count = embed_pending(provider=provider, batch_size=batch_size, progress=progress)
+        if show:
+            sys.stderr.write("\n")
+        self.stdout.write(f"embedded {count} document(s) with {provider.model}")

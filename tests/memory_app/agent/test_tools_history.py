@@ -221,15 +221,20 @@ def test_history_tool_schemas_take_no_identity_arguments(run_api, make_run, alic
 # --- ranking --------------------------------------------------------------------------------
 
 
-def test_search_ranks_a_natural_language_question(run_api, make_run, svc, alice):
+def test_search_ranks_a_natural_language_question(run_api, make_run, svc, alice, settings):
     thread = _thread(svc, alice)
     _say(svc, thread, "For the billing service we picked PostgreSQL as the database, not MySQL.")
     _say(svc, thread, "The weather is nice today and we went for a walk.")
     _say(svc, thread, "Which color did you pick for the logo?")
     _say(svc, thread, "The analytics database is ClickHouse.")
-    hits = _search(run_api, make_run(alice), "which database did we pick for billing?").json()["results"]
+    handle = make_run(alice)
+    hits = _search(run_api, handle, "which database did we pick for billing?").json()["results"]
     assert hits and "PostgreSQL" in hits[0]["snippet"]
-    assert all("weather" not in hit["snippet"] for hit in hits)
+    # Ranked by meaning too, so a message sharing no word may follow; by words only it is not a hit.
+    assert all("weather" not in hit["snippet"] for hit in hits[:3])
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    hits = _search(run_api, handle, "which database did we pick for billing?").json()["results"]
+    assert "PostgreSQL" in hits[0]["snippet"] and all("weather" not in hit["snippet"] for hit in hits)
 
 
 def test_search_matches_chinese_without_exact_substring(run_api, make_run, svc, alice):
@@ -324,3 +329,19 @@ def test_read_tool_call_budgets(run_api, make_run, svc, alice):
     assert all(size <= READ_TOOL_CALL_BYTES for size in sizes)
     assert sum(sizes) <= READ_TOOL_CALLS_BYTES
     assert all(item["truncated"] for item in items)
+
+
+def test_the_reply_after_a_matching_turn_is_found_with_it(run_api, make_run, svc, alice, settings):
+    settings.MEMORY_SEARCH_MODE = "lexical"  # the reply shares no word with the question
+    thread = _thread(svc, alice)
+    _say(svc, thread, "Should I take the lisinopril in the morning or in the evening?")
+    reply = _say(svc, thread, "In the morning, with breakfast.", role="assistant")
+    _say(svc, thread, "Thanks! Also, what's a good pasta recipe?")
+    _say(svc, thread, "Try aglio e olio.", role="assistant")
+    other = _thread(svc, alice)
+    _say(svc, other, "I picked up the lisinopril prescription today.")
+    _say(svc, other, "Noted the pharmacy hours too.")  # same speaker: not a reply
+    hits = _search(run_api, make_run(alice), "when do I take lisinopril").json()["results"]
+    ids = [hit["message_id"] for hit in hits]
+    assert reply.pk in ids
+    assert all("pharmacy" not in hit["snippet"] and "aglio" not in hit["snippet"] for hit in hits)

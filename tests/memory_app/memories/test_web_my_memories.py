@@ -9,6 +9,11 @@ from tests.factories import UserMemoryFactory
 pytestmark = pytest.mark.django_db
 
 
+def unmarked(response) -> str:
+    """The page without the <mark> tags that highlight matched words."""
+    return response.text.replace("<mark>", "").replace("</mark>", "")
+
+
 @pytest.fixture
 def web(client):
     def login(user):
@@ -68,16 +73,16 @@ def test_search_and_filters(web, alice):
     client = web(alice)
     url = reverse("web:my_memories")
 
-    text = client.get(url, {"q": "berlin"}).text
+    text = unmarked(client.get(url, {"q": "berlin"}))
     assert "Works in Berlin" in text and "Prefers Berlin coffee" in text and "Likes tea" not in text
 
-    text = client.get(url, {"q": "berlin", "kind": "preference"}).text
+    text = unmarked(client.get(url, {"q": "berlin", "kind": "preference"}))
     assert "Prefers Berlin coffee" in text and "Works in Berlin" not in text
 
     text = client.get(url, {"status": "archived"}).text
     assert "Archived Berlin fact" in text and "Works in Berlin" not in text
 
-    text = client.get(url, {"status": "all", "q": "berlin", "kind": ""}).text
+    text = unmarked(client.get(url, {"status": "all", "q": "berlin", "kind": ""}))
     assert "Archived Berlin fact" in text and "Works in Berlin" in text
 
 
@@ -235,3 +240,13 @@ def test_overlong_search_is_cut_not_ignored(web, alice):
     UserMemoryFactory(owner=alice, content="haystack")
     text = web(alice).get(reverse("web:my_memories"), {"q": "needle " + "n" * 400}).text
     assert "haystack" not in text and "needle" in text
+
+
+def test_search_marks_the_matched_words_and_ranks_best_first(web, alice):
+    UserMemoryFactory(owner=alice, kind="fact", content="Moved to Berlin in 2019; Berlin is home now")
+    UserMemoryFactory(owner=alice, kind="fact", content="Visited Berlin once <b>briefly</b>")
+    response = web(alice).get(reverse("web:my_memories"), {"q": "Berlin home"})
+    rows = response.context["page"].object_list
+    assert rows[0].content.startswith("Moved to Berlin")  # more of the query's words
+    assert "Moved to <mark>Berlin</mark> in 2019; <mark>Berlin</mark> is <mark>home</mark> now" in response.text
+    assert "&lt;b&gt;briefly&lt;/b&gt;" in response.text  # the rest stays escaped

@@ -8,7 +8,7 @@ from memory_app.scoped.consolidation import consolidate_turn, dream_session, sys
 from memory_app.scoped.migration import inspect_plan
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
-from memory_app.search.models import MemoryEmbedding
+from memory_app.search.models import SearchDocument
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -186,33 +186,28 @@ def test_forgetting_an_item_forgets_its_candidates(svc):
 def test_refresh_embeddings_covers_all_scopes_and_is_idempotent(svc, capsys):
     chat, _ = scoped_item_create(actor=svc, session_id=A, kind="preference", content="I like jazz")
     glob, _ = scoped_item_create(actor=svc, session_id=A, kind="decision", content="We use jazz radio")
-    MemoryEmbedding.objects.all().delete()
-    call_command("refresh_embeddings")
-    assert "embedded 2 item(s)" in capsys.readouterr().out
-    assert set(MemoryEmbedding.objects.values_list("memory_id", flat=True)) == {chat.pk, glob.pk}
-    call_command("refresh_embeddings")
-    assert "embedded 0 item(s)" in capsys.readouterr().out
-    assert MemoryEmbedding.objects.count() == 2
+    SearchDocument.objects.update(model="", vector=None)  # as after a change of the model
+    call_command("refresh_embeddings", "--no-progress")
+    assert "embedded 2 document(s)" in capsys.readouterr().out
+    assert set(SearchDocument.objects.exclude(vector=None).values_list("ref", flat=True)) == {chat.pk, glob.pk}
+    call_command("refresh_embeddings", "--no-progress")
+    assert "embedded 0 document(s)" in capsys.readouterr().out
+    assert SearchDocument.objects.count() == 2
 
 
-def test_resync_index_repairs_a_restore_done_in_sql(svc, capsys):
-    from django.db import connection
-
+def test_reindex_repairs_a_restore_done_in_sql(svc, capsys):
     from memory_app.scoped import search
 
     item, _ = scoped_item_create(actor=svc, session_id=A, kind="preference", content="I like plums")
     # A restore by plain SQL (as in the runbook) moves the row back without the services.
     Memory.objects.filter(pk=item.pk).update(scope_type="global", scope_id="__global__")
     assert search.cascade_search(scopes=[("global", "__global__")], query="plums", limit=5, mode="vector") == []
-    call_command("refresh_embeddings", "--resync-index")
-    assert "1 vector(s) fixed" in capsys.readouterr().out
+    call_command("refresh_embeddings", "--reindex", "--no-progress")
+    assert "reindexed: 1 memory row(s)" in capsys.readouterr().out
     for mode in ("fts", "vector"):
         hits = search.cascade_search(scopes=[("global", "__global__")], query="plums", limit=5, mode=mode)
         assert [h.id for h in hits] == [item.pk], mode
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT scope_type FROM memory_scoped_fts WHERE memory_id = %s", [item.pk])
-            assert cursor.fetchall() == [("global",)]
+    assert SearchDocument.objects.select_related("scope").get(ref=item.pk).scope.key == "global:__global__"
 
 
 def test_extractor_evidence_cannot_plant_a_migration_clue(svc):

@@ -63,13 +63,13 @@ def test_archive_pinned_to_a_scope_refuses_a_row_that_moved(svc):
 
 
 def test_memory_worker_embeds_missing_vectors_and_survives_a_provider_outage(svc, settings, capsys):
-    from memory_app.search.models import MemoryEmbedding
+    from memory_app.search.models import SearchDocument
 
     scoped_item_create(actor=svc, session_id=A, kind="preference", content="I like jazz")
-    MemoryEmbedding.objects.all().delete()
+    SearchDocument.objects.update(model="", vector=None)
     call_command("memory_worker", "--once", "--embeddings")
-    assert "embeddings: 1 item(s) embedded" in capsys.readouterr().out
-    assert MemoryEmbedding.objects.count() == 1
+    assert "embeddings: 1 document(s) embedded" in capsys.readouterr().out
+    assert SearchDocument.objects.exclude(vector=None).count() == 1
     settings.MEMORY_EMBEDDING_PROVIDER = "openai"
     settings.MEMORY_EMBEDDING_URL = closed_port_url()
     call_command("memory_worker", "--once", "--embeddings")

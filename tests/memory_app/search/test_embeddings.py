@@ -8,13 +8,12 @@ from django.core.management import call_command
 
 from config.errors import ServiceUnavailable
 from memory_app.memories import services
-from memory_app.memories.derived import embeddings_refresh
 from memory_app.memories.models import Memory
 from memory_app.scoped import search
 from memory_app.scoped.services import scoped_item_create
+from memory_app.search.embedder import embed_pending
 from memory_app.search.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
-from memory_app.search.models import MemoryEmbedding
-from memory_app.search.vectors import vector_cache
+from memory_app.search.models import SearchDocument
 
 A = "milky:private:10001"
 
@@ -112,33 +111,30 @@ def test_remote_provider_is_filled_by_refresh_not_inside_writes(embedding_server
     settings.MEMORY_EMBEDDING_MODEL = "emb-small"
     settings.MEMORY_EMBEDDING_DIM = 8
     memory, _ = scoped_item_create(actor=svc, session_id=A, kind="fact", content="abc")
-    assert handler.calls == [] and not MemoryEmbedding.objects.exists()
-    call_command("refresh_embeddings")
-    stored = MemoryEmbedding.objects.get()
-    assert (stored.memory_id, stored.provider, stored.model, stored.dim) == (
-        memory.pk,
-        "openai-compatible",
-        "emb-small",
-        8,
-    )
-    hits = search.cascade_search(scopes=[("chat", A)], query="abc", limit=5, mode="vector")
-    assert [hit.id for hit in hits] == [memory.pk]
+    assert handler.calls == []
+    assert SearchDocument.objects.get(ref=memory.pk).vector is None  # indexed by words, no vector yet
+    warnings = []
+    hits = search.cascade_search(scopes=[("chat", A)], query="abc", limit=5, mode="hybrid", warnings=warnings)
+    assert [hit.id for hit in hits] == [memory.pk]  # found by its words meanwhile
+    assert warnings and "not embedded yet" in warnings[0]
+    call_command("refresh_embeddings", "--no-progress")
+    stored = SearchDocument.objects.get(ref=memory.pk)
+    assert (stored.model, len(stored.vector)) == ("emb-small", 8 * 4)
+    warnings = []
+    hits = search.cascade_search(scopes=[("chat", A)], query="abc", limit=5, mode="vector", warnings=warnings)
+    assert [hit.id for hit in hits] == [memory.pk] and warnings == []
 
 
 class _ChangingProvider:
-    """The default provider, with a change to the items made while it computes (as a
-    remote provider's latency would allow)."""
+    """The hashed provider under another model name, with a change to the items made while it
+    computes (as a remote provider's latency would allow)."""
 
     in_process = False
 
     def __init__(self, during):
         self.inner, self.during = HashedNgramEmbedding(), during
-        self.name, self.model, self.dim, self.min_score = (
-            self.inner.name,
-            self.inner.model,
-            self.inner.dim,
-            self.inner.min_score,
-        )
+        self.name, self.dim, self.min_score = self.inner.name, self.inner.dim, self.inner.min_score
+        self.model = "changing-model"
 
     def embed(self, texts):
         if self.during:
@@ -146,13 +142,15 @@ class _ChangingProvider:
             self.during = None
         return self.inner.embed(texts)
 
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
 
 @pytest.mark.django_db
-def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin):
+def test_refresh_keeps_vectors_of_moved_items_and_skips_forgotten_ones(svc, admin, settings):
     moved = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plums")
     archived = services.memory_create(actor=admin, tier="global", kind="preference", content="I like pears")
     kept = services.memory_create(actor=admin, tier="global", kind="preference", content="I like plum jam")
-    MemoryEmbedding.objects.all().delete()
 
     def change():
         services.memory_rescope(
@@ -161,19 +159,8 @@ def test_refresh_stores_the_scope_an_item_has_after_the_provider_call(svc, admin
         services.memory_archive(actor=svc, memory_id=archived.pk)
 
     provider = _ChangingProvider(change)
-    assert embeddings_refresh(provider=provider) == 3
-    vector_cache.clear()
-    vectors = {e.memory_id: (e.scope_type, e.scope_id, e.active) for e in MemoryEmbedding.objects.all()}
-    assert vectors == {
-        moved.pk: ("chat", A, True),
-        archived.pk: ("global", "__global__", False),
-        kept.pk: ("global", "__global__", True),
-    }
+    assert embed_pending(provider=provider) == 2  # the archived item left the index meanwhile
+    docs = {d.ref: (d.scope.key, d.model) for d in SearchDocument.objects.select_related("scope")}
+    assert docs == {moved.pk: (f"chat:{A}", "changing-model"), kept.pk: ("global:__global__", "changing-model")}
     assert Memory.objects.get(pk=moved.pk).scope_id == A
-    in_chat = search.vector_search(scope=("chat", A), query="I like plums", limit=5, provider=provider)
-    assert [h.id for h in in_chat] == [moved.pk]
-    in_global = search.vector_search(scope=("global", "__global__"), query="I like plums", limit=5, provider=provider)
-    assert moved.pk not in [h.id for h in in_global] and archived.pk not in [h.id for h in in_global]
-    assert kept.pk in [h.id for h in in_global]
-    assert embeddings_refresh(provider=provider) == 0  # nothing left to do, nothing duplicated
-    assert MemoryEmbedding.objects.count() == 3
+    assert embed_pending(provider=provider) == 0  # nothing left to do, nothing duplicated

@@ -1,16 +1,15 @@
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
 
 from memory_app.memories import services
 from memory_app.memories.models import GLOBAL_SCOPE_ID
 from memory_app.memories.selectors import memories_visible
 from memory_app.scoped import search
-from memory_app.scoped.search import query_terms
 from memory_app.scoped.selectors import chat_scope_readable
 from memory_app.scoped.services import scoped_item_create
-from memory_app.search.models import MemoryEmbedding
-from memory_app.search.ranking import RRF_K
+from memory_app.search.analysis import query_terms
+from memory_app.search.engine import RRF_K
+from memory_app.search.models import SearchDocument, SearchPosting
 from tests.factories import ChatBindingFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,7 +99,7 @@ def test_natural_language_question_finds_the_row(api, svc):
 
 
 def test_query_terms_drop_stop_words_and_split_chinese():
-    assert query_terms("Which database did we pick for billing?") == ["database", "pick", "bill"]
+    assert query_terms("Which database did we pick for billing?") == ["databas", "pick", "bill"]
     assert query_terms("咖啡") == ["咖啡"]
     assert "我们" not in query_terms("我们用什么数据库")
     assert "数据" in query_terms("我们用什么数据库")
@@ -112,11 +111,8 @@ def test_forgetting_removes_from_keyword_and_vector_search(api, svc, mode):
     assert [h["id"] for h in do_search(api(svc), "bicycle garage", mode=mode)] == [memory.pk]
     services.memory_forget(actor=svc, memory_id=memory.pk)
     assert do_search(api(svc), "bicycle garage", mode=mode) == []
-    assert not MemoryEmbedding.objects.filter(memory_id=memory.pk).exists()
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM memory_scoped_fts WHERE memory_id = %s", [memory.pk])
-            assert cursor.fetchone()[0] == 0
+    assert not SearchDocument.objects.filter(source="memory", ref=memory.pk).exists()
+    assert not SearchPosting.objects.filter(term="bicycl").exists()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -192,18 +188,18 @@ def test_hybrid_uses_reciprocal_rank_fusion(svc):
     assert hits[0].score == pytest.approx(2 / (RRF_K + 1))
 
 
-def test_vector_rows_follow_the_item_scope_and_status(svc):
+def test_documents_follow_the_item_scope_and_status(svc):
     old = put(svc, "I park on level two", kind="fact", session="milky:1")
-    assert MemoryEmbedding.objects.get(memory=old).scope_type == "global"
+    doc = SearchDocument.objects.select_related("scope").get(source="memory", ref=old.pk)
+    assert doc.scope.key == "global:__global__" and doc.vector is not None
     services.memory_rescope(actor=svc, memory_id=old.pk, from_scope=("global", GLOBAL_SCOPE_ID), to_scope=("chat", A))
-    moved = MemoryEmbedding.objects.get(memory=old)
-    assert (moved.scope_type, moved.scope_id, moved.active) == ("chat", A, True)
+    moved = SearchDocument.objects.select_related("scope").get(source="memory", ref=old.pk)
+    assert moved.pk == doc.pk and moved.scope.key == f"chat:{A}"  # moved, vector kept
+    assert set(SearchPosting.objects.filter(document=moved).values_list("scope_id", flat=True)) == {moved.scope_id}
+    assert (moved.scope.docs, doc.scope.__class__.objects.get(pk=doc.scope_id).docs) == (1, 0)
     new = services.memory_supersede(actor=svc, memory_id=old.pk, content="I park on level three")
-    assert MemoryEmbedding.objects.get(memory=old).active is False
-    assert (MemoryEmbedding.objects.get(memory=new).scope_id, MemoryEmbedding.objects.get(memory=new).active) == (
-        A,
-        True,
-    )
+    assert not SearchDocument.objects.filter(source="memory", ref=old.pk).exists()
+    assert SearchDocument.objects.get(source="memory", ref=new.pk).scope.key == f"chat:{A}"
 
 
 def test_chat_scope_access_and_memory_visibility_share_one_rule(svc, alice, bob, admin):

@@ -1,0 +1,126 @@
+"""Vectors for indexed documents: now (in-process provider), after commit in a background
+thread (the e5 model: tens of milliseconds a text, never on the request path), or by
+``embed_pending`` from the worker and ``manage.py refresh_embeddings``.
+
+The engine does not read owner tables: each source registers a loader that returns the text
+to embed for refs (``register_source``). A document's vector is stored only if the document
+still has the text it was computed from (its hash), so a race with an edit or a delete
+cannot attach a stale vector.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+
+from memory_app.search.embeddings import get_provider, to_bytes
+from memory_app.search.index import text_hash, vectors_store
+from memory_app.search.models import SearchDocument
+
+logger = logging.getLogger(__name__)
+BATCH = 32
+_loaders: dict[str, Callable[[list[str]], dict[str, tuple[str, str]]]] = {}
+
+
+def register_source(source: str, loader: Callable[[list[str]], dict[str, tuple[str, str]]]) -> None:
+    """``loader(refs) -> {ref: (indexed text, text to embed)}`` for the refs that still exist.
+    The text to embed may add context (a message's previous turn) to the indexed text."""
+    _loaders[source] = loader
+
+
+def pending_count(*, provider=None) -> int:
+    provider = provider or get_provider()
+    return SearchDocument.objects.exclude(model=provider.model).count()
+
+
+def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = BATCH, progress=None) -> int:
+    """Embed documents without a vector of the current model, oldest first, in batches; each
+    batch is committed on its own, so an interrupted run resumes where it stopped. Returns how
+    many vectors were stored. ``progress(done)`` is called after each batch."""
+    provider = provider or get_provider()
+    done, last_id = 0, 0
+    while limit is None or done < limit:
+        size = batch_size if limit is None else min(batch_size, limit - done)
+        batch = list(
+            SearchDocument.objects.filter(pk__gt=last_id)
+            .exclude(model=provider.model)
+            .order_by("pk")
+            .values_list("id", "source", "ref", "text_hash")[:size]
+        )
+        if not batch:
+            break
+        last_id = batch[-1][0]
+        texts: dict[tuple[str, str], tuple[str, str]] = {}
+        for source in {row[1] for row in batch}:
+            loader = _loaders.get(source)
+            if loader is not None:
+                found = loader([row[2] for row in batch if row[1] == source])
+                texts.update({(source, ref): text for ref, text in found.items()})
+        todo = [
+            (doc_id, digest, texts[(source, ref)][1])
+            for doc_id, source, ref, digest in batch
+            if (source, ref) in texts and text_hash(texts[(source, ref)][0]) == digest
+        ]
+        if todo:
+            matrix = provider.embed([text for _, _, text in todo])
+            done += vectors_store(
+                [(doc_id, digest, to_bytes(vector)) for (doc_id, digest, _), vector in zip(todo, matrix, strict=True)],
+                model=provider.model,
+            )
+        if progress is not None:
+            progress(done)
+    return done
+
+
+def embed_now(documents: list[SearchDocument], texts: list[str], *, provider) -> None:
+    """Vectors for just-created documents of an in-process provider, in the caller's transaction."""
+    matrix = provider.embed(texts)
+    SearchDocument.objects.bulk_update(
+        [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)],
+        ["model", "vector"],
+    )
+
+
+def _with_vector(doc: SearchDocument, vector, provider) -> SearchDocument:
+    doc.model, doc.vector = provider.model, to_bytes(vector)
+    return doc
+
+
+class _Background:
+    """One daemon thread per process that embeds pending documents whenever it is woken."""
+
+    def __init__(self):
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def wake(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="memory-embedder", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                while embed_pending(limit=BATCH * 8):
+                    pass
+            except Exception as exc:  # keep the thread; the worker catches up
+                logger.warning("background embedding failed", extra={"error_class": type(exc).__name__})
+            finally:
+                close_old_connections()
+                connection.close()
+
+
+background = _Background()
+
+
+def schedule() -> None:
+    """After the current transaction commits, embed what it indexed (background providers)."""
+    if getattr(settings, "MEMORY_EMBED_IN_BACKGROUND", True) and not get_provider().in_process:
+        transaction.on_commit(background.wake)

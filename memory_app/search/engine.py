@@ -1,0 +1,275 @@
+"""The retrieval engine: rank the documents of some scopes for a query, by words (BM25), by
+meaning (embedding similarity) or both (reciprocal rank fusion).
+
+Callers pass only scopes the caller may read (derived from who is asking, never from the
+request alone), get back ``(ref, score)`` pairs best first, and load their rows with their own
+visibility queryset filtered to those refs, inside one SQL query.
+
+Lexical
+    Okapi BM25 (scaled by the share of query terms a document holds) with the statistics of
+    the searched scopes: document count and average length
+    from ``SearchScope``, document frequency per term counted in the word index (exactly up to
+    ``DF_CAP`` documents per term; beyond that the term is common and counts as ``DF_CAP``).
+    Candidates are read term by term from the postings index, at most ``POSTINGS_BUDGET``
+    postings in all, the newest first for a term too common to read whole: rare terms, which
+    decide a ranking, are read completely.
+Dense
+    Cosine similarity between the query vector and the scopes' document vectors of the current
+    model (numpy over a per-process cache kept in step with each scope's ``version``).
+    Documents not embedded yet are not in this ranking; the result says how many.
+Hybrid
+    Reciprocal rank fusion of both rankings (``RRF_K``), each taken ``depth`` deep.
+"""
+
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from memory_app.search.analysis import query_terms
+from memory_app.search.embeddings import DTYPE, get_provider
+from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
+
+MODES = ("hybrid", "lexical", "dense")
+BM25_K1 = 1.2
+BM25_B = 0.75
+RRF_K = 60
+COORD_WEIGHT = 0.5
+DF_CAP = 20000
+POSTINGS_BUDGET = 6000
+MIN_TERM_POSTINGS = 300
+MAX_DEPTH = 200
+EXACT_VECTOR_LIMIT = 200_000  # documents per search held in memory for exact vector ranking
+
+
+@dataclass
+class Ranked:
+    ref: str
+    score: float
+    lexical: float | None = None
+    dense: float | None = None
+
+
+@dataclass
+class Result:
+    hits: list[Ranked]
+    terms: list[str]
+    mode: str
+    not_embedded: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def refs(self) -> list[str]:
+        return [hit.ref for hit in self.hits]
+
+
+def default_mode() -> str:
+    return getattr(settings, "MEMORY_SEARCH_MODE", "hybrid")
+
+
+def _scopes(keys: list[str]) -> list[tuple[int, int, int, int]]:
+    """``(id, docs, total_length, version)`` of the existing scopes among ``keys``."""
+    if not keys:
+        return []
+    return list(
+        SearchScope.objects.filter(key__in=sorted(set(keys))).values_list("id", "docs", "total_length", "version")
+    )
+
+
+def _table(model) -> str:
+    return model._meta.db_table
+
+
+def _postings(scope_ids: list[int], terms: list[str]) -> tuple[dict[str, list[tuple]], dict[str, int]]:
+    """Postings ``(document id, tf, length)`` per term (bounded) and each term's document frequency."""
+    per_term = max(MIN_TERM_POSTINGS, POSTINGS_BUDGET // max(len(terms), 1))
+    marks = ",".join("%s" for _ in scope_ids)
+    table = _table(SearchPosting)
+    parts, params = [], []
+    for i, term in enumerate(terms):
+        parts.append(
+            f"SELECT * FROM (SELECT {i} AS t, document_id, tf, length FROM {table} "
+            f"WHERE scope_id IN ({marks}) AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
+        )
+        params += [*scope_ids, term, per_term + 1]
+    found: dict[str, list[tuple]] = {term: [] for term in terms}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for t, doc_id, tf, length in cursor.fetchall():
+            found[terms[t]].append((doc_id, tf, length))
+    df = {}
+    for term, rows in found.items():
+        if len(rows) <= per_term:
+            df[term] = len(rows)
+            continue
+        rows.pop()  # the extra row only told that there are more
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE scope_id IN ({marks}) AND term = %s LIMIT %s) AS c",
+                [*scope_ids, term, DF_CAP],
+            )
+            df[term] = cursor.fetchone()[0]
+    return found, df
+
+
+def lexical_rank(scopes: list[tuple], terms: list[str], depth: int) -> list[tuple[int, float]]:
+    """``(document id, BM25 score)`` best first."""
+    n_docs = sum(s[1] for s in scopes)
+    if not terms or not n_docs:
+        return []
+    avg_len = max(sum(s[2] for s in scopes) / n_docs, 1.0)
+    postings, df = _postings([s[0] for s in scopes], terms)
+    scores: dict[int, float] = {}
+    matched: dict[int, int] = {}
+    for term, rows in postings.items():
+        if not rows:
+            continue
+        idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
+        for doc_id, tf, length in rows:
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len)
+            scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
+            matched[doc_id] = matched.get(doc_id, 0) + 1
+    # Coordination: a document with more of the question's words beats one with a single
+    # rare word (idf is noisy in small scopes, and questions carry several content words).
+    for doc_id, count in matched.items():
+        scores[doc_id] *= 1 - COORD_WEIGHT + COORD_WEIGHT * count / len(terms)
+    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))
+    return ranked[:depth]
+
+
+class _VectorCache:
+    """Per-process ``scope id → (version, model, document ids, matrix, keys)``, least recently
+    used out.
+
+    On a version change only the id list of the scope is read again; vectors of documents
+    already held are reused (a stored vector never changes for its document id and model).
+    """
+
+    def __init__(self, max_vectors: int = 2_000_000):
+        self.max_vectors = max_vectors
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def clear(self):
+        with self._lock:
+            self._data.clear()
+
+    def get(self, scope_id: int, version: int, model: str, dim: int):
+        cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
+        with self._lock:
+            entry = self._data.get(cache_key)
+            if entry is not None:
+                self._data.move_to_end(cache_key)
+        if entry is not None and entry[0] == version and entry[1] == model:
+            return entry[2], entry[3]
+        # Vectors already held are reused by document id where ids are never reused
+        # (PostgreSQL sequences); SQLite may hand out an id again after a rollback, so there
+        # the text hash is part of the key.
+        reuse_by_id = connection.vendor == "postgresql"
+        columns = "id" if reuse_by_id else "id, text_hash"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {columns} FROM {_table(SearchDocument)} WHERE scope_id = %s AND model = %s ORDER BY id",
+                [scope_id, model],
+            )
+            keys = [row[0] if reuse_by_id else (row[0], row[1]) for row in cursor.fetchall()]
+        held = {}
+        if entry is not None and entry[1] == model:
+            held = dict(zip(entry[4], entry[3], strict=True))
+        missing = [key for key in keys if key not in held]
+        for start in range(0, len(missing), 2000):
+            chunk = missing[start : start + 2000]
+            wanted = set(chunk)
+            rows = SearchDocument.objects.filter(pk__in=[k if reuse_by_id else k[0] for k in chunk], model=model)
+            for doc_id, digest, raw in rows.values_list("id", "text_hash", "vector"):
+                key = doc_id if reuse_by_id else (doc_id, digest)
+                if key in wanted and raw is not None and len(raw) == dim * 4:
+                    held[key] = np.frombuffer(bytes(raw), dtype=DTYPE)
+        keys = [key for key in keys if key in held]
+        matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
+        ids = np.asarray([key if reuse_by_id else key[0] for key in keys], dtype=np.int64)
+        with self._lock:
+            self._data[cache_key] = (version, model, ids, matrix, keys)
+            self._data.move_to_end(cache_key)
+            total = sum(len(v[2]) for v in self._data.values())
+            while total > self.max_vectors and len(self._data) > 1:
+                _, dropped = self._data.popitem(last=False)
+                total -= len(dropped[2])
+        return ids, matrix
+
+
+vector_cache = _VectorCache()
+
+
+def dense_rank(scopes: list[tuple], query: str, depth: int, *, provider) -> tuple[list[tuple[int, float]], int]:
+    """``(document id, cosine similarity)`` best first, and how many documents have no vector."""
+    n_docs = sum(s[1] for s in scopes)
+    if not n_docs or not query.strip():
+        return [], 0
+    if n_docs > EXACT_VECTOR_LIMIT:
+        return [], n_docs
+    query_vector = provider.embed_query(query)
+    ids_parts, matrices = [], []
+    for scope_id, _, _, version in scopes:
+        ids, matrix = vector_cache.get(scope_id, version, provider.model, provider.dim)
+        ids_parts.append(ids)
+        matrices.append(matrix)
+    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
+    missing = max(n_docs - len(ids), 0)
+    if not len(ids):
+        return [], missing
+    sims = np.vstack(matrices) @ query_vector
+    k = min(depth, len(ids))
+    top = np.argpartition(-sims, k - 1)[:k]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > provider.min_score], missing
+
+
+def rrf_fuse(rankings: list[list], *, k: int = RRF_K) -> list[tuple]:
+    """Reciprocal rank fusion: ``score = Σ 1 / (k + rank)`` over the rankings (rank from 1);
+    best first, ties in order of first appearance."""
+    fused: dict = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda pair: pair[1], reverse=True)
+
+
+def search(*, scopes: list[str], query: str, limit: int, mode: str | None = None, depth: int | None = None) -> Result:
+    """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``)."""
+    mode = mode or default_mode()
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    terms = query_terms(query)
+    depth = min(max(depth or limit, limit, 1), MAX_DEPTH)
+    rows = _scopes(scopes)
+    result = Result(hits=[], terms=terms, mode=mode)
+    if limit <= 0 or not rows:
+        return result
+    lexical = lexical_rank(rows, terms, depth) if mode in ("lexical", "hybrid") else []
+    dense: list[tuple[int, float]] = []
+    if mode in ("dense", "hybrid"):
+        dense, result.not_embedded = dense_rank(rows, query, depth, provider=get_provider())
+        if result.not_embedded:
+            result.warnings.append(
+                f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
+            )
+    lex_scores, dense_scores = dict(lexical), dict(dense)
+    if mode == "lexical":
+        ranked = lexical
+    elif mode == "dense":
+        ranked = dense
+    else:
+        ranked = rrf_fuse([[d for d, _ in lexical], [d for d, _ in dense]])
+    ranked = ranked[:depth]
+    refs = dict(SearchDocument.objects.filter(pk__in=[d for d, _ in ranked]).values_list("id", "ref"))
+    result.hits = [
+        Ranked(ref=refs[d], score=score, lexical=lex_scores.get(d), dense=dense_scores.get(d))
+        for d, score in ranked
+        if d in refs
+    ]
+    return result
