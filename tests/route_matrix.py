@@ -31,7 +31,6 @@ from memory_app.agent import services as agent_services
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome
 from memory_app.memories import services as memory_services
-from memory_app.ops.models import BackgroundJob
 from memory_app.scoped.migration import inspect_plan, plan_import
 from memory_app.scoped.services import scoped_item_create
 from tests.factories import (
@@ -208,7 +207,6 @@ def build_world() -> World:
     o["project_memory"] = ProjectMemoryFactory(project=apollo, content=f"We name releases after a {MARKERS['project']}")
     o["project_summary"] = ProjectSummaryFactory(project=apollo)
     o["binding"] = ChatBindingFactory(user=alice, chat_key=CHAT_KEY)
-    o["job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=alice)
     o["chat_item"], _ = scoped_item_create(
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"
     )
@@ -240,9 +238,6 @@ def build_world() -> World:
     world.run_tokens.update(main=main.run_token, sub=sub.run_token)
     o["message"] = MessageFactory(conversation=o["conversation"], content=f"Bring the {MARKERS['thread']} along")
     agent_services.user_settings_update(user=alice, enable_memory=True)
-    # The history of her notes file: one change, which wrote the file each case starts from.
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES_TEXT)
-    o["notes_change"] = alice.workspace_changes.get()
     automemory_services.auto_memory_settings_update(user=alice, changes={"generate": True})
     o["log_entry"] = AutoMemoryLogEntry.objects.create(
         user=alice, run=main.run, run_ref=main.run.pk, outcome=AutoMemoryOutcome.SKIPPED, gate="idle"
@@ -281,14 +276,11 @@ def world_transaction():
         transaction.set_rollback(True)
 
 
-NOTES_TEXT = f"- Feeds the {MARKERS['notes']} on Sundays\n"
-
-
 def write_notes_file(world: World) -> Path:
     """alice's MEMORY.md in the current test's workspace root."""
     path = Path(settings.WORKSPACE_ROOT) / str(world.users["alice"].pk) / "agents" / "MEMORY.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(NOTES_TEXT, encoding="utf-8")
+    path.write_text(f"- Feeds the {MARKERS['notes']} on Sundays\n", encoding="utf-8")
     return path
 
 
