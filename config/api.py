@@ -5,11 +5,16 @@
 import logging
 import math
 
+import django_filters
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
-from django.urls import re_path
+from django.urls import Resolver404, get_resolver, re_path
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import build_choice_field
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
@@ -88,6 +93,24 @@ def is_api_request(request) -> bool:
     return request.path.startswith("/api/")
 
 
+class ApiNotFoundMiddleware:
+    """A path under /api/ that names no route is answered with the JSON error shape before any
+    view runs, in development mode too (where Django would otherwise render its HTML debug
+    page instead of calling ``handler404``). It sits after ``CommonMiddleware``, so a missing
+    trailing slash is still redirected where the slashed path exists."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if is_api_request(request):
+            try:
+                get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
+            except Resolver404:
+                return JsonResponse(error_body("not_found", "Not found."), status=404)
+        return self.get_response(request)
+
+
 def api_aware_404(request, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
@@ -113,9 +136,42 @@ def api_aware_403(request, exception=None):
 
 
 class DefaultPagination(PageNumberPagination):
+    """``?page=N&page_size=M``: positive integers (anything else is a 400, not ignored); a
+    page size over the maximum is cut to it; a page past the last one is a 404."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        return min(_positive_query_int(self.page_size_query_param, raw), self.max_page_size)
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            return 1
+        if raw in self.last_page_strings:
+            return paginator.num_pages
+        return _positive_query_int(self.page_query_param, raw)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] = (
+                    f"Results per page (default {self.page_size}; larger values are cut to {self.max_page_size})."
+                )
+        return parameters
+
+
+def _positive_query_int(name: str, raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+        raise drf_exceptions.ValidationError({name: ["Must be a positive integer."]})
+    return int(raw)
 
 
 def api_route(pattern: str, view, name: str):
@@ -124,7 +180,13 @@ def api_route(pattern: str, view, name: str):
 
 
 class StrictInputMixin:
-    """Input serializers reject unknown fields instead of silently ignoring them."""
+    # Input serializers reject unknown fields instead of silently ignoring them, and the
+    # schema says so (``additionalProperties: false``, StrictInputSchema below). No docstring:
+    # the schema generator would show it as the description of every input.
+
+    # Alternative sets of fields one of which must be present, for the schema (the view
+    # enforces them).
+    schema_required_any_of: tuple[tuple[str, ...], ...] = ()
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
@@ -133,6 +195,41 @@ class StrictInputMixin:
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return super().to_internal_value(data)
+
+
+def documented(field_class, schema: dict, **kwargs):
+    """A ``field_class`` field that the schema describes as ``schema``: for input that a service
+    checks itself, with its own error code, and the schema can still state exactly."""
+    documented_class = type(f"Documented{field_class.__name__}", (field_class,), {})
+    return extend_schema_field(schema)(documented_class)(**kwargs)
+
+
+def enum_schema(choices) -> dict:
+    """The schema of a choice field over ``choices``, so that it names and shares the enum
+    component as a ``ChoiceField`` would."""
+    return build_choice_field(serializers.ChoiceField(choices=choices))
+
+
+class StrictInputSchema(OpenApiSerializerExtension):
+    target_class = StrictInputMixin
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        for name, field in self.target.fields.items():
+            # Nested lists carry their bounds (the generator leaves them out).
+            if isinstance(field, serializers.ListSerializer | serializers.ListField) and name in schema.get(
+                "properties", {}
+            ):
+                low = max(field.min_length or 0, 0 if field.allow_empty else 1)
+                if low:
+                    schema["properties"][name]["minItems"] = low
+                if field.max_length is not None:
+                    schema["properties"][name]["maxItems"] = field.max_length
+        if self.target.schema_required_any_of:
+            schema["anyOf"] = [{"required": list(fields)} for fields in self.target.schema_required_any_of]
+        return schema
 
 
 def _strict_fields():
@@ -172,6 +269,37 @@ def _strict_fields():
 StrictCharField, StrictBooleanField, StrictIntegerField = _strict_fields()
 
 
+class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
+    """A required text that is trimmed must hold something besides white space."""
+
+    target_class = StrictCharField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request" and self.target.trim_whitespace and not self.target.allow_blank:
+            schema.setdefault("pattern", r"\S")
+        return schema
+
+
+class ApiFilterBackend(DjangoFilterBackend):
+    """django-filter for the API: a filter sent with an empty value is a 400 (the schema
+    documents its dates and choices), unless it takes free text, where empty means no search.
+    The web pages' forms send empty values and use the filter sets directly."""
+
+    def get_filterset(self, request, queryset, view):
+        filterset = super().get_filterset(request, queryset, view)
+        if filterset is not None:
+            empty = [
+                name
+                for name, declared in filterset.filters.items()
+                if not isinstance(declared, django_filters.CharFilter) and "" in request.query_params.getlist(name)
+            ]
+            if empty:
+                raise drf_exceptions.ValidationError({name: ["May not be empty."] for name in empty})
+        return filterset
+
+
 def validated(serializer_class, request) -> dict:
     """Validate ``request.data`` with an input serializer; errors go to the one handler."""
     data = serializer_class(data=request.data)
@@ -190,3 +318,64 @@ class JSONObjectField(serializers.JSONField):
         if not isinstance(value, dict):
             raise serializers.ValidationError("Must be a JSON object.")
         return value
+
+
+class JSONObjectFieldSchema(OpenApiSerializerFieldExtension):
+    target_class = JSONObjectField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "object", "additionalProperties": {}}
+
+
+# --- the error shape in the schema ----------------------------------------------------------
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {"description": "Field errors, for validation failures."},
+            },
+            "required": ["code", "message"],
+        }
+    },
+    "required": ["error"],
+}
+_ERROR_STATUSES = {
+    "400": "Invalid input (the error shape; `details` names the fields).",
+    "401": "Missing, forged, expired or revoked credentials.",
+    "403": "Visible but not allowed.",
+    "404": "Missing, or not yours.",
+    "409": "A state conflict.",
+    "413": "The request body is over the size limit.",
+    "415": "The request body is not JSON.",
+    "429": "Throttled; retry after `Retry-After` seconds.",
+}
+
+
+def schema_error_responses(result, generator, request, public):
+    """Every operation documents the JSON error shape for the statuses it may answer with:
+    401, 403, 404 and 429 everywhere; 400 where it takes a body or query parameters; 409 for
+    writes; 413 and 415 where it takes a body."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            statuses = ["401", "403", "404", "429"]
+            has_body = "requestBody" in operation
+            if has_body or any(p.get("in") == "query" for p in operation.get("parameters", [])):
+                statuses.append("400")
+            if method in ("post", "put", "patch", "delete"):
+                statuses.append("409")
+            if has_body:
+                statuses += ["413", "415"]
+            for status in sorted(statuses):
+                response = {"description": _ERROR_STATUSES[status], "content": reference}
+                if status == "429":
+                    response["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
+                operation["responses"].setdefault(status, response)
+    return result

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from config.docs import ApiDocsView
@@ -18,8 +18,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
+    re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
+    re_path(r"^api/docs/?$", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("identity_app.api.urls")),
     path("api/", include(memory_urls.api_urlpatterns)),
     path("", include((memory_urls.web_urlpatterns, "web"), namespace="web")),

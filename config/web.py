@@ -20,7 +20,13 @@ from config.api import is_api_request
 from config.errors import DomainError, NotFound, PermissionDenied
 
 # Error codes of the services that are about one form field (None: the form as a whole).
-FIELD_OF_CODE = {"invalid_content": "content", "too_large": "content", "invalid_kind": "kind"}
+FIELD_OF_CODE = {
+    "invalid_content": "content",
+    "too_large": "content",
+    "invalid_kind": "kind",
+    "unknown_user": "only_users",
+    "unknown_project": "only_projects",
+}
 
 
 class DomainErrorMiddleware:
@@ -59,10 +65,13 @@ class ServiceCall:
                 self.form.add_error(field if field in self.form.fields else None, errors)
             self.ok, self.status = False, 400
             return True
-        if isinstance(exc, DomainError) and not isinstance(exc, NotFound | PermissionDenied):
+        if isinstance(exc, DomainError) and not isinstance(exc, PermissionDenied):
             field = FIELD_OF_CODE.get(exc.code)
+            if isinstance(exc, NotFound) and field not in self.form.fields:
+                return False  # the page's own object is not there: the 404 page
+            # A name typed into the form that names nothing is that field's error.
             self.form.add_error(field if field in self.form.fields else None, exc.message)
-            self.ok, self.status = False, exc.status_code
+            self.ok, self.status = False, 400 if isinstance(exc, NotFound) else exc.status_code
             return True
         return False
 

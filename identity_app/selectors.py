@@ -41,8 +41,9 @@ def membership_role(*, user: AbstractBaseUser, project: Project) -> str | None:
     return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
-def _unknown_user(username) -> InvalidInput:
-    return InvalidInput(f"No active user named {username!r}.", code="unknown_user")
+def _unknown_user(username) -> NotFound:
+    # Like every other id a body names that does not exist (a conversation, a project): 404.
+    return NotFound(f"No active user named {username!r}.", code="unknown_user")
 
 
 def user_find_active(*, username) -> AbstractBaseUser | None:
@@ -52,8 +53,8 @@ def user_find_active(*, username) -> AbstractBaseUser | None:
 
 
 def user_get_active(*, username) -> AbstractBaseUser:
-    """The active user called ``username``; anything else (unknown, inactive, not a string) is
-    a 400 ``unknown_user``."""
+    """The active user called ``username``: unknown or inactive is a 404 ``unknown_user``, not a
+    string a 400."""
     if not isinstance(username, str) or not username:
         raise InvalidInput("user must be a username.", code="unknown_user")
     user = user_find_active(username=username)

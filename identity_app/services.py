@@ -220,8 +220,8 @@ def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None,
     if usernames is None and project_ids is None:
         return None, None
     if not is_service_principal(user):
-        raise InvalidInput(
-            "Only a service principal's token can be limited to users or projects.", code="invalid_limits"
+        raise PermissionDenied(
+            "Only a service principal's token can be limited to users or projects.", code="limits_not_allowed"
         )
     user_ids = None
     if usernames is not None:
@@ -230,7 +230,7 @@ def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None,
         found = set(Project.objects.filter(pk__in=project_ids).values_list("pk", flat=True))
         missing = [pid for pid in project_ids if pid not in found]
         if missing:
-            raise InvalidInput(f"No project {missing[0]!r}.", code="unknown_project")
+            raise NotFound(f"No project {missing[0]!r}.", code="unknown_project")
         project_ids = sorted(found)
     return user_ids, project_ids
 

@@ -25,6 +25,27 @@ _PLATFORM = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_.@+=-]{1,100}$")
 
 
+# The rules of ``SessionKey.parse`` and ``ChatAddress.parse`` as regular expressions (valid in
+# ECMAScript and Python) for the API schema: a typed key, or a legacy key whose second part is
+# no target type in any letter case; lanes in pairs.
+_PLATFORM_RE, _SEGMENT_RE = _PLATFORM.pattern[1:-1], _SEGMENT.pattern[1:-1]
+
+
+def chat_key_pattern(target_types=TARGET_TYPES) -> str:
+    """A chat key (no lanes) whose target type is one of ``target_types``."""
+    return rf"^{_PLATFORM_RE}:(?:{'|'.join(sorted(target_types))}):{_SEGMENT_RE}$"
+
+
+def _session_key_pattern() -> str:
+    typed = "|".join(sorted(TARGET_TYPES))
+    any_case = "|".join("".join(f"[{c}{c.upper()}]" for c in name) for name in sorted(TARGET_TYPES))
+    legacy = rf"(?!(?:{any_case})(?::|$)){_SEGMENT_RE}"
+    return rf"^{_PLATFORM_RE}:(?:(?:{typed}):{_SEGMENT_RE}|{legacy})(?::{_SEGMENT_RE}:{_SEGMENT_RE})*$"
+
+
+SESSION_KEY_PATTERN = _session_key_pattern()
+
+
 class InvalidSessionKey(InvalidInput):
     code = "invalid_session_key"
 

@@ -17,7 +17,7 @@ Personas (columns):
   ``mallory`` a non-member of Apollo; ``vera`` a viewer of Apollo; ``svc`` a service principal
   (all with API tokens on ``/api/``, with a session on the web pages and the admin);
 - API only: ``lsvc`` the service principal's token limited to bob, for which alice and all that
-  is hers must look as if they did not exist (404; 400 ``unknown_user`` when named in a body);
+  is hers must look as if they did not exist (404; ``unknown_user`` when named in a body);
 - admin only: ``staff`` (staff, no permissions) and ``root`` (a superuser).
 
 Cells: a status, ``login`` (302 to the web login page), ``admin-login`` (302 to the admin's
@@ -115,14 +115,14 @@ my-workspace-file         PUT    -       401  401    401  401 401  200   200 200
 my-workspace-file         DELETE -       401  401    401  401 401  204   204 204     204  204 204
 # conversations and runs: written by service principals for a user; a user reads their own
 conversations             GET    -       401  401    401  401 401  200   200 200     200  200 200
-conversations             POST   -       401  401    401  401 401  403   403 403     403  201 400
+conversations             POST   -       401  401    401  401 401  403   403 403     403  201 404
 conversation-detail       GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-detail       PATCH  -       401  401    401  401 401  200   404 404     404  200 404
 conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201 404
 conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200 404
 runs                      GET    -       401  401    401  401 401  200   200 200     200  200 200
-runs                      POST   -       401  401    401  401 401  403   403 403     403  201 400
+runs                      POST   -       401  401    401  401 401  403   403 403     403  201 404
 run-detail                GET    -       401  401    401  401 401  200   404 404     404  200 404
 run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200 404
 # run-token routes: only the run's own token; a sub-agent never acts for its parent, nor a

@@ -1,8 +1,10 @@
+import zoneinfo
+
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.api import StrictCharField, StrictInputMixin, StrictIntegerField
+from config.api import StrictCharField, StrictInputMixin, StrictIntegerField, documented
 from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Invitation, Membership, Profile, Project, Role
 from identity_app.services import MAX_TOKEN_LIMIT_ENTRIES
 
@@ -17,8 +19,10 @@ class ProfileOutput(serializers.ModelSerializer):
 
 class ProfileInput(StrictInputMixin, serializers.Serializer):
     display_name = StrictCharField(max_length=150, allow_blank=True, required=False)
-    timezone = StrictCharField(max_length=64, required=False)
-    preferences = serializers.JSONField(required=False)
+    timezone = documented(
+        StrictCharField, {"type": "string", "enum": sorted(zoneinfo.available_timezones())}, required=False
+    )
+    preferences = documented(serializers.JSONField, {"type": "object", "additionalProperties": {}}, required=False)
 
     def validate_preferences(self, value):
         if not isinstance(value, dict):

@@ -7,7 +7,7 @@ urlpatterns = [
     api_route(r"projects/(?P<project_id>[\w-]+)", views.ProjectDetailView.as_view(), "project-detail"),
     api_route(r"projects/(?P<project_id>[\w-]+)/members", views.MemberListView.as_view(), "project-members"),
     api_route(
-        r"projects/(?P<project_id>[\w-]+)/members/(?P<user_id>\d+)",
+        r"projects/(?P<project_id>[\w-]+)/members/(?P<user_id>[0-9]{1,18})",
         views.MemberDetailView.as_view(),
         "project-member-detail",
     ),

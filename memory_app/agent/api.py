@@ -16,14 +16,33 @@ from config.api import (
     StrictBooleanField,
     StrictCharField,
     StrictInputMixin,
+    StrictIntegerField,
     api_route,
+    documented,
+    enum_schema,
     is_schema_generation,
     validated,
 )
 from memory_app.agent import leases, selectors, services, tools
 from memory_app.agent.budgets import truncate_json_text
-from memory_app.agent.leases import RunCredential, run_authenticate
-from memory_app.agent.models import AgentRun, Conversation, Message, RunKind, ToolCall
+from memory_app.agent.leases import FINISHED_STATUSES, RunCredential, run_authenticate
+from memory_app.agent.models import (
+    AgentRun,
+    Conversation,
+    ConversationSource,
+    ConversationStatus,
+    Message,
+    MessageRole,
+    MessageType,
+    RunKind,
+    ToolCall,
+)
+from memory_app.agent.services import (
+    MAX_LEASE_SECONDS,
+    MAX_TOOL_CALL_FIELD_BYTES,
+    MAX_TOOL_CALLS_PER_MESSAGE,
+    MIN_LEASE_SECONDS,
+)
 
 
 class RunTokenAuthentication(authentication.BaseAuthentication):
@@ -119,7 +138,7 @@ class ConversationCreateInput(StrictInputMixin, serializers.Serializer):
     user = StrictCharField(max_length=150)
     title = StrictCharField(max_length=300, required=False, allow_blank=True, default="")
     project_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
-    source = StrictCharField(max_length=32, required=False, default="chat")
+    source = documented(StrictCharField, enum_schema(ConversationSource.choices), required=False, default="chat")
     parent_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
     session_key = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True, default=None)
 
@@ -191,16 +210,39 @@ class MessageListOutput(serializers.ModelSerializer):
         return truncate_json_text(message.content_head, LIST_TEXT_BYTES)[1]
 
 
+# What the services accept (and check, with their own error codes), for the schema.
+JSON_OBJECT_OR_NULL = {"type": "object", "additionalProperties": {}, "nullable": True}
+JSON_ARRAY_OR_NULL = {"type": "array", "items": {}, "nullable": True}
+TOOL_CALL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 200, "pattern": r"\S"},
+        "input": {"oneOf": [{"type": "object", "additionalProperties": {}}, {"type": "array", "items": {}}]},
+        "output": {"description": "Text, or any JSON value (stored as its JSON text)."},
+        "status": {"type": "string", "maxLength": 32, "nullable": True},
+        "error": {"type": "string", "maxLength": MAX_TOOL_CALL_FIELD_BYTES, "nullable": True},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
 class MessageCreateInput(StrictInputMixin, serializers.Serializer):
-    role = StrictCharField(max_length=16)
-    type = StrictCharField(max_length=16, required=False, default="text")
+    role = documented(StrictCharField, enum_schema(MessageRole.choices))
+    type = documented(StrictCharField, enum_schema(MessageType.choices), required=False, default="text")
     content = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="")
-    metadata = serializers.JSONField(required=False, default=dict)
-    attachments = serializers.JSONField(required=False, default=list)
-    images = serializers.JSONField(required=False, default=list)
-    feedback = serializers.JSONField(required=False, default=dict)
+    metadata = documented(serializers.JSONField, JSON_OBJECT_OR_NULL, required=False, default=dict, allow_null=True)
+    attachments = documented(serializers.JSONField, JSON_ARRAY_OR_NULL, required=False, default=list, allow_null=True)
+    images = documented(serializers.JSONField, JSON_ARRAY_OR_NULL, required=False, default=list, allow_null=True)
+    feedback = documented(serializers.JSONField, JSON_OBJECT_OR_NULL, required=False, default=dict, allow_null=True)
     run_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
-    tool_calls = serializers.JSONField(required=False, default=list)
+    tool_calls = documented(
+        serializers.JSONField,
+        {**JSON_ARRAY_OR_NULL, "items": TOOL_CALL_SCHEMA, "maxItems": MAX_TOOL_CALLS_PER_MESSAGE},
+        required=False,
+        default=list,
+        allow_null=True,
+    )
 
 
 class RunOutput(serializers.ModelSerializer):
@@ -269,7 +311,9 @@ class RunCreateInput(StrictInputMixin, serializers.Serializer):
     request_id = StrictCharField(max_length=100)
     kind = serializers.ChoiceField(choices=RunKind.choices, required=False, default=RunKind.CHAT)
     worker_id = StrictCharField(max_length=200)
-    lease_seconds = serializers.IntegerField(required=False, default=60)
+    lease_seconds = StrictIntegerField(
+        required=False, default=60, min_value=MIN_LEASE_SECONDS, max_value=MAX_LEASE_SECONDS
+    )
     prompt = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="", max_length=256 * 1024)
     goal = StrictCharField(
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None, max_length=64 * 1024
@@ -280,16 +324,25 @@ class RunCreateInput(StrictInputMixin, serializers.Serializer):
 
 class RunClaimInput(StrictInputMixin, serializers.Serializer):
     worker_id = StrictCharField(max_length=200)
-    lease_seconds = serializers.IntegerField(required=False, default=60)
+    lease_seconds = StrictIntegerField(
+        required=False, default=60, min_value=MIN_LEASE_SECONDS, max_value=MAX_LEASE_SECONDS
+    )
 
 
 class RunHeartbeatInput(StrictInputMixin, serializers.Serializer):
-    lease_seconds = serializers.IntegerField(required=False, default=60)
+    lease_seconds = StrictIntegerField(
+        required=False, default=60, min_value=MIN_LEASE_SECONDS, max_value=MAX_LEASE_SECONDS
+    )
+
+
+FINISH_STATUS_CHOICES = [(status.value, status.label) for status in FINISHED_STATUSES]
 
 
 class RunFinishInput(StrictInputMixin, serializers.Serializer):
-    status = StrictCharField(max_length=16)
-    usage = serializers.JSONField(required=False, default=dict)
+    status = documented(StrictCharField, enum_schema(FINISH_STATUS_CHOICES))
+    usage = documented(
+        serializers.JSONField, {"type": "object", "additionalProperties": {}}, required=False, default=dict
+    )
 
 
 def _issued(issued: services.IssuedRun) -> dict:
@@ -358,7 +411,7 @@ class ConversationListView(generics.ListAPIView):
 
 class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
     title = StrictCharField(max_length=300, required=False, allow_blank=True)
-    status = StrictCharField(max_length=16, required=False)
+    status = documented(StrictCharField, enum_schema(ConversationStatus.choices), required=False)
 
 
 class ConversationDetailView(APIView):

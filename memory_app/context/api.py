@@ -12,7 +12,10 @@ class RunContextView(RunTokenView):
     throttle_scopes = ("run",)
 
     @extend_schema(
-        parameters=[OpenApiParameter("query", str, required=False), OpenApiParameter("round", int, required=False)],
+        parameters=[
+            OpenApiParameter("query", str, required=False),
+            OpenApiParameter("round", {"type": "integer", "minimum": 1, "maximum": context.MAX_ROUND}, required=False),
+        ],
         responses={200: dict},
     )
     def get(self, request, run_id):

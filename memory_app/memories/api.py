@@ -1,20 +1,27 @@
 """Identity memories over REST: a user's own (``/users/me/memories``), a project's
 (``/projects/{id}/identity-memories``) and the identity context."""
 
-from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
+from config.api import (
+    ApiFilterBackend,
+    JSONObjectField,
+    StrictCharField,
+    StrictInputMixin,
+    api_route,
+    is_schema_generation,
+    validated,
+)
 from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
 from memory_app.memories import selectors, services
 from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.identity_context import identity_context_build
-from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
+from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
 
 
 class MemoryOutput(serializers.ModelSerializer):
@@ -38,8 +45,18 @@ class MemoryOutput(serializers.ModelSerializer):
         ]
 
 
+class MemoryChainOutput(serializers.Serializer):
+    results = MemoryOutput(many=True, help_text="The supersede chain, oldest first.")
+
+
+@extend_schema_field({"type": "string", "enum": sorted(IDENTITY_KINDS)})
+class IdentityKindField(serializers.ChoiceField):
+    """Any kind parses; the services refuse those the user and project tiers do not take (400
+    invalid_kind)."""
+
+
 class MemoryCreateInput(StrictInputMixin, serializers.Serializer):
-    kind = serializers.ChoiceField(choices=Kind.choices)
+    kind = IdentityKindField(choices=Kind.choices)
     content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
@@ -48,7 +65,7 @@ class MemoryCreateInput(StrictInputMixin, serializers.Serializer):
 
 class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
     content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
-    kind = serializers.ChoiceField(choices=Kind.choices, required=False)
+    kind = IdentityKindField(choices=Kind.choices, required=False)
     metadata = JSONObjectField(required=False)
     evidence = JSONObjectField(required=False)
     source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True)
@@ -63,7 +80,7 @@ class IdentityContextOutput(serializers.Serializer):
 
 class MyMemoryListView(generics.ListAPIView):
     serializer_class = MemoryOutput
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [ApiFilterBackend]
     filterset_class = MemoryFilter
 
     def get_queryset(self):
@@ -100,7 +117,7 @@ class MyMemorySupersedeView(APIView):
 
 
 class MyMemoryChainView(APIView):
-    @extend_schema(responses=MemoryOutput(many=True))
+    @extend_schema(responses=MemoryChainOutput)
     def get(self, request, memory_id):
         memory = selectors.user_memory_get(user=request.user, memory_id=memory_id)
         return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
@@ -108,7 +125,7 @@ class MyMemoryChainView(APIView):
 
 class ProjectMemoryListView(generics.ListAPIView):
     serializer_class = MemoryOutput
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [ApiFilterBackend]
     filterset_class = MemoryFilter
 
     def get_queryset(self):
@@ -159,7 +176,7 @@ class ProjectMemorySupersedeView(APIView):
 
 
 class ProjectMemoryChainView(APIView):
-    @extend_schema(responses=MemoryOutput(many=True))
+    @extend_schema(responses=MemoryChainOutput)
     def get(self, request, project_id, memory_id):
         memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
@@ -167,7 +184,7 @@ class ProjectMemoryChainView(APIView):
 
 class IdentityContextView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("project_id", str, required=False)],
+        parameters=[OpenApiParameter("project_id", str, required=False, pattern=r"^[A-Za-z0-9_-]{0,40}$")],
         responses=IdentityContextOutput,
     )
     def get(self, request):

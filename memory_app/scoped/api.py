@@ -1,6 +1,6 @@
 """Scoped items for bots (docs/scoped-memory.md): items, search, consolidation; and chat bindings."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
 from identity_app import chat_bindings
 from identity_app.models import ChatBinding
-from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
+from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
 from memory_app.scoped import consolidation, search
 from memory_app.scoped import services as items
@@ -16,10 +16,30 @@ from memory_app.scoped.consolidation import MAX_TURN_MESSAGES
 from memory_app.scoped.selectors import searchable_scopes
 
 
+@extend_schema_field({"type": "string", "pattern": SESSION_KEY_PATTERN, "maxLength": MAX_SESSION_KEY_LENGTH})
+class SessionKeyField(StrictCharField):
+    """A session key; the services parse it and refuse a malformed one (400 invalid_session_key)."""
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": chat_key_pattern(chat_bindings.BINDABLE_TARGET_TYPES),
+        "maxLength": MAX_SESSION_KEY_LENGTH,
+    }
+)
+class BindableChatKeyField(StrictCharField):
+    """The key of a chat that can be bound to a user; the binding service refuses any other
+    (400 invalid_chat_key)."""
+
+
 class ItemCreateInput(StrictInputMixin, serializers.Serializer):
+    # The scope follows the session; without one, only an explicit (staff) global write.
+    schema_required_any_of = (("session_id",), ("scope_type",))
+
     content = StrictCharField(max_length=MAX_CONTENT_CHARS)
     kind = serializers.ChoiceField(choices=Kind.choices)
-    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, required=False, trim_whitespace=False)
+    session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, required=False, trim_whitespace=False)
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
     scope_type = serializers.ChoiceField(choices=["global"], required=False)
@@ -52,7 +72,7 @@ class ItemCreateView(APIView):
 
 class SearchInput(StrictInputMixin, serializers.Serializer):
     query = StrictCharField(max_length=search.MAX_QUERY_CHARS)
-    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     limit = serializers.IntegerField(min_value=1, max_value=search.MAX_LIMIT, default=10)
     mode = serializers.ChoiceField(choices=search.MODES, default="hybrid")
 
@@ -89,13 +109,13 @@ class SearchView(APIView):
     warnings = serializers.ListField(
         child=serializers.CharField(), help_text="e.g. items not embedded yet, ranked by their words only"
     )
-class TurnMessageInput(serializers.Serializer):
+class TurnMessageInput(StrictInputMixin, serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
     content = StrictCharField(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)
 
 
 class ConsolidateInput(StrictInputMixin, serializers.Serializer):
-    session_id = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     messages = TurnMessageInput(many=True, allow_empty=False, max_length=MAX_TURN_MESSAGES)
 
 
@@ -110,8 +130,14 @@ class CandidateOutput(serializers.Serializer):
     memory_id = serializers.CharField(allow_null=True)
 
 
+class ConsolidateOutput(serializers.Serializer):
+    session_id = serializers.CharField()
+    candidates = CandidateOutput(many=True)
+    counts = serializers.DictField(child=serializers.IntegerField())
+
+
 class ConsolidateView(APIView):
-    @extend_schema(request=ConsolidateInput, responses=CandidateOutput(many=True))
+    @extend_schema(request=ConsolidateInput, responses=ConsolidateOutput)
     def post(self, request):
         data = validated(ConsolidateInput, request)
         report = consolidation.consolidate_turn(
@@ -135,7 +161,7 @@ class ChatBindingOutput(serializers.ModelSerializer):
 
 
 class ChatBindingInput(StrictInputMixin, serializers.Serializer):
-    chat_key = StrictCharField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+    chat_key = BindableChatKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     user = StrictCharField(max_length=150)
 
 

@@ -117,7 +117,6 @@ def test_create_shows_the_key_once_and_stores_only_its_hash(api, alice):
         {"expires_in_days": "30"},
         {"expires_in_days": None},
         {"name": "x" * 101},
-        {"only_users": ["bob"]},  # alice is not a service principal
         {"only_projects": []},
         {"key": "mk_chosen"},
     ],
@@ -128,6 +127,13 @@ def test_bad_token_input_is_400_and_creates_nothing(api, alice, bob, body):
     response = client.post(TOKENS, body, format="json")
     assert response.status_code == 400, response.content
     assert ApiToken.objects.count() == before
+
+
+def test_limits_on_a_users_own_token_are_403_and_create_nothing(api, alice, bob):
+    before = ApiToken.objects.count()
+    response = api(alice).post(TOKENS, {"only_users": ["bob"]}, format="json")  # not a service principal
+    assert response.status_code == 403 and response.json()["error"]["code"] == "limits_not_allowed"
+    assert ApiToken.objects.count() == before + 1  # the client's own
 
 
 def test_the_list_shows_only_my_tokens(api, alice, bob):
@@ -215,7 +221,7 @@ def test_a_service_principal_creates_a_limited_token(api, svc, alice, project):
 )
 def test_limits_name_existing_users_and_projects(api, svc, limits, code):
     response = api(svc).post(TOKENS, limits, format="json")
-    assert response.status_code == 400 and response.json()["error"]["code"] == code
+    assert response.status_code == 404 and response.json()["error"]["code"] == code
     assert ApiToken.objects.filter(user=svc).count() == 1  # the client's own
 
 

@@ -246,7 +246,7 @@ def test_user_token_does_not_authenticate_run_endpoints(api, svc, alice):
         ({"lease_seconds": 0}, 400),
         ({"lease_seconds": 999999}, 400),
         ({"worker_id": ""}, 400),
-        ({"user": "nobody"}, 400),
+        ({"user": "nobody"}, 404),
         ({"kind": "subagent"}, 400),
         ({"unknown": 1}, 400),
         ({"prompt": 12}, 400),
