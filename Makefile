@@ -1,4 +1,4 @@
-.PHONY: run test lint format migrate bench
+.PHONY: run test lint format migrate bench fuzz
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -31,3 +31,7 @@ migrate:
 bench:
 	@scripts/ensure_env.sh requirements-dev.txt
 	@scripts/bench.sh
+
+# schemathesis against a live development server (scripts/fuzz.sh); not part of `make test`.
+fuzz:
+	@scripts/fuzz.sh

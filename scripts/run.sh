@@ -38,4 +38,4 @@ $login_hint
   API token: DEBUG=1 .venv/bin/python manage.py issue_token USERNAME
 
 MSG
-exec $PY manage.py runserver "$HOST:$PORT"
+exec $PY manage.py runserver "$HOST:$PORT" "${@:3}"
