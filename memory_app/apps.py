@@ -12,6 +12,7 @@ class MemoryAppConfig(AppConfig):
 
         from identity_app.models import Project  # noqa: PLC0415
         from memory_app.agent import indexing  # noqa: PLC0415 - registers the message source
+        from memory_app.automemory.services import auto_memory_log_forget  # noqa: PLC0415
         from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
 
         # Rows deleted by a database cascade never pass through their owners' services: their
@@ -19,3 +20,5 @@ class MemoryAppConfig(AppConfig):
         post_delete.connect(derived.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
         post_delete.connect(indexing.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
         post_delete.connect(derived.on_project_deleted, sender=Project, weak=False)
+        # Forgetting a memory also forgets the auto-memory log's copy of its text.
+        derived.register_forget_hook(auto_memory_log_forget)

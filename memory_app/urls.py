@@ -10,6 +10,8 @@ from memory_app.agent import web as agent_web
 from memory_app.automemory import api as automemory_api
 from memory_app.automemory import web as automemory_web
 from memory_app.context import api as context_api
+from memory_app.home import api as home_api
+from memory_app.home import web as home_web
 from memory_app.memories import api as memories_api
 from memory_app.memories import web as memories_web
 from memory_app.scoped import api as scoped_api
@@ -21,9 +23,11 @@ api_urlpatterns = [
     *context_api.urlpatterns,
     *automemory_api.urlpatterns,
     *scoped_api.urlpatterns,
+    *home_api.urlpatterns,
 ]
 
 web_urlpatterns = [
+    *home_web.urlpatterns,
     *memories_web.urlpatterns,
     *identity_web.urlpatterns,
     *agent_web.urlpatterns,

@@ -33,6 +33,7 @@ refused write for leaving all rows and workspace files as they were. The admin i
 ModelAdmin (changelist, add, change, delete, history) rather than per URL.
 """
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -157,6 +158,33 @@ api-docs                  GET    -       200  401    200  200 200  200   200 200
 )
 
 # Where the status alone does not tell which rule refused: the error code it must carry.
+# the memory home: everything about the caller; alice's items (her own, her chat's, Apollo's)
+# are the targets; a chat not bound to the caller and a project they are not in are 404
+memory-home               GET    -       401  401    401  401 401  200   200 200     200  200 200
+memory-home-search        GET    -       401  401    401  401 401  200   200 200     200  200 200
+memory-home-items         GET    -       401  401    401  401 401  200   200 200     200  200 200
+memory-home-items         GET    chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-items         GET    project 401  401    401  401 401  200   200 404     200  404 404
+memory-home-item          GET    -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          GET    chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          GET    project 401  401    401  401 401  200   200 404     200  404 404
+memory-home-item          DELETE -       401  401    401  401 401  204   404 404     404  404 404
+memory-home-item          DELETE chat    401  401    401  401 401  204   404 404     404  404 404
+memory-home-item          DELETE project 401  401    401  401 401  204   204 404     403  404 404
+memory-home-correct       POST   -       401  401    401  401 401  201   404 404     404  404 404
+memory-home-correct       POST   chat    401  401    401  401 401  201   404 404     404  404 404
+memory-home-correct       POST   project 401  401    401  401 401  201   201 404     403  404 404
+memory-home-forget        POST   -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-forget        POST   chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-forget        POST   project 401  401    401  401 401  200   200 404     403  404 404
+# forget everything: each caller's own sources; a wrong typed confirmation changes nothing
+memory-home-forget-all    POST   -       401  401    401  401 401  200   200 200     200  200 200
+memory-home-forget-all    POST   chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-forget-all    POST   project 401  401    401  401 401  200   200 404     403  404 404
+memory-home-forget-all    POST   typo    401  401    401  401 401  400   400 400     400  400 400
+my-export                 GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-export-markdown        GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-import                 POST   -       401  401    401  401 401  200   200 200     200  200 200
 RUN_TOKEN_ROUTES = [("run-heartbeat", "POST"), ("run-finish", "POST"), ("run-context", "GET"), ("run-tool", "POST")]
 API_CODES = {
     **{(route, method, "-", "sub"): "run_not_authorized" for route, method in RUN_TOKEN_ROUTES},
@@ -238,6 +266,38 @@ admin:login                               POST   -      200 200 200 200 200 200 
 admin:logout                              POST   -      302 302 302 302 302 302 302 302 302 302 302 302
 admin:password_change                     GET    -      {_NOT_STAFF} 200 200
 admin:password_change                     POST   -      {_NOT_STAFF} 200 200
+web:home                      GET    search login login  login login login 200   200   200     200   200
+web:memory_home_items         GET    -      login login  login login login 200   200   200     200   200
+web:memory_home_items         GET    chat   login login  login login login 200   404   404     404   404
+web:memory_home_items         GET    project login login login login login 200   200   404     200   404
+web:memory_home_item          GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_item          GET    chat   login login  login login login 200   404   404     404   404
+web:memory_home_item          GET    project login login login login login 200   200   404     200   404
+web:memory_home_item_correct  GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_item_correct  GET    project login login login login login 200   200   404     403   404
+web:memory_home_item_correct  POST   -      login login  login login login 302   404   404     404   404
+web:memory_home_item_correct  POST   chat   login login  login login login 302   404   404     404   404
+web:memory_home_item_correct  POST   project login login login login login 302   302   404     403   404
+web:memory_home_item_forget   GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_item_forget   GET    project login login login login login 200   200   404     403   404
+web:memory_home_item_forget   POST   -      login login  login login login 302   404   404     404   404
+web:memory_home_item_forget   POST   chat   login login  login login login 302   404   404     404   404
+web:memory_home_item_forget   POST   project login login login login login 302   302   404     403   404
+# bulk forget: the first POST shows the selection (changes nothing), the confirmed one forgets
+web:memory_home_forget_selected POST -      login login  login login login 302   404   404     404   404
+web:memory_home_forget_selected POST preview login login login login login 200   404   404     404   404
+web:memory_home_forget_selected POST chat   login login  login login login 302   404   404     404   404
+web:memory_home_forget_selected POST project login login login login login 302  302   404     403   404
+web:memory_home_forget_all    GET    -      login login  login login login 200   200   200     200   200
+web:memory_home_forget_all    GET    chat   login login  login login login 200   404   404     404   404
+web:memory_home_forget_all    GET    project login login login login login 200   200   404     403   404
+web:memory_home_forget_all    POST   -      login login  login login login 302   302   302     302   302
+web:memory_home_forget_all    POST   chat   login login  login login login 302   404   404     404   404
+web:memory_home_forget_all    POST   project login login login login login 302   302   404     403   404
+web:memory_home_forget_all    POST   typo   login login  login login login 400   400   400     400   400
+web:memory_home_export        GET    -      login login  login login login 200   200   200     200   200
+web:memory_home_import        GET    -      login login  login login login 200   200   200     200   200
+web:memory_home_import        POST   -      login login  login login login 200   200   200     200   200
 admin:password_change_done                GET    -      {_NOT_STAFF} 200 200
 admin:autocomplete                        GET    -      {_NOT_STAFF} 403 403
 admin:jsi18n                              GET    -      {_NOT_STAFF} 200 200
@@ -282,12 +342,60 @@ def _sub_run(w):
 
 TARGETS: dict[tuple[str, str], Target] = {
     ("project-detail", "-"): Target(_project),
+    body: Callable[[World], dict] | None = None  # instead of the route's entry in BODIES
     ("project-members", "-"): Target(_project),
     ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
     ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
+# Routes of one item of the memory home, aimed at alice's own memory, her chat's item and
+# Apollo's memory.
+HOME_ITEM_ROUTES = (
+    "memory-home-item",
+    "memory-home-correct",
+    "web:memory_home_item",
+    "web:memory_home_item_correct",
+    "web:memory_home_item_forget",
+)
+FORGET_ALL_ROUTES = ("memory-home-forget-all", "web:memory_home_forget_all")
+
+
+def _user_item(w):
+    return {"memory_id": w.user_memory.pk}
+
+
+def _chat_item(w):
+    return {"memory_id": w.chat_item.pk}
+
+
+def _project_item(w):
+    return {"memory_id": w.project_memory.pk}
+
+
+def _forget_all(source: str, confirm: str = "FORGET"):
+    return lambda w: {"source": source, "confirm": confirm}
+
+
+class _Rereadable:
+    """An uploaded file for the test client that reads whole every time (one request per
+    persona is built from the same body)."""
+
+    def __init__(self, name: str, content: bytes):
+        self.name, self.content = name, content
+
+    def read(self, *args):
+        return self.content
+
+
+def _export_file(w) -> dict:
+    return {
+        "format": "memory-service-export",
+        "version": 1,
+        "memories": {"user": [{"kind": "fact", "content": "Keeps a logbook of every trip"}]},
+    }
+
+
     ("project-memories", "-"): Target(_project),
     ("project-memory-detail", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
     ("project-memory-supersede", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
@@ -297,6 +405,40 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("project-invitation-detail", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
     ("my-invitation-accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
     ("my-invitation-decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    **{(route, "chat"): Target(_chat_item) for route in HOME_ITEM_ROUTES},
+    **{(route, "project"): Target(_project_item) for route in HOME_ITEM_ROUTES},
+    **{(route, "-"): Target(_user_item) for route in HOME_ITEM_ROUTES},
+    # Words of alice's items, not their markers: a response shows a marker only if an item leaks.
+    ("memory-home-search", "-"): Target(query=lambda w: {"q": "allergic plush releases"}),
+    ("web:home", "search"): Target(query=lambda w: {"q": "allergic plush releases"}),
+    ("memory-home-items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
+    ("memory-home-items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
+    ("memory-home-items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    ("web:memory_home_items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
+    ("web:memory_home_items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
+    ("web:memory_home_items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    ("memory-home-forget", "-"): Target(body=lambda w: {"ids": [w.user_memory.pk]}),
+    ("memory-home-forget", "chat"): Target(body=lambda w: {"ids": [w.chat_item.pk]}),
+    ("memory-home-forget", "project"): Target(body=lambda w: {"ids": [w.project_memory.pk]}),
+    ("web:memory_home_forget_selected", "-"): Target(body=lambda w: {"ids": [w.user_memory.pk], "confirmed": "yes"}),
+    ("web:memory_home_forget_selected", "preview"): Target(body=lambda w: {"ids": [w.user_memory.pk]}),
+    ("web:memory_home_forget_selected", "chat"): Target(body=lambda w: {"ids": [w.chat_item.pk], "confirmed": "yes"}),
+    ("web:memory_home_forget_selected", "project"): Target(
+        body=lambda w: {"ids": [w.project_memory.pk], "confirmed": "yes"}
+    ),
+    **{(route, "-"): Target(body=_forget_all("all")) for route in FORGET_ALL_ROUTES},
+    **{(route, "chat"): Target(body=_forget_all(f"chat:{CHAT_KEY}")) for route in FORGET_ALL_ROUTES},
+    **{
+        (route, "project"): Target(body=lambda w: _forget_all(f"project:{w.project.pk}")(w))
+        for route in FORGET_ALL_ROUTES
+    },
+    **{(route, "typo"): Target(body=_forget_all("all", confirm="forget")) for route in FORGET_ALL_ROUTES},
+    ("web:memory_home_forget_all", "chat"): Target(
+        query=lambda w: {"source": f"chat:{CHAT_KEY}"}, body=_forget_all(f"chat:{CHAT_KEY}")
+    ),
+    ("web:memory_home_forget_all", "project"): Target(
+        query=lambda w: {"source": f"project:{w.project.pk}"}, body=lambda w: _forget_all(f"project:{w.project.pk}")(w)
+    ),
     ("my-token-detail", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
     ("my-token-rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
     ("web:token_revoke", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
@@ -405,9 +547,15 @@ NOT_JSON = {"schema", "api-docs"}
 
 
 def _request(kind: str, route: str, method: str, target: str, world: World) -> Request:
+    ("memory-home-correct", "POST"): {"content": "Corrected in the memory home"},
+    ("web:memory_home_item_correct", "POST"): {"kind": "fact", "content": "Corrected in the memory home"},
+    ("my-import", "POST"): _export_file,
+    ("web:memory_home_import", "POST"): lambda w: {
+        "file": _Rereadable("export.json", json.dumps(_export_file(w)).encode())
+    },
     where = TARGETS.get((route, target), Target())
     url = where.url(world) if where.url else reverse(route, kwargs=where.kwargs(world))
-    body = BODIES.get((route, method), {})
+    body = where.body if where.body is not None else BODIES.get((route, method), {})
     body = body(world) if callable(body) else body
     return Request(kind, method, url, body, where.query(world), json_errors=route not in NOT_JSON)
 

@@ -9,11 +9,18 @@ from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
 
 
-def auto_memory_log_for(*, user, outcome: str | None = None) -> QuerySet[AutoMemoryLogEntry]:
+def auto_memory_log_for(*, user, outcome: str | None = None, run_id: str | None = None) -> QuerySet[AutoMemoryLogEntry]:
     qs = AutoMemoryLogEntry.objects.filter(user=user).order_by("-created_at", "-id")
     if outcome:
         qs = qs.filter(outcome=outcome)
+    if run_id:
+        qs = qs.filter(run_ref=run_id)
     return qs
+
+
+def auto_memory_log_for_memories(*, user, memory_ids: list[str]) -> QuerySet[AutoMemoryLogEntry]:
+    """The user's own log entries that wrote these memories (other users' logs stay theirs)."""
+    return auto_memory_log_for(user=user).filter(memory_id__in=list(memory_ids)).select_related("run")
 
 
 def auto_memory_settings_get(*, user) -> AutoMemorySettings:

@@ -11,7 +11,7 @@ from config.errors import InvalidInput
 from config.validation import clean_text
 from memory_app.agent.models import AgentRun
 from memory_app.agent.selectors import run_get
-from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemorySettings
+from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryLogEntry, AutoMemorySettings
 
 _UNSET = object()
 BOOL_FIELDS = ("generate", "use", "redact_contact_info")
@@ -72,3 +72,11 @@ def run_auto_memory_flags_set(*, actor, run_id: str, generate=_UNSET, use=_UNSET
         if fields:
             run.save(update_fields=[*fields, "updated_at"])
     return run
+
+
+def auto_memory_log_forget(memory_ids: list[str]) -> None:
+    """Memories are being forgotten: the log keeps that they were extracted, not their text.
+    Registered with ``memory_app.memories.derived`` (apps.py), so every way of forgetting does it."""
+    ids = list(memory_ids)
+    for start in range(0, len(ids), 500):
+        AutoMemoryLogEntry.objects.filter(memory_id__in=ids[start : start + 500]).exclude(content="").update(content="")

@@ -56,13 +56,13 @@ def auto_memory_log(request):
     outcome = request.GET.get("outcome") or None
     if outcome not in (None, *AutoMemoryOutcome.values):
         outcome = None
-    page = Paginator(selectors.auto_memory_log_for(user=request.user, outcome=outcome), LOG_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    run_id = request.GET.get("run", "")[:40] or None  # the entries of one run (links from a memory's provenance)
+    entries = selectors.auto_memory_log_for(user=request.user, outcome=outcome, run_id=run_id)
+    page = Paginator(entries, LOG_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "automemory/log.html",
-        {"page": page, "outcome": outcome or "", "outcomes": AutoMemoryOutcome.values},
+        {"page": page, "outcome": outcome or "", "outcomes": AutoMemoryOutcome.values, "run_id": run_id or ""},
     )
 
 

@@ -7,7 +7,7 @@ in the scope of its tier ("user:7", "project:prj_…", "chat:<key>", "global:__g
 superseded, archived and forgotten ones are not.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from memory_app.memories.models import Memory, Status, Tier
 from memory_app.search import documents, embedder
@@ -40,9 +40,22 @@ def on_memories_written(*, created: Iterable[Memory], changed: Iterable[str] = (
     documents.sync(SOURCE, rows)
 
 
+# Packages above this one that keep a copy of a memory's text (the auto-memory log) register
+# here what forgetting the memory does to that copy; called in the forgetting transaction.
+_forget_hooks: list[Callable[[list[str]], None]] = []
+
+
+def register_forget_hook(hook: Callable[[list[str]], None]) -> None:
+    if hook not in _forget_hooks:
+        _forget_hooks.append(hook)
+
+
 def on_memories_deleted(memory_ids: list[str]) -> None:
-    """Rows are about to be physically deleted; their documents, postings and vectors go too."""
+    """Rows are about to be physically deleted; their documents, postings and vectors go too,
+    and so does every registered copy of their text."""
     documents.remove(SOURCE, memory_ids)
+    for hook in _forget_hooks:
+        hook(memory_ids)
 
 
 def on_user_deleted(sender, instance, **kwargs) -> None:

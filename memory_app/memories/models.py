@@ -4,6 +4,7 @@ project summaries (docs/tiers.md)."""
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
 from identity_app.models import Project
@@ -54,6 +55,17 @@ class Origin(models.TextChoices):
     CONSOLIDATION = "consolidation"
     TOOL = "tool"
     MIGRATION = "migration"
+
+
+# How an origin reads to a person (the stored values are for programs).
+ORIGIN_LABELS = {
+    Origin.MANUAL: _("written by hand"),
+    Origin.API: _("saved through the API"),
+    Origin.AUTO: _("extracted by auto-memory"),
+    Origin.CONSOLIDATION: _("consolidated from a chat"),
+    Origin.TOOL: _("saved by an agent's memory tool"),
+    Origin.MIGRATION: _("moved by a scope migration"),
+}
 
 
 def new_memory_id() -> str:
@@ -146,6 +158,10 @@ class Memory(models.Model):
 
     def __str__(self):
         return f"{self.id} [{self.scope_type}/{self.kind}/{self.status}]"
+
+    @property
+    def origin_label(self) -> str:
+        return str(ORIGIN_LABELS.get(self.origin, self.origin))
 
 
 class ProjectSummary(models.Model):

@@ -26,6 +26,12 @@ def chat_keys_bound_to(*, user: AbstractBaseUser):
     return ChatBinding.objects.filter(user=user).values("chat_key")
 
 
+def chat_is_bound_to(*, user: AbstractBaseUser, chat_key: str) -> bool:
+    """Whether the private chat ``chat_key`` is bound to ``user`` (a service principal's reach
+    over every chat does not count: this is about whose chat it is)."""
+    return bool(user and user.is_authenticated) and chat_keys_bound_to(user=user).filter(chat_key=chat_key).exists()
+
+
 def chat_keys_readable_by(*, user: AbstractBaseUser):
     """The chat read rule: ``ALL_CHATS`` for a service principal (only the chats in its token's
     reach if that is limited), else the chat keys bound to ``user`` (a values queryset, usable

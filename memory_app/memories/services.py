@@ -4,6 +4,7 @@ import logging
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
@@ -28,7 +29,7 @@ from memory_app.memories.models import (
     Status,
     Tier,
 )
-from memory_app.memories.selectors import MAX_CHAIN_LENGTH, memory_visibility_q
+from memory_app.memories.selectors import MAX_CHAIN_LENGTH, chat_is_bound_to, memory_visibility_q
 
 logger = logging.getLogger(__name__)
 MAX_JSON_BYTES = 8 * 1024
@@ -66,8 +67,18 @@ GLOBAL_WRITE_REFUSED = (
 )
 
 
-def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False) -> None:
-    """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403."""
+# What the user a private chat is bound to may do with that chat's items: forget and correct
+# them. Not archive or move them: a move to global would share a private fact with everyone.
+BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede"})
+
+
+def _require_write(
+    *, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False, action: str = "change"
+) -> None:
+    """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403.
+
+    ``action`` names the change (``forget``, ``supersede``, or any other): it matters only for
+    chat items, which the user the chat is bound to may forget and correct."""
     if staff_review:
         if not staff_may_review_memories(actor):
             raise PermissionDenied("Only staff with the change_memory permission may review memories.")
@@ -82,8 +93,14 @@ def _require_write(*, actor: AbstractBaseUser, memory: Memory, staff_review: boo
         # Visibility first (a limited service token does not see chats outside its reach).
         if not Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
             raise NotFound("Memory not found.")
-        if not is_service_principal(actor):
-            raise PermissionDenied("Only service principals may change chat memories.")
+        if is_service_principal(actor):
+            return
+        if action in BOUND_USER_CHAT_ACTIONS and chat_is_bound_to(user=actor, chat_key=memory.scope_id):
+            return
+        raise PermissionDenied(
+            "Only service principals may change chat memories; the user a chat is bound to may forget "
+            "or correct its items."
+        )
     elif tier == Tier.GLOBAL and not may_write_global(actor):
         raise PermissionDenied(GLOBAL_WRITE_REFUSED)
 
@@ -199,7 +216,7 @@ def memory_supersede(
     )
     with transaction.atomic():
         old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=old, staff_review=staff_review)
+        _require_write(actor=actor, memory=old, staff_review=staff_review, action="supersede")
         if old.status != Status.ACTIVE:
             raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
         new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
@@ -244,7 +261,7 @@ def memory_forget(
     """
     with transaction.atomic():
         memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=memory, staff_review=staff_review)
+        _require_write(actor=actor, memory=memory, staff_review=staff_review, action="forget")
         doomed = [memory.pk]
         frontier = [memory.pk]
         for _ in range(MAX_CHAIN_LENGTH):
@@ -259,6 +276,49 @@ def memory_forget(
         derived.on_memories_deleted(doomed)
         Memory.objects.filter(pk__in=doomed).delete()
     logger.info("memory forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
+    return doomed
+
+
+MAX_FORGET_MANY = 500
+
+
+def memory_forget_many(*, actor: AbstractBaseUser, memory_ids: list[str]) -> list[str]:
+    """Forget several memories at once, each as ``memory_forget`` would (the write rule, older
+    versions along, derived rows and vectors too), in one transaction: all or nothing. An id
+    that is missing, hidden or not the caller's to forget refuses the whole call (404/403) and
+    nothing is deleted. At most ``MAX_FORGET_MANY`` ids. Returns the deleted ids."""
+    ids = list(dict.fromkeys(str(memory_id)[:40] for memory_id in memory_ids))
+    if len(ids) > MAX_FORGET_MANY:
+        raise TooLarge(f"At most {MAX_FORGET_MANY} memories can be forgotten at once.")
+    if not ids:
+        return []
+    with transaction.atomic():
+        memories = list(Memory.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
+        if len(memories) != len(ids):
+            raise NotFound("Memory not found.")
+        # The write rule depends on the actor and the row's scope only: checked once per scope.
+        scopes: dict[tuple[str, str], Memory] = {}
+        for memory in memories:
+            scopes.setdefault((memory.scope_type, memory.scope_id), memory)
+        for memory in scopes.values():
+            _require_write(actor=actor, memory=memory, action="forget")
+        in_scopes = Q(pk__in=[])
+        for scope_type, scope_id in scopes:
+            in_scopes |= Q(scope_type=scope_type, scope_id=scope_id)
+        doomed, frontier = list(ids), list(ids)
+        for _ in range(MAX_CHAIN_LENGTH):
+            frontier = list(
+                Memory.objects.select_for_update()
+                .filter(in_scopes, superseded_by_id__in=frontier)
+                .exclude(pk__in=doomed)
+                .values_list("pk", flat=True)
+            )
+            if not frontier:
+                break
+            doomed.extend(frontier)
+        derived.on_memories_deleted(doomed)
+        Memory.objects.filter(pk__in=doomed).delete()
+    logger.info("memories forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
     return doomed
 
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods
 from config.web import service_call
 from identity_app.models import Project
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
-from identity_app.selectors import membership_role, profile_get, projects_with_my_role
+from identity_app.selectors import membership_role, projects_with_my_role
 from identity_app.services import project_create
 from memory_app.memories import selectors, services
 from memory_app.memories.filters import MemoryFilter
@@ -30,7 +30,6 @@ from memory_app.search.highlight import highlight
 
 PAGE_SIZE = 20
 PROJECTS_PAGE_SIZE = 50
-HOME_PROJECTS = 10
 MAX_QUERY_CHARS = 200  # MemoryFilter's limit for ``q``
 
 
@@ -285,26 +284,7 @@ def project_memory_forget(request, project_id, memory_id):
     return _memory_forget(request, _project_scope(request, project_id, write=True), memory_id)
 
 
-@login_required
-@require_http_methods(["GET"])
-def home(request):
-    latest = _with_urls(
-        MemoryScope(tier=Tier.USER, can_write=True), selectors.latest_active_user_memories(user=request.user)
-    )
-    return render(
-        request,
-        "memories/home.html",
-        {
-            "display_name": profile_get(user=request.user).display_name or request.user.get_username(),
-            "latest": latest,
-            "active_count": selectors.user_memories(user=request.user).filter(status=Status.ACTIVE).count(),
-            "projects": list(_projects_with_role(request.user)[:HOME_PROJECTS]),
-        },
-    )
-
-
 urlpatterns = [
-    path("", home, name="home"),
     path("memories/", my_memories, name="my_memories"),
     path("memories/<slug:memory_id>/", my_memory, name="my_memory"),
     path("memories/<slug:memory_id>/correct/", my_memory_correct, name="my_memory_correct"),

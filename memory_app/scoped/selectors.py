@@ -10,6 +10,7 @@ from identity_app.models import ChatBinding
 from identity_app.permissions import is_service_principal
 from memory_app.memories.models import Memory, Tier
 from memory_app.memories.selectors import ALL_CHATS, chat_keys_readable_by, memories_visible
+from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, cascade_scopes
 
 
@@ -37,3 +38,18 @@ def bound_chats(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
 def chat_memories(*, user: AbstractBaseUser, chat_key: str) -> QuerySet[Memory]:
     """Memories of one chat as ``user`` may see them (the shared visibility selector)."""
     return memories_visible(user=user, tier=Tier.CHAT).filter(scope_id=chat_key).order_by("-created_at", "-id")
+
+
+def candidates_for_memories(memory_ids: list[str]) -> QuerySet[MemoryCandidate]:
+    """The consolidation records that wrote (or matched) these items, newest first. Callers
+    pass ids of items the reader may see."""
+    return MemoryCandidate.objects.filter(memory_id__in=list(memory_ids)).order_by("-created_at", "-id")
+
+
+def migrations_applied_to(memory_ids: list[str]) -> QuerySet[ScopeMigrationEntry]:
+    """Scope-migration entries that moved these items, with their plan."""
+    return (
+        ScopeMigrationEntry.objects.filter(item_id__in=list(memory_ids), result="applied")
+        .select_related("plan")
+        .order_by("-plan__applied_at", "-id")
+    )

@@ -14,16 +14,20 @@ import functools
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import Q
 
-from config.errors import InvalidInput, PermissionDenied
+from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text, validate_json_value
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.automemory.extraction import normalize_text
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, Status
+from memory_app.memories.selectors import chat_is_bound_to
+from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.scope import (
     GLOBAL_SCOPE,
     SCOPE_CLUE_KEYS,
+    SCOPE_TYPE_CHAT,
     SCOPE_TYPE_GLOBAL,
     resolve_scope_from_session,
     write_scope,
@@ -164,3 +168,17 @@ def scoped_item_create(
             evidence=evidence,
         )
     return memory, True
+
+
+def chat_candidates_forget(*, actor: AbstractBaseUser, chat_key: str) -> int:
+    """Forgetting a whole chat: the records of what consolidation proposed there go too (a
+    candidate whose item was written goes with that item; this takes the rejected ones and
+    those that went nowhere, which still hold text of the chat). Only the user the chat is
+    bound to; anyone else gets 404. Returns how many were deleted."""
+    if not chat_is_bound_to(user=actor, chat_key=chat_key):
+        raise NotFound("Chat not found.")
+    in_chat = Q(scope_type=SCOPE_TYPE_CHAT, scope_id=chat_key)
+    from_chat = Q(memory__isnull=True) & (Q(session_id=chat_key) | Q(session_id__startswith=f"{chat_key}:"))
+    with transaction.atomic():
+        deleted, _ = MemoryCandidate.objects.filter(in_chat | from_chat).delete()
+    return deleted

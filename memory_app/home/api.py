@@ -1,0 +1,368 @@
+"""The memory home over REST (docs/home.md): the overview, one search, every item with its
+provenance, correcting and forgetting (one, a selection, everything of a source), export and
+import. Everything is about the caller (``/users/me/…``)."""
+
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import (
+    JSONObjectField,
+    StrictCharField,
+    StrictInputMixin,
+    StrictIntegerField,
+    api_route,
+    validated,
+)
+from memory_app.home import selectors, services
+from memory_app.home.markdown import export_markdown
+from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
+from memory_app.memories.selectors import memory_chain
+
+ProvenanceOutput = inline_serializer(
+    "HomeProvenance",
+    {
+        "sentence": serializers.CharField(help_text="Who or what wrote it, how, and its place in the chain."),
+        "created_at": serializers.DateTimeField(),
+        "author": serializers.ChoiceField(choices=["you", "member", "service", "user", "system"]),
+        "author_name": serializers.CharField(),
+        "thread": inline_serializer(
+            "HomeProvenanceThread", {"id": serializers.CharField(), "title": serializers.CharField()}, allow_null=True
+        ),
+        "run_id": serializers.CharField(allow_null=True),
+        "auto_memory_log_entry": serializers.DictField(allow_null=True),
+        "chat_key": serializers.CharField(allow_null=True),
+        "consolidation": serializers.DictField(allow_null=True),
+        "scope_migration": serializers.DictField(allow_null=True),
+        "imported": serializers.DictField(allow_null=True),
+        "replaces": serializers.CharField(allow_null=True),
+        "replaced_by": serializers.CharField(allow_null=True),
+    },
+)
+
+
+class HomeItemOutput(serializers.Serializer):
+    id = serializers.CharField()
+    source = serializers.CharField(help_text="user, project:<id> or chat:<key>")
+    source_title = serializers.CharField()
+    tier = serializers.CharField(source="scope_type")
+    project_id = serializers.CharField(allow_null=True)
+    kind = serializers.CharField()
+    content = serializers.CharField()
+    status = serializers.CharField()
+    origin = serializers.CharField()
+    origin_label = serializers.CharField()
+    superseded_by = serializers.CharField(source="superseded_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    can_change = serializers.BooleanField(help_text="Whether you may correct and forget it.")
+    provenance = ProvenanceOutput
+
+
+def item_data(memories: list[Memory], *, user) -> list[dict]:
+    """Items with their provenance, source and whether the caller may change them (a fixed
+    number of queries for the whole list)."""
+    prov = selectors.provenance_for(user=user, memories=memories)
+    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    out = []
+    for memory in memories:
+        source = selectors.source_of(memory)
+        memory.source = source.key
+        memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
+        memory.can_change = selectors.may_change(memory, roles=roles)
+        memory.provenance = selectors.provenance_data(prov[memory.pk])
+        out.append(HomeItemOutput(memory).data)
+    return out
+
+
+class HomeSwitchOutput(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    on = serializers.BooleanField()
+    settings_path = serializers.CharField(source="api_path", help_text="Where the API changes it.")
+
+
+class HomeSourceOutput(serializers.Serializer):
+    source = serializers.CharField(source="ref.key")
+    kind = serializers.CharField(source="ref.kind")
+    title = serializers.CharField()
+    count = serializers.IntegerField(help_text="Active items (the notes file: its non-empty lines).")
+    sentence = serializers.CharField(help_text="Which agents see it and when, with the switch states.")
+    switches = serializers.SerializerMethodField()
+    latest = serializers.SerializerMethodField()
+    project = serializers.SerializerMethodField()
+    can_write = serializers.BooleanField()
+    notes_file = serializers.SerializerMethodField()
+
+    def get_switches(self, source) -> list[str]:
+        return [switch.name for switch in source.switches]
+
+    def get_latest(self, source) -> list[dict]:
+        return [{"id": m.pk, "kind": m.kind, "content": m.content, "created_at": m.created_at} for m in source.latest]
+
+    def get_project(self, source) -> dict | None:
+        if source.project is None:
+            return None
+        return {"id": source.project.pk, "name": source.project.name, "role": source.role, "members": source.members}
+
+    def get_notes_file(self, source) -> dict | None:
+        if source.ref.kind != selectors.SOURCE_NOTES:
+            return None
+        return {"exists": source.notes_exists, "bytes": source.notes_bytes, "error": source.notes_error or None}
+
+
+class HomeOverviewOutput(serializers.Serializer):
+    total = serializers.IntegerField()
+    switches = HomeSwitchOutput(many=True)
+    sources = HomeSourceOutput(many=True)
+    projects_total = serializers.IntegerField()
+    projects_shown = serializers.IntegerField()
+    chats_total = serializers.IntegerField()
+    chats_shown = serializers.IntegerField()
+
+
+class HomeView(APIView):
+    @extend_schema(responses=HomeOverviewOutput)
+    def get(self, request):
+        overview = selectors.home_overview(user=request.user)
+        data = HomeOverviewOutput(
+            {
+                "total": overview.total,
+                "switches": list(overview.switches.values()),
+                "sources": overview.sources,
+                "projects_total": overview.projects_total,
+                "projects_shown": overview.projects_shown,
+                "chats_total": overview.chats_total,
+                "chats_shown": overview.chats_shown,
+            }
+        ).data
+        return Response(data)
+
+
+class HomeSearchHitOutput(HomeItemOutput):
+    score = serializers.FloatField()
+
+
+class HomeSearchOutput(serializers.Serializer):
+    query = serializers.CharField()
+    terms = serializers.ListField(child=serializers.CharField(), help_text="The query's search terms.")
+    results = HomeSearchHitOutput(many=True)
+    notes = inline_serializer(
+        "HomeNotesHit", {"line": serializers.IntegerField(), "text": serializers.CharField()}, many=True
+    )
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class HomeSearchView(APIView):
+    throttle_scopes = ("search",)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="Words or a question (at most 200 characters)."),
+            OpenApiParameter("limit", int, required=False, description=f"1–{selectors.SEARCH_LIMIT}"),
+        ],
+        responses=HomeSearchOutput,
+    )
+    def get(self, request):
+        query = request.query_params.get("q", "")
+        if not query.strip() or len(query) > selectors.MAX_QUERY_CHARS:
+            raise serializers.ValidationError({"q": [f"Give 1 to {selectors.MAX_QUERY_CHARS} characters."]})
+        limit = request.query_params.get("limit", str(selectors.SEARCH_LIMIT))
+        if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= selectors.SEARCH_LIMIT:
+            raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {selectors.SEARCH_LIMIT}."]})
+        found = selectors.home_search(user=request.user, query=query, limit=int(limit))
+        items = item_data([hit.memory for hit in found.hits], user=request.user)
+        for item, hit in zip(items, found.hits, strict=True):
+            item["score"] = round(float(hit.score), 6)
+        return Response(
+            {
+                "query": found.query,
+                "terms": found.terms,
+                "results": items,
+                "notes": [{"line": hit.line, "text": hit.text} for hit in found.notes],
+                "warnings": found.warnings,
+            }
+        )
+
+
+STATUS_CHOICES = [*Status.values, "all"]
+
+
+class HomeItemListView(generics.GenericAPIView):
+    serializer_class = HomeItemOutput
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("source", str, required=True, description="user, auto, project:<id> or chat:<key>"),
+            OpenApiParameter("status", str, enum=STATUS_CHOICES, required=False, description="active by default"),
+        ],
+        responses=HomeItemOutput(many=True),
+    )
+    def get(self, request):
+        source = selectors.source_parse(request.query_params.get("source", ""))
+        if source.kind == selectors.SOURCE_NOTES:
+            raise serializers.ValidationError(
+                {"source": ["The notes file is read at /api/users/me/workspace/MEMORY.md."]}
+            )
+        wanted = request.query_params.get("status", Status.ACTIVE)
+        if wanted not in STATUS_CHOICES:
+            raise serializers.ValidationError({"status": ["Unknown status."]})
+        qs = selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id")
+        if wanted != "all":
+            qs = qs.filter(status=wanted)
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(item_data(list(page), user=request.user))
+
+    def get_queryset(self):
+        return Memory.objects.none()  # the schema only; the list is read in get()
+
+
+class HomeItemDetailOutput(HomeItemOutput):
+    chain = serializers.ListField(child=serializers.DictField(), help_text="The correction chain, oldest first.")
+
+
+class HomeItemView(APIView):
+    @extend_schema(responses=HomeItemDetailOutput)
+    def get(self, request, memory_id):
+        memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+        data = item_data([memory], user=request.user)[0]
+        data["chain"] = [
+            {"id": m.pk, "kind": m.kind, "content": m.content, "status": m.status, "created_at": m.created_at}
+            for m in memory_chain(memory=memory)
+        ]
+        return Response(data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, memory_id):
+        services.home_item_forget(actor=request.user, memory_id=memory_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class HomeCorrectInput(StrictInputMixin, serializers.Serializer):
+    content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
+    kind = serializers.ChoiceField(choices=Kind.choices, required=False, help_text="Defaults to the current kind.")
+
+
+class HomeItemSupersedeView(APIView):
+    @extend_schema(request=HomeCorrectInput, responses={201: HomeItemOutput})
+    def post(self, request, memory_id):
+        new = services.home_item_correct(
+            actor=request.user, memory_id=memory_id, origin=Origin.API, **validated(HomeCorrectInput, request)
+        )
+        new = selectors.home_item_get(user=request.user, memory_id=new.pk)
+        return Response(item_data([new], user=request.user)[0], status=status.HTTP_201_CREATED)
+
+
+class ForgetSelectedInput(StrictInputMixin, serializers.Serializer):
+    ids = serializers.ListField(
+        child=StrictCharField(max_length=40), allow_empty=False, max_length=services.MAX_SELECTED
+    )
+
+
+ForgottenOutput = inline_serializer(
+    "HomeForgotten", {"forgotten": serializers.ListField(child=serializers.CharField())}
+)
+
+
+class ForgetSelectedView(APIView):
+    @extend_schema(request=ForgetSelectedInput, responses=ForgottenOutput)
+    def post(self, request):
+        ids = validated(ForgetSelectedInput, request)["ids"]
+        return Response({"forgotten": services.home_forget_selected(actor=request.user, memory_ids=ids)})
+
+
+class ForgetAllInput(StrictInputMixin, serializers.Serializer):
+    source = StrictCharField(
+        max_length=250, help_text="all, user, notes, auto, project:<id> (what you wrote there) or chat:<key>"
+    )
+    confirm = StrictCharField(
+        max_length=20, allow_blank=True, trim_whitespace=False, help_text=f"Must be {services.CONFIRM_WORD!r}."
+    )
+
+
+class ForgetAllOutput(serializers.Serializer):
+    source = serializers.CharField()
+    forgotten = serializers.ListField(child=serializers.CharField())
+    candidates = serializers.IntegerField(help_text="Consolidation records of the chats deleted with them.")
+    notes_deleted = serializers.BooleanField()
+    remaining = serializers.IntegerField(help_text="Memories left for another call (more than one call's limit).")
+    kept_read_only = serializers.IntegerField(
+        help_text="Auto-extracted memories kept because you may no longer write in their project."
+    )
+
+
+class ForgetAllView(APIView):
+    @extend_schema(request=ForgetAllInput, responses=ForgetAllOutput)
+    def post(self, request):
+        data = validated(ForgetAllInput, request)
+        report = services.home_forget_source(actor=request.user, source=data["source"], confirm=data["confirm"])
+        return Response(ForgetAllOutput(report).data)
+
+
+class ExportView(APIView):
+    @extend_schema(
+        responses={200: inline_serializer("MemoryExport", {"format": serializers.CharField()})},
+        description="All of your memory home as versioned JSON (docs/home.md); import it with POST /api/users/me/import.",
+    )
+    def get(self, request):
+        return Response(selectors.home_export(user=request.user, now=timezone.now()))
+
+
+class ExportMarkdownView(APIView):
+    @extend_schema(responses={(200, "text/markdown"): str})
+    def get(self, request):
+        data = selectors.home_export(user=request.user, now=timezone.now())
+        return HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
+
+
+class ImportInput(StrictInputMixin, serializers.Serializer):
+    format = StrictCharField(max_length=64)
+    version = StrictIntegerField()
+    exported_at = StrictCharField(max_length=64, required=False)
+    user = JSONObjectField(required=False)
+    settings = JSONObjectField(required=False)
+    notes_files = JSONObjectField(required=False)
+    memories = JSONObjectField(help_text="Only memories.user is imported.")
+    auto_memory_log = serializers.ListField(required=False)
+    truncated = serializers.BooleanField(required=False)
+
+
+class ImportOutput(serializers.Serializer):
+    created = serializers.ListField(child=serializers.CharField())
+    duplicates = serializers.IntegerField()
+    not_active = serializers.IntegerField()
+    results = serializers.ListField(child=serializers.DictField())
+
+
+class ImportView(APIView):
+    @extend_schema(
+        request=ImportInput,
+        responses=ImportOutput,
+        description=(
+            "Import the user memories of an export (at most 1000, the same limits as POST "
+            "/api/users/me/memories); items whose text is already an active memory of yours are skipped."
+        ),
+    )
+    def post(self, request):
+        data = validated(ImportInput, request)
+        report = services.home_import(actor=request.user, data=dict(data), origin=Origin.API)
+        return Response(ImportOutput(report).data)
+
+
+MEM = r"(?P<memory_id>[\w-]+)"
+
+urlpatterns = [
+    api_route(r"users/me/memory-home", HomeView.as_view(), "memory-home"),
+    api_route(r"users/me/memory-home/search", HomeSearchView.as_view(), "memory-home-search"),
+    api_route(r"users/me/memory-home/items", HomeItemListView.as_view(), "memory-home-items"),
+    api_route(rf"users/me/memory-home/items/{MEM}", HomeItemView.as_view(), "memory-home-item"),
+    api_route(rf"users/me/memory-home/items/{MEM}/supersede", HomeItemSupersedeView.as_view(), "memory-home-correct"),
+    api_route(r"users/me/memory-home/forget", ForgetSelectedView.as_view(), "memory-home-forget"),
+    api_route(r"users/me/memory-home/forget-all", ForgetAllView.as_view(), "memory-home-forget-all"),
+    api_route(r"users/me/export", ExportView.as_view(), "my-export"),
+    api_route(r"users/me/export/markdown", ExportMarkdownView.as_view(), "my-export-markdown"),
+    api_route(r"users/me/import", ImportView.as_view(), "my-import"),
+]

@@ -1,0 +1,786 @@
+"""Reads of the memory home (docs/home.md): everything agents may use about the signed-in user,
+grouped by where it comes from, one search across all of it, and why each item is known.
+
+Sources: ``user`` (my memories), ``project:<id>`` (each project I may read), ``notes`` (my
+``MEMORY.md``), ``chat:<key>`` (each private chat bound to me) and ``auto`` (project memories
+auto-memory extracted from my runs; they are also part of their project). Rows are always read
+through ``memories_visible``, narrowed to those sources: a service principal's reach over every
+chat does not make another person's chat part of its home.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from config.errors import DomainError, InvalidInput, NotFound
+from config.validation import is_valid_id
+from identity_app.models import Membership, Project
+from identity_app.permissions import (
+    CREATE_TASK,
+    READ,
+    project_ids_with_permission,
+    project_require_permission,
+    role_permissions,
+    service_principal_ids,
+)
+from identity_app.selectors import profile_get, projects_with_my_role
+from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
+from memory_app.agent.selectors import conversations_visible, runs_visible, user_settings_get, workspace_file_get
+from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
+from memory_app.automemory.models import AutoMemoryLogEntry
+from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log_for_memories, auto_memory_settings_get
+from memory_app.memories.derived import scope_key
+from memory_app.memories.models import Memory, Origin, Status, Tier
+from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
+from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
+from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
+from memory_app.search import engine
+from memory_app.search.analysis import match_spans
+from memory_app.search.highlight import highlight
+
+MAX_PROJECTS = 50  # projects shown (and searched) in the home; the projects page lists them all
+MAX_CHATS = 50
+LATEST_PER_SOURCE = 5
+SEARCH_LIMIT = 30
+MAX_QUERY_CHARS = 200
+NOTES_SEARCH_LINES = 10
+PROVENANCE_CHUNK = 500
+
+SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO, SOURCE_ALL = "user", "notes", "auto", "all"
+SOURCE_PROJECT, SOURCE_CHAT = "project", "chat"
+
+
+# --- sources ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceRef:
+    """One source of the home: ``kind`` and, for a project or a chat, its id or key."""
+
+    kind: str
+    ident: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.ident}" if self.ident else self.kind
+
+
+def source_parse(value, *, allow_all: bool = False) -> SourceRef:
+    """``user``, ``notes``, ``auto``, ``project:<id>``, ``chat:<key>`` (and ``all`` where a
+    request may name every source); anything else is a 400 ``invalid_source``."""
+    if isinstance(value, str) and len(value) <= MAX_SESSION_KEY_LENGTH + 10:
+        if value in (SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO) or (allow_all and value == SOURCE_ALL):
+            return SourceRef(value)
+        kind, sep, ident = value.partition(":")
+        if sep and kind == SOURCE_PROJECT and is_valid_id(ident):
+            return SourceRef(SOURCE_PROJECT, ident)
+        if sep and kind == SOURCE_CHAT:
+            try:
+                address = ChatAddress.parse(ident)
+            except DomainError:
+                address = None
+            if address is not None and address.is_typed and address.chat_key == ident:
+                return SourceRef(SOURCE_CHAT, ident)
+    names = "user, notes, auto, project:<id>, chat:<key>" + (", all" if allow_all else "")
+    raise InvalidInput(f"source must be one of {names}.", code="invalid_source")
+
+
+def source_of(memory: Memory) -> SourceRef:
+    if memory.scope_type == Tier.PROJECT:
+        return SourceRef(SOURCE_PROJECT, memory.project_id)
+    if memory.scope_type == Tier.CHAT:
+        return SourceRef(SOURCE_CHAT, memory.scope_id)
+    return SourceRef(SOURCE_USER)
+
+
+def _home_q(user: AbstractBaseUser) -> Q:
+    return (
+        Q(scope_type=Tier.USER, owner=user)
+        | Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
+        | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys_bound_to(user=user))
+    )
+
+
+def home_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
+    """Every memory of the home, whatever its status: the user's own, their projects', and
+    those of the private chats bound to them (read through the visibility rule)."""
+    return memories_visible(user=user).filter(_home_q(user)).select_related("created_by")
+
+
+def home_item_get(*, user: AbstractBaseUser, memory_id: str) -> Memory:
+    memory = home_memories(user=user).filter(pk=str(memory_id)[:40]).first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return memory
+
+
+def _auto_q(user: AbstractBaseUser) -> Q:
+    return Q(scope_type=Tier.PROJECT, origin=Origin.AUTO, created_by=user)
+
+
+def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Memory]:
+    """The memories of one source (every status). A project the user may not read and a chat
+    not bound to them are 404."""
+    qs = home_memories(user=user)
+    if source.kind == SOURCE_USER:
+        return qs.filter(scope_type=Tier.USER)
+    if source.kind == SOURCE_PROJECT:
+        project = project_require_permission(user=user, project_id=source.ident, permission=READ)
+        return qs.filter(scope_type=Tier.PROJECT, project=project)
+    if source.kind == SOURCE_CHAT:
+        if not chat_is_bound_to(user=user, chat_key=source.ident):
+            raise NotFound("Chat not found.")
+        return qs.filter(scope_type=Tier.CHAT, scope_id=source.ident)
+    if source.kind == SOURCE_AUTO:
+        return qs.filter(_auto_q(user))
+    raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
+
+
+def source_title(source: SourceRef, *, project_name: str = "") -> str:
+    if source.kind == SOURCE_USER:
+        return _("My memories")
+    if source.kind == SOURCE_PROJECT:
+        return _("Project %(name)s") % {"name": project_name or source.ident}
+    if source.kind == SOURCE_CHAT:
+        return _("Chat %(key)s") % {"key": source.ident}
+    if source.kind == SOURCE_AUTO:
+        return _("Auto-extracted")
+    if source.kind == SOURCE_NOTES:
+        return _("Notes file")
+    return _("Everything")
+
+
+# --- the overview ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Switch:
+    """A switch that decides whether agents use a source, its state and where it is changed."""
+
+    name: str
+    label: str
+    on: bool
+    url_name: str
+    api_path: str
+
+
+@dataclass
+class Source:
+    ref: SourceRef
+    title: str
+    count: int
+    sentence: str
+    switches: list[Switch] = field(default_factory=list)
+    latest: list[Memory] = field(default_factory=list)
+    project: Project | None = None
+    role: str | None = None
+    members: int = 0
+    can_write: bool = True
+    notes_bytes: int = 0
+    notes_exists: bool = False
+    notes_error: str = ""
+
+
+@dataclass
+class Overview:
+    sources: list[Source]
+    switches: dict[str, Switch]
+    projects_total: int
+    projects_shown: int
+    chats_total: int
+    chats_shown: int
+
+    @property
+    def total(self) -> int:
+        """Active memories in the home, each counted once (auto-extracted ones are also in
+        their project's count), plus the notes file's lines."""
+        return sum(s.count for s in self.sources if s.ref.kind != SOURCE_AUTO)
+
+
+def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
+    memory = user_settings_get(user=user)
+    auto = auto_memory_settings_get(user=user)
+    return {
+        "enable_memory": Switch(
+            "enable_memory",
+            _("Memory (the notes file)"),
+            memory.enable_memory,
+            "web:settings",
+            "/api/users/me/settings",
+        ),
+        "auto_memory_use": Switch(
+            "auto_memory_use",
+            _("Use my memories in new runs"),
+            auto.use,
+            "web:auto_memory_settings",
+            "/api/users/me/auto-memory-settings",
+        ),
+        "auto_memory_generate": Switch(
+            "auto_memory_generate",
+            _("Generate memories from my finished runs"),
+            auto.generate,
+            "web:auto_memory_settings",
+            "/api/users/me/auto-memory-settings",
+        ),
+    }
+
+
+def _state(switch: Switch) -> str:
+    return _("on") if switch.on else _("off")
+
+
+def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> str:
+    use, generate, notes = switches["auto_memory_use"], switches["auto_memory_generate"], switches["enable_memory"]
+    if kind == SOURCE_USER:
+        return _(
+            "No other user reads these (operators of the service who hold the review permission can, in the "
+            "admin). Your main agent gets the latest %(n)s at the start of each new chat when “%(switch)s” is "
+            "on — it is %(state)s now. Sub-agents never see them."
+        ) % {"n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
+    if kind == SOURCE_PROJECT:
+        return _(
+            "Every member of this project can read these (%(members)s people). Your main agent gets the latest "
+            "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
+            "Sub-agents never see them."
+        ) % {"members": members, "n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
+    if kind == SOURCE_NOTES:
+        return _(
+            "Your main agent reads this file at every turn and may add notes to it when “%(switch)s” is on — it "
+            "is %(state)s now. When it is off the agent neither reads nor writes it. Sub-agents never see it."
+        ) % {"switch": notes.label, "state": _state(notes)}
+    if kind == SOURCE_CHAT:
+        return _(
+            "The bots of this chat look these up when you talk to them there (up to 8 relevant items per turn) and "
+            "add new ones as you chat. Besides you and the bots, only operators who hold the review permission "
+            "read them. No switch turns this off: forget what they should not use."
+        )
+    return _(
+        "Auto-memory writes these from your finished runs into their project when “%(switch)s” is on — it is "
+        "%(state)s now. They are project memories: every member of the project reads them, and agents use them "
+        "like any project memory."
+    ) % {"switch": generate.label, "state": _state(generate)}
+
+
+def _latest(qs: QuerySet[Memory]) -> list[Memory]:
+    return list(qs.filter(status=Status.ACTIVE).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
+
+
+def home_overview(*, user: AbstractBaseUser) -> Overview:
+    """Every source with its count of active items, its latest items (own memories and
+    auto-extracted ones), the sentence on which agents see it and when, and its switches. A
+    fixed number of queries, whatever the number of projects and chats (up to the caps)."""
+    switches = switches_get(user=user)
+    memories = home_memories(user=user)
+    mine = memories.filter(scope_type=Tier.USER)
+    sources = [
+        Source(
+            ref=SourceRef(SOURCE_USER),
+            title=source_title(SourceRef(SOURCE_USER)),
+            count=mine.filter(status=Status.ACTIVE).count(),
+            latest=_latest(mine),
+            sentence=_sentence(SOURCE_USER, switches),
+            switches=[switches["auto_memory_use"]],
+        )
+    ]
+    notes = Source(
+        ref=SourceRef(SOURCE_NOTES),
+        title=source_title(SourceRef(SOURCE_NOTES)),
+        count=0,
+        sentence=_sentence(SOURCE_NOTES, switches),
+        switches=[switches["enable_memory"]],
+    )
+    try:
+        file = workspace_file_get(user=user, name=MEMORY_FILE)
+        notes.count = sum(1 for line in file.content.splitlines() if line.strip())
+        notes.notes_bytes, notes.notes_exists = file.size, file.exists
+    except DomainError as exc:  # a file grown too large on disk, or an unsafe workspace path
+        notes.notes_error = exc.message
+    sources.append(notes)
+
+    projects_qs = projects_with_my_role(user=user)
+    projects = list(
+        projects_qs.annotate(
+            active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE), distinct=True),
+            member_count=Count("memberships", distinct=True),
+        ).order_by("name", "id")[:MAX_PROJECTS]
+    )
+    for project in projects:
+        ref = SourceRef(SOURCE_PROJECT, project.pk)
+        sources.append(
+            Source(
+                ref=ref,
+                title=source_title(ref, project_name=project.name),
+                count=project.active_memories,
+                sentence=_sentence(SOURCE_PROJECT, switches, members=project.member_count),
+                switches=[switches["auto_memory_use"]],
+                project=project,
+                role=project.my_role,
+                members=project.member_count,
+                can_write=CREATE_TASK in role_permissions(project.my_role),
+            )
+        )
+
+    chats = list(bound_chats(user=user)[:MAX_CHATS])
+    keys = [chat.chat_key for chat in chats]
+    counts = dict(
+        memories.filter(scope_type=Tier.CHAT, scope_id__in=keys, status=Status.ACTIVE)
+        .order_by()
+        .values_list("scope_id")
+        .annotate(n=Count("pk"))
+    )
+    for key in keys:
+        ref = SourceRef(SOURCE_CHAT, key)
+        sources.append(
+            Source(
+                ref=ref, title=source_title(ref), count=counts.get(key, 0), sentence=_sentence(SOURCE_CHAT, switches)
+            )
+        )
+
+    auto = memories.filter(_auto_q(user))
+    sources.append(
+        Source(
+            ref=SourceRef(SOURCE_AUTO),
+            title=source_title(SourceRef(SOURCE_AUTO)),
+            count=auto.filter(status=Status.ACTIVE).count(),
+            latest=_latest(auto),
+            sentence=_sentence(SOURCE_AUTO, switches),
+            switches=[switches["auto_memory_generate"]],
+        )
+    )
+    projects_total = len(projects) if len(projects) < MAX_PROJECTS else projects_qs.count()
+    chats_total = len(chats) if len(chats) < MAX_CHATS else bound_chats(user=user).count()
+    return Overview(
+        sources=sources,
+        switches=switches,
+        projects_total=projects_total,
+        projects_shown=len(projects),
+        chats_total=chats_total,
+        chats_shown=len(chats),
+    )
+
+
+# --- why an item is known ------------------------------------------------------------------
+@dataclass
+class Provenance:
+    """Who or what wrote a memory, when, from where, and its place in the correction chain.
+
+    References are filled only where the reader may follow them: a conversation or run of
+    their own, their own auto-memory log entry."""
+
+    sentence: str
+    created_at: datetime
+    author: str  # "you", "member", "service", "user", "system"
+    author_name: str = ""
+    thread_id: str = ""
+    thread_title: str = ""
+    run_id: str = ""
+    log_entry: AutoMemoryLogEntry | None = None
+    chat_key: str = ""
+    candidate: MemoryCandidate | None = None
+    migration: ScopeMigrationEntry | None = None
+    imported: dict | None = None
+    replaces: str = ""
+    replaced_by: str = ""
+
+
+def _quoted(name: str) -> str:
+    return f"“{name}”"
+
+
+def _author(memory: Memory, *, user, services: set[int], members: set[tuple[str, int]]) -> tuple[str, str, str]:
+    """(kind, name, how the sentence names them)."""
+    creator = memory.created_by
+    if creator is None:
+        return "system", "", _("an author that is not recorded (or whose account is gone)")
+    name = creator.get_username()
+    if creator.pk == user.pk:
+        return "you", name, _("you")
+    if creator.pk in services:
+        return "service", name, _("the agent runtime %(name)s") % {"name": _quoted(name)}
+    if memory.scope_type == Tier.PROJECT and (memory.project_id, creator.pk) in members:
+        return "member", name, _("project member %(name)s") % {"name": _quoted(name)}
+    if memory.scope_type == Tier.PROJECT:
+        return "user", name, _("%(name)s, no longer a member") % {"name": _quoted(name)}
+    return "user", name, _quoted(name)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _evidence_value(memory: Memory, key: str) -> str:
+    for data in (memory.evidence, memory.metadata):
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value:
+            return value[:200]
+    return ""
+
+
+def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
+    ids = [m.pk for m in memories]
+    creators = {m.created_by_id for m in memories if m.created_by_id}
+    services = service_principal_ids(creators)
+    project_ids = {m.project_id for m in memories if m.project_id}
+    members = set(
+        Membership.objects.filter(project_id__in=project_ids, user_id__in=creators).values_list("project_id", "user_id")
+    )
+    logs: dict[str, AutoMemoryLogEntry] = {}
+    for entry in auto_memory_log_for_memories(user=user, memory_ids=ids):
+        logs.setdefault(entry.memory_id, entry)
+    candidates: dict[str, MemoryCandidate] = {}
+    for candidate in candidates_for_memories(ids):
+        candidates.setdefault(candidate.memory_id, candidate)
+    migrations: dict[str, ScopeMigrationEntry] = {}
+    for entry in migrations_applied_to(ids):
+        migrations.setdefault(entry.item_id, entry)
+    older = dict(
+        Memory.objects.filter(superseded_by_id__in=ids).order_by("created_at").values_list("superseded_by_id", "pk")
+    )
+    run_ids = {_evidence_value(m, "run_id") for m in memories} | {e.run_ref for e in logs.values()}
+    runs = set(runs_visible(user=user).filter(pk__in=run_ids - {""}).values_list("pk", flat=True))
+    thread_ids = {m.source_thread_id for m in memories if m.source_thread_id} | {
+        _evidence_value(m, "conversation_id") for m in memories
+    }
+    threads = dict(conversations_visible(user=user).filter(pk__in=thread_ids - {""}).values_list("pk", "title"))
+
+    found: dict[str, Provenance] = {}
+    for memory in memories:
+        author, name, who = _author(memory, user=user, services=services, members=members)
+        thread_id = memory.source_thread_id or _evidence_value(memory, "conversation_id")
+        log = logs.get(memory.pk)
+        run_id = log.run_ref if log else _evidence_value(memory, "run_id")
+        imported = memory.evidence.get("imported") if isinstance(memory.evidence, dict) else None
+        candidate = candidates.get(memory.pk)
+        chat_key = (candidate.session_id if candidate else "") or _evidence_value(memory, "source_session_id")
+        prov = Provenance(
+            sentence="",
+            created_at=memory.created_at,
+            author=author,
+            author_name=name,
+            thread_id=thread_id if thread_id in threads else "",
+            thread_title=threads.get(thread_id, ""),
+            run_id=run_id if run_id in runs else "",
+            log_entry=log,
+            chat_key=chat_key,
+            candidate=candidate,
+            migration=migrations.get(memory.pk),
+            imported=imported if isinstance(imported, dict) else None,
+            replaces=older.get(memory.pk, ""),
+            replaced_by=memory.superseded_by_id or "",
+        )
+        prov.sentence = _provenance_sentence(memory, prov, who=who)
+        found[memory.pk] = prov
+    return found
+
+
+def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
+    where = ""
+    if prov.thread_title or prov.thread_id:
+        where = " " + _("in the conversation %(title)s") % {"title": _quoted(prov.thread_title or prov.thread_id)}
+    elif memory.source_thread_id:
+        where = " " + _("in a conversation you cannot open")
+    if prov.imported is not None and prov.author == "you":
+        text = _("You imported it from an export")
+    elif memory.origin == Origin.AUTO:
+        if prov.log_entry is not None:
+            text = _("Auto-memory extracted it from your run %(run)s") % {"run": prov.log_entry.run_ref} + where
+        elif prov.author == "you":
+            text = _("Auto-memory extracted it from one of your runs") + where
+        else:
+            text = _("Auto-memory extracted it from a run of %(who)s") % {"who": who}
+    elif memory.origin == Origin.CONSOLIDATION:
+        dreaming = prov.candidate is not None and prov.candidate.source == "dream"
+        template = (
+            _("%(who)s consolidated it while dreaming over the chat %(chat)s")
+            if dreaming
+            else _("%(who)s consolidated it from the chat %(chat)s")
+        )
+        text = template % {"who": _capital(who), "chat": prov.chat_key or _("it was written in")}
+    elif memory.origin == Origin.TOOL:
+        text = _("An agent saved it with a memory tool for %(who)s") % {"who": who} + where
+    elif memory.origin == Origin.MIGRATION:
+        text = _("A scope migration wrote it")
+    elif memory.origin == Origin.MANUAL:
+        text = _("%(who)s wrote it by hand") % {"who": _capital(who)}
+    else:
+        text = _("%(who)s saved it through the API") % {"who": _capital(who)} + where
+        if prov.chat_key and not where:
+            text += " " + _("in the chat %(chat)s") % {"chat": prov.chat_key}
+    parts = [text + "."]
+    if prov.migration is not None:
+        parts.append(_("A scope migration moved it from the global scope to this chat."))
+    if prov.replaces:
+        parts.append(_("It corrects an earlier version."))
+    if prov.replaced_by:
+        parts.append(_("A newer version replaced it."))
+    return " ".join(parts)
+
+
+def provenance_for(*, user: AbstractBaseUser, memories: list[Memory]) -> dict[str, Provenance]:
+    """Provenance of each memory (id → ``Provenance``), in a fixed number of queries per
+    ``PROVENANCE_CHUNK`` memories. ``memories`` must be rows ``user`` may read."""
+    found: dict[str, Provenance] = {}
+    memories = list(memories)
+    for start in range(0, len(memories), PROVENANCE_CHUNK):
+        found.update(_provenance_chunk(memories[start : start + PROVENANCE_CHUNK], user=user))
+    return found
+
+
+def project_roles(*, user: AbstractBaseUser, project_ids) -> dict[str, str]:
+    return dict(Membership.objects.filter(user=user, project_id__in=set(project_ids)).values_list("project_id", "role"))
+
+
+def may_change(memory: Memory, *, roles: dict[str, str]) -> bool:
+    """Whether the reader may correct and forget it (the services decide; this is for showing
+    the buttons): their own, their bound chats', and a project's with ``create_task``."""
+    if memory.scope_type == Tier.PROJECT:
+        return CREATE_TASK in role_permissions(roles.get(memory.project_id))
+    return memory.scope_type in (Tier.USER, Tier.CHAT)
+
+
+# --- one search across the home --------------------------------------------------------------
+@dataclass
+class SearchHit:
+    memory: Memory
+    source: SourceRef
+    title: str
+    score: float
+    highlighted: SafeString
+
+
+@dataclass
+class NotesHit:
+    line: int
+    text: str
+    highlighted: SafeString
+
+
+@dataclass
+class HomeSearch:
+    query: str
+    hits: list[SearchHit]
+    notes: list[NotesHit]
+    terms: list[str]
+    warnings: list[str]
+
+
+def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT) -> HomeSearch:
+    """Rank the active memories of every source with the retrieval engine (the user's scope,
+    each readable project's, each bound chat's), loaded through ``home_memories``; and the
+    lines of the notes file that hold the query's words."""
+    query = (query or "").strip()[:MAX_QUERY_CHARS]
+    limit = max(1, min(limit, SEARCH_LIMIT))
+    project_ids = [
+        row["project_id"] for row in project_ids_with_permission(user=user, permission=READ).order_by("project_id")
+    ][:MAX_PROJECTS]
+    chat_keys = list(bound_chats(user=user).values_list("chat_key", flat=True)[:MAX_CHATS])
+    scopes = [scope_key(Tier.USER.value, str(user.pk))]
+    scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
+    scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
+    found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2)
+    rows = {
+        m.pk: m
+        for m in home_memories(user=user).filter(
+            Q(scope_type=Tier.USER) | Q(project_id__in=project_ids) | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys),
+            pk__in=found.refs,
+            status=Status.ACTIVE,
+        )
+    }
+    hits = []
+    for ranked in found.hits:
+        memory = rows.get(ranked.ref)
+        if memory is None:
+            continue
+        source = source_of(memory)
+        title = source_title(source, project_name=memory.project.name if memory.project_id else "")
+        hits.append(SearchHit(memory, source, title, ranked.score, highlight(memory.content, found.terms)))
+        if len(hits) == limit:
+            break
+    return HomeSearch(query, hits, _notes_hits(user, found.terms), found.terms, found.warnings)
+
+
+def _notes_hits(user, terms: list[str]) -> list[NotesHit]:
+    if not terms:
+        return []
+    try:
+        content = workspace_file_get(user=user, name=MEMORY_FILE).content
+    except DomainError:
+        return []
+    scored = []
+    for number, line in enumerate(content.splitlines(), start=1):
+        spans = match_spans(line, terms) if line.strip() else []
+        if spans:
+            matched = {line[a:b].lower() for a, b in spans}
+            scored.append((-len(matched), number, line))
+    scored.sort()
+    return [
+        NotesHit(number, line[:500], highlight(line, terms, max_chars=500))
+        for _matched, number, line in scored[:NOTES_SEARCH_LINES]
+    ]
+
+
+# --- export ----------------------------------------------------------------------------------
+EXPORT_FORMAT = "memory-service-export"
+EXPORT_VERSION = 1
+EXPORT_MAX_MEMORIES = 5000  # rows per export, over all sources (oldest rows of a large source first left out)
+EXPORT_LOG_ENTRIES = 500
+EXPORT_ITEM_KEYS = (
+    "id",
+    "kind",
+    "content",
+    "status",
+    "origin",
+    "origin_label",
+    "created_at",
+    "updated_at",
+    "replaces",
+    "superseded_by",
+    "source_thread_id",
+    "metadata",
+    "evidence",
+    "provenance",
+)
+
+
+def export_item(memory: Memory, prov: Provenance) -> dict:
+    return {
+        "id": memory.pk,
+        "kind": memory.kind,
+        "content": memory.content,
+        "status": memory.status,
+        "origin": memory.origin,
+        "origin_label": memory.origin_label,
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "replaces": prov.replaces or None,
+        "superseded_by": memory.superseded_by_id,
+        "source_thread_id": memory.source_thread_id,
+        "metadata": memory.metadata,
+        "evidence": memory.evidence,
+        "provenance": provenance_data(prov),
+    }
+
+
+def provenance_data(prov: Provenance) -> dict:
+    """The JSON form of a provenance (API and export)."""
+    log = prov.log_entry
+    candidate = prov.candidate
+    migration = prov.migration
+    return {
+        "sentence": prov.sentence,
+        "created_at": prov.created_at.isoformat(),
+        "author": prov.author,
+        "author_name": prov.author_name,
+        "thread": {"id": prov.thread_id, "title": prov.thread_title} if prov.thread_id else None,
+        "run_id": prov.run_id or None,
+        "auto_memory_log_entry": (
+            {"id": log.pk, "run_id": log.run_ref, "outcome": log.outcome, "created_at": log.created_at.isoformat()}
+            if log
+            else None
+        ),
+        "chat_key": prov.chat_key or None,
+        "consolidation": (
+            {
+                "candidate_id": candidate.pk,
+                "source": candidate.source,
+                "decision": candidate.decision,
+                "session_id": candidate.session_id,
+                "created_at": candidate.created_at.isoformat(),
+            }
+            if candidate
+            else None
+        ),
+        "scope_migration": (
+            {
+                "plan": migration.plan.name,
+                "applied_at": migration.plan.applied_at.isoformat() if migration.plan.applied_at else None,
+                "detail": migration.result_detail,
+            }
+            if migration
+            else None
+        ),
+        "imported": prov.imported,
+        "replaces": prov.replaces or None,
+        "replaced_by": prov.replaced_by or None,
+    }
+
+
+def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
+    """All of the home as one versioned JSON document (docs/home.md): profile, switches,
+    notes files, the memories of every source with their provenance (bounded), and the
+    user's latest auto-memory log entries."""
+    profile = profile_get(user=user)
+    auto = auto_memory_settings_get(user=user)
+    budget = EXPORT_MAX_MEMORIES
+    truncated = False
+
+    def rows(qs: QuerySet[Memory]) -> list[Memory]:
+        nonlocal budget, truncated
+        taken = list(qs.order_by("-created_at", "-id")[: budget + 1]) if budget > 0 else []
+        if len(taken) > budget or (budget <= 0 and qs.exists()):
+            truncated = True
+        taken = taken[:budget]
+        budget -= len(taken)
+        return taken[::-1]  # oldest first, as a chain reads
+
+    memories = home_memories(user=user)
+    mine = rows(memories.filter(scope_type=Tier.USER))
+    chats = [(key, rows(memories.filter(scope_type=Tier.CHAT, scope_id=key))) for key in _chat_keys(user)]
+    projects = list(projects_with_my_role(user=user).order_by("name", "id")[:MAX_PROJECTS])
+    project_rows = [(p, rows(memories.filter(scope_type=Tier.PROJECT, project=p))) for p in projects]
+    everything = [*mine, *(m for _key, r in chats for m in r), *(m for _p, r in project_rows for m in r)]
+    prov = provenance_for(user=user, memories=everything)
+
+    def items(found: list[Memory]) -> list[dict]:
+        return [export_item(m, prov[m.pk]) for m in found]
+
+    notes = {}
+    for name in WORKSPACE_FILES:
+        try:
+            file = workspace_file_get(user=user, name=name)
+            notes[name] = file.content if file.exists else None
+        except DomainError as exc:
+            notes[name] = {"error": exc.message}
+    log = list(auto_memory_log_for(user=user)[:EXPORT_LOG_ENTRIES])
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": now.isoformat(),
+        "user": {
+            "username": user.get_username(),
+            "display_name": profile.display_name,
+            "timezone": profile.timezone,
+            "preferences": profile.preferences,
+        },
+        "settings": {
+            "enable_memory": user_settings_get(user=user).enable_memory,
+            "auto_memory": {"generate": auto.generate, "use": auto.use},
+        },
+        "notes_files": notes,
+        "memories": {
+            "user": items(mine),
+            "projects": [
+                {"id": p.pk, "name": p.name, "role": p.my_role, "memories": items(found)} for p, found in project_rows
+            ],
+            "chats": [{"chat_key": key, "memories": items(found)} for key, found in chats],
+        },
+        "auto_memory_log": [
+            {
+                "id": e.pk,
+                "run_id": e.run_ref,
+                "project_id": e.project_id_ref,
+                "outcome": e.outcome,
+                "gate": e.gate,
+                "reason": e.reason,
+                "memory_id": e.memory_id,
+                "content": e.content,
+                "created_at": e.created_at.isoformat(),
+            }
+            for e in log
+        ],
+        "truncated": truncated,
+    }
+
+
+def _chat_keys(user) -> list[str]:
+    return list(bound_chats(user=user).values_list("chat_key", flat=True)[:MAX_CHATS])

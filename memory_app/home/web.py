@@ -1,0 +1,314 @@
+"""The memory home pages (docs/home.md): the overview at the site root with one search, a
+source's items with bulk forget, an item with its provenance and chain, correct and forget,
+forget everything with a typed confirmation, export and import. Thin: the same selectors and
+services as the API."""
+
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_http_methods
+
+from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
+from config.web import service_call
+from identity_app.permissions import CREATE_TASK, project_require_permission
+from memory_app.home import selectors, services
+from memory_app.home.markdown import export_markdown
+from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier
+from memory_app.memories.selectors import memory_chain
+
+PAGE_SIZE = 25
+STATUS_CHOICES = [(Status.ACTIVE, gettext_lazy("Active")), ("all", gettext_lazy("All versions"))]
+
+
+def _items_url(source: str, **params) -> str:
+    return f"{reverse('web:memory_home_items')}?{urlencode({'source': source, **params})}"
+
+
+def _annotate(memories, *, user) -> list:
+    """Each memory with its provenance, source and whether the reader may change it."""
+    memories = list(memories)
+    prov = selectors.provenance_for(user=user, memories=memories)
+    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    for memory in memories:
+        memory.prov = prov[memory.pk]
+        source = selectors.source_of(memory)
+        memory.source_key = source.key
+        memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
+        memory.source_url = _items_url(source.key)
+        memory.can_change = selectors.may_change(memory, roles=roles)
+    return memories
+
+
+@login_required
+@require_http_methods(["GET"])
+def memory_home(request):
+    overview = selectors.home_overview(user=request.user)
+    query = request.GET.get("q", "").strip()[: selectors.MAX_QUERY_CHARS]
+    found = None
+    if query:
+        found = selectors.home_search(user=request.user, query=query)
+        _annotate([hit.memory for hit in found.hits], user=request.user)
+    for source in overview.sources:
+        source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
+        source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
+    return render(
+        request,
+        "home/home.html",
+        {"overview": overview, "query": query, "found": found, "confirm_word": services.CONFIRM_WORD},
+    )
+
+
+@login_required
+@require_http_methods(["GET"])
+def source_items(request):
+    source = selectors.source_parse(request.GET.get("source", ""))
+    if source.kind == selectors.SOURCE_NOTES:
+        return redirect("web:workspace")
+    status = request.GET.get("status", Status.ACTIVE)
+    status = status if status in dict(STATUS_CHOICES) else Status.ACTIVE
+    qs = selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id")
+    if status != "all":
+        qs = qs.filter(status=status)
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = _annotate(page.object_list, user=request.user)
+    project_name = page.object_list[0].project.name if page.object_list and page.object_list[0].project else ""
+    return render(
+        request,
+        "home/items.html",
+        {
+            "source": source,
+            "title": selectors.source_title(source, project_name=project_name),
+            "page": page,
+            "status": status,
+            "status_choices": STATUS_CHOICES,
+            "filter_query": urlencode({"source": source.key, "status": status}),
+            "any_changeable": any(m.can_change for m in page.object_list),
+            "forget_all_url": f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.key})}",
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET"])
+def item_detail(request, memory_id):
+    memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+    chain = _annotate(memory_chain(memory=memory), user=request.user)
+    memory = next(m for m in chain if m.pk == memory.pk)
+    return render(request, "home/item.html", {"memory": memory, "chain": chain})
+
+
+class CorrectForm(forms.Form):
+    kind = forms.ChoiceField(choices=Kind.choices)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label=gettext_lazy("Corrected content"))
+
+    def __init__(self, *args, tier: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        if tier in (Tier.USER, Tier.PROJECT):
+            self.fields["kind"].choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
+
+
+def _changeable(request, memory_id: str):
+    """An item of the home the user may change; a project item their role may only read is a
+    403, on the form as on its submission (the services decide again when it is sent)."""
+    memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+    roles = selectors.project_roles(user=request.user, project_ids=[memory.project_id] if memory.project_id else [])
+    if not selectors.may_change(memory, roles=roles):
+        raise PermissionDenied(_("Your role in this project may read its memories but not change them."))
+    return memory
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def item_correct(request, memory_id):
+    memory = _changeable(request, memory_id)
+    form = CorrectForm(
+        request.POST or None, tier=memory.scope_type, initial={"kind": memory.kind, "content": memory.content}
+    )
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            with service_call(form) as call:
+                new = services.home_item_correct(
+                    actor=request.user, memory_id=memory.pk, origin=Origin.MANUAL, **form.cleaned_data
+                )
+            if call.ok:
+                messages.success(request, _("Memory corrected. The old version stays in the chain."))
+                return redirect("web:memory_home_item", new.pk)
+            status = call.status
+            memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+        else:
+            status = 400
+    chain = _annotate(memory_chain(memory=memory), user=request.user)
+    memory = next(m for m in chain if m.pk == memory.pk)
+    return render(request, "home/correct.html", {"memory": memory, "chain": chain, "form": form}, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def item_forget(request, memory_id):
+    memory = _changeable(request, memory_id)
+    if request.method == "POST":
+        source = selectors.source_of(memory).key
+        forgotten = services.home_item_forget(actor=request.user, memory_id=memory.pk)
+        messages.success(
+            request, ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(forgotten)) % {"n": len(forgotten)}
+        )
+        return redirect(_items_url(source))
+    chain = memory_chain(memory=memory)
+    older = chain[: chain.index(memory)] if memory in chain else []
+    memory = _annotate([memory], user=request.user)[0]
+    return render(request, "home/forget.html", {"memory": memory, "older": older})
+
+
+@login_required
+@require_http_methods(["POST"])
+def forget_selected(request):
+    """Step one shows what was selected (nothing changes); step two (``confirmed``) forgets."""
+    ids = request.POST.getlist("ids")[: services.MAX_SELECTED + 1]
+    back = request.POST.get("source", "")
+    back_url = _items_url(back) if back else reverse("web:home")
+    if not ids:
+        messages.error(request, _("Select at least one memory to forget."))
+        return redirect(back_url)
+    if request.POST.get("confirmed") == "yes":
+        forgotten = services.home_forget_selected(actor=request.user, memory_ids=ids)
+        messages.success(
+            request, ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(forgotten)) % {"n": len(forgotten)}
+        )
+        return redirect(back_url)
+    if len(ids) > services.MAX_SELECTED:
+        raise InvalidInput(_("Select at most %(n)s memories at once.") % {"n": services.MAX_SELECTED})
+    selected = list(selectors.home_memories(user=request.user).filter(pk__in=ids).order_by("-created_at", "-id"))
+    if len(selected) != len(set(ids)):
+        raise NotFound("Memory not found.")
+    return render(request, "home/forget_selected.html", {"selected": selected, "source": back, "back_url": back_url})
+
+
+class ForgetAllForm(forms.Form):
+    source = forms.CharField(widget=forms.HiddenInput, max_length=250)
+    confirm = forms.CharField(max_length=20, required=False, strip=False, label=gettext_lazy("Type FORGET to confirm"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def forget_all(request):
+    data = request.POST if request.method == "POST" else None
+    source_value = (data or request.GET).get("source", selectors.SOURCE_ALL)
+    source = selectors.source_parse(source_value, allow_all=True)
+    form = ForgetAllForm(data, initial={"source": source.key})
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        with service_call(form) as call:
+            report = services.home_forget_source(
+                actor=request.user, source=form.cleaned_data["source"], confirm=form.cleaned_data["confirm"]
+            )
+        if call.ok:
+            text = ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(report.forgotten)) % {
+                "n": len(report.forgotten)
+            }
+            if report.notes_deleted:
+                text += " " + _("The notes file is deleted.")
+            if report.remaining:
+                text += " " + _("%(n)s more are left: forget everything again to continue.") % {"n": report.remaining}
+            if report.kept_read_only:
+                text += " " + _("%(n)s auto-extracted memories stay: you may no longer write in their project.") % {
+                    "n": report.kept_read_only
+                }
+            messages.success(request, text)
+            return redirect("web:home")
+        status = call.status
+    elif request.method == "POST":
+        status = 400
+    counts = _forget_all_counts(request.user, source)
+    return render(
+        request,
+        "home/forget_all.html",
+        {"form": form, "source": source, "counts": counts, "confirm_word": services.CONFIRM_WORD},
+        status=status,
+    )
+
+
+def _forget_all_counts(user, source: selectors.SourceRef) -> dict:
+    """What the page says will go: rows per kind of source (notes: whether the file exists)."""
+    overview = selectors.home_overview(user=user)
+    by_key = {s.ref.key: s for s in overview.sources}
+    if source.kind == selectors.SOURCE_PROJECT:
+        # 404 for a project the user may not read, 403 where their role may not forget.
+        project_require_permission(user=user, project_id=source.ident, permission=CREATE_TASK)
+        mine = (
+            selectors.home_memories(user=user)
+            .filter(scope_type=Tier.PROJECT, project_id=source.ident, created_by=user)
+            .count()
+        )
+        return {"title": by_key.get(source.key).title if source.key in by_key else source.key, "rows": mine}
+    if source.kind == selectors.SOURCE_CHAT:
+        selectors.source_memories(user=user, source=source)  # 404 for a chat not bound to the user
+    if source.kind == selectors.SOURCE_ALL:
+        kinds = (selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_CHAT, selectors.SOURCE_NOTES)
+        parts = [s for s in overview.sources if s.ref.kind in kinds]
+        return {"title": _("everything"), "parts": parts}
+    found = by_key.get(source.key)
+    return {"title": found.title if found else source.key, "parts": [found] if found else []}
+
+
+@login_required
+@require_http_methods(["GET"])
+def export(request):
+    data = selectors.home_export(user=request.user, now=timezone.now())
+    stamp = timezone.now().strftime("%Y%m%d-%H%M")
+    if request.GET.get("as") == "markdown":
+        response = HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="memory-export-{stamp}.md"'
+        return response
+    response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 1})
+    response["Content-Disposition"] = f'attachment; filename="memory-export-{stamp}.json"'
+    return response
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label=gettext_lazy("Export file (JSON)"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_page(request):
+    form = ImportForm(request.POST or None, request.FILES or None)
+    status, report = 200, None
+    if request.method == "POST":
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                if upload.size > services.MAX_IMPORT_BYTES:
+                    raise InvalidInput(
+                        _("The file is larger than %(n)s bytes.") % {"n": services.MAX_IMPORT_BYTES}, code="too_large"
+                    )
+                data = services.import_parse(upload.read(services.MAX_IMPORT_BYTES + 1))
+                report = services.home_import(actor=request.user, data=data, origin=Origin.MANUAL)
+            except DomainError as exc:
+                form.add_error("file", exc.message)
+                status = exc.status_code
+        else:
+            status = 400
+    return render(request, "home/import.html", {"form": form, "report": report}, status=status)
+
+
+urlpatterns = [
+    path("", memory_home, name="home"),
+    path("memory/items/", source_items, name="memory_home_items"),
+    path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
+    path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
+    path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
+    path("memory/forget/", forget_selected, name="memory_home_forget_selected"),
+    path("memory/forget-all/", forget_all, name="memory_home_forget_all"),
+    path("memory/export/", export, name="memory_home_export"),
+    path("memory/import/", import_page, name="memory_home_import"),
+]
