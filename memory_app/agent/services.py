@@ -19,6 +19,7 @@ from config.validation import clean_text, json_size, validate_json_container, va
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
+    is_service_principal,
     project_require_permission,
     reach_require_project,
     require_service_principal,
@@ -357,29 +358,96 @@ def run_create(
     elif conversation.project_id:
         project = conversation.project
     reach_require_project(actor, project.pk if project else None)
-    now = timezone.now()
-    run = AgentRun(
+    issued = _running_run(
+        actor=actor,
         user=user,
-        created_by=actor,
         conversation=conversation,
         project=project,
         request_id=request_id.strip(),
         kind=kind,
         parent_run=parent,
-        status=RunStatus.RUNNING,
         prompt=prompt or "",
         goal=goal,
         worker_id=worker_id,
+        lease_seconds=lease_seconds,
+    )
+    with transaction.atomic(durable=True):
+        issued.run.save(force_insert=True)
+    return issued
+
+
+def _running_run(*, actor, user, conversation, lease_seconds: int, **fields) -> IssuedRun:
+    """A new running run (not saved yet) holding its first lease, and that lease's token."""
+    now = timezone.now()
+    run = AgentRun(
+        user=user,
+        created_by=actor,
+        conversation=conversation,
+        status=RunStatus.RUNNING,
         lease_expires_at=now + timedelta(seconds=lease_seconds),
         lease_generation=1,
         started_at=now,
+        **fields,
     )
     token = new_run_token(run.pk, 1)
     run.run_token_hash = hash_run_token(token)
     run.full_clean()
-    with transaction.atomic(durable=True):
-        run.save(force_insert=True)
     return IssuedRun(run, token)
+
+
+ASSISTANT_THREAD_TITLE = "Assistant (MCP)"
+
+
+def assistant_run_open(
+    *, actor: AbstractBaseUser, username: str, worker_id: str, lease_seconds: int = 60, request_id: str
+) -> IssuedRun:
+    """A top-level chat run for an assistant connected over MCP (docs/mcp.md), in the user's
+    assistant thread (created on first use, then reused, so sessions do not pile up threads).
+
+    A service principal opens it for ``username`` under the rules of ``conversation_create``
+    and ``run_create`` (its token's reach included). Anyone else opens it only for themselves:
+    such a run reaches their own notes file and history, which they read and edit anyway. The
+    run has no messages to learn from, so auto-memory neither extracts from it nor injects into it.
+    """
+    if is_service_principal(actor):
+        user = user_get_acting(actor=actor, username=username)
+    elif username == actor.get_username():
+        user = actor
+    else:
+        raise NotFound("Only service principals open runs for other users.")
+    worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
+    reach_require_project(actor, None)
+    with transaction.atomic(durable=True):
+        thread = (
+            conversations_visible(user=actor)
+            .filter(
+                owner=user,
+                source=ConversationSource.API,
+                title=ASSISTANT_THREAD_TITLE,
+                status=ConversationStatus.ACTIVE,
+                parent__isnull=True,
+                project__isnull=True,
+            )
+            .order_by("created_at", "id")
+            .first()
+        )
+        if thread is None:
+            thread = Conversation(owner=user, source=ConversationSource.API, title=ASSISTANT_THREAD_TITLE)
+            thread.full_clean()
+            thread.save(force_insert=True)
+        issued = _running_run(
+            actor=actor,
+            user=user,
+            conversation=thread,
+            request_id=request_id,
+            kind=RunKind.CHAT,
+            worker_id=worker_id,
+            lease_seconds=lease_seconds,
+            auto_memory_generate=False,
+            auto_memory_use=False,
+        )
+        issued.run.save(force_insert=True)
+    return issued
 
 
 def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
