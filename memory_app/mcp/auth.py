@@ -1,0 +1,77 @@
+"""Who an MCP session acts for (docs/mcp.md, Authentication).
+
+The API token is resolved by the REST API's own ``ApiTokenAuthentication`` (hash lookup,
+expiry, revocation, ``last_used_at``, the reach of a limited token); this module only adds the
+MCP rule about whose memory a session works on: a user token acts as its user, a service token
+only for the user it names, checked by ``user_get_acting`` as ``POST /api/runs`` checks it.
+"""
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from django.contrib.auth.models import AbstractBaseUser
+from rest_framework import exceptions
+
+from config.errors import DomainError, PermissionDenied
+from identity_app.authentication import ApiTokenAuthentication
+from identity_app.permissions import is_service_principal
+from identity_app.selectors import user_get_acting
+
+
+class NotAuthenticated(DomainError):
+    status_code = 401
+    code = "not_authenticated"
+
+
+class AuthenticationFailed(DomainError):
+    status_code = 401
+    code = "authentication_failed"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """``actor``: the token's user (carrying its reach); ``user``: whose memory the session
+    works on — ``actor`` itself, or the user a service principal acts for."""
+
+    actor: AbstractBaseUser
+    user: AbstractBaseUser
+    service: bool
+
+    @property
+    def label(self) -> str:
+        if self.service:
+            return f"{self.actor.get_username()} for {self.user.get_username()}"
+        return self.user.get_username()
+
+
+def principal_resolve(*, authorization: str | None, acting_user: str | None = None) -> Principal:
+    """The principal of an ``Authorization`` header value (``Token <key>``) and the optional
+    name of the user to act for. Raises ``NotAuthenticated``/``AuthenticationFailed`` (401),
+    ``PermissionDenied`` (403) or ``InvalidInput`` (400 ``unknown_user``)."""
+    request = SimpleNamespace(META={"HTTP_AUTHORIZATION": authorization or ""})
+    try:
+        found = ApiTokenAuthentication().authenticate(request)
+    except exceptions.AuthenticationFailed as exc:
+        raise AuthenticationFailed(str(exc.detail)) from None
+    if found is None:
+        raise NotAuthenticated("An API token is required: 'Authorization: Token <key>'.")
+    actor = found[0]
+    acting_user = (acting_user or "").strip() or None
+    if is_service_principal(actor):
+        if acting_user is None:
+            raise PermissionDenied(
+                "A service token acts only for a named user; name one (MEMORY_MCP_USER, or the X-Memory-User header).",
+                code="user_required",
+            )
+        return Principal(actor=actor, user=user_get_acting(actor=actor, username=acting_user), service=True)
+    if acting_user is not None and acting_user != actor.get_username():
+        raise PermissionDenied("A user token acts only as its own user.", code="not_your_account")
+    return Principal(actor=actor, user=actor, service=False)
+
+
+def token_header(key: str | None) -> str | None:
+    """The ``Authorization`` value for a key from the environment (stdio)."""
+    key = (key or "").strip()
+    if not key:
+        return None
+    return key if key.lower().startswith("token ") else f"Token {key}"

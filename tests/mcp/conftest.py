@@ -1,0 +1,119 @@
+"""Fixtures of the MCP tests: ``world`` (what alice, bob and a service principal have), and
+``shared_db`` for the transport tests, whose server runs in a subprocess and must see the rows
+this process writes."""
+
+import os
+import sqlite3
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from identity_app.models import Role
+from identity_app.services import token_issue
+from memory_app.agent import services as agent_services
+from tests.factories import (
+    ChatBindingFactory,
+    ChatMemoryFactory,
+    MembershipFactory,
+    ProjectFactory,
+    ProjectMemoryFactory,
+    UserMemoryFactory,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+ALICE_CHAT = "milky:private:10001"
+
+
+@dataclass
+class World:
+    alice_memory: object
+    bob_memory: object
+    project_memory: object
+    chat_memory: object
+    alice_thread: object
+    bob_thread: object
+
+
+@pytest.fixture
+def world(alice, bob, mallory, svc):
+    """alice: a memory, a project she shares with bob (with a memory of it), a chat bound to her
+    with a chat memory, a conversation; bob: a memory and a conversation of his own."""
+    project = ProjectFactory(name="Apollo")
+    MembershipFactory(project=project, user=alice, role=Role.OWNER)
+    MembershipFactory(project=project, user=bob, role=Role.MEMBER)
+    ChatBindingFactory(chat_key=ALICE_CHAT, user=alice)
+    alice_thread = agent_services.conversation_create(actor=svc, username="alice", title="Trip planning")
+    for role, content in [
+        ("user", "Which airline should I book for Lisbon?"),
+        ("assistant", "TAP flies direct from Berlin to Lisbon every morning."),
+    ]:
+        agent_services.message_create(actor=svc, conversation_id=alice_thread.pk, role=role, content=content)
+    bob_thread = agent_services.conversation_create(actor=svc, username="bob", title="Bob's salary talk")
+    agent_services.message_create(
+        actor=svc, conversation_id=bob_thread.pk, role="user", content="My salary negotiation is on Friday."
+    )
+    return World(
+        alice_memory=UserMemoryFactory(owner=alice, content="Alice drinks green tea every morning."),
+        bob_memory=UserMemoryFactory(owner=bob, content="Bob prefers window seats on long flights."),
+        project_memory=ProjectMemoryFactory(project=project, content="Apollo uses PostgreSQL for billing."),
+        chat_memory=ChatMemoryFactory(scope_id=ALICE_CHAT, content="Alice likes jazz playlists while coding."),
+        alice_thread=alice_thread,
+        bob_thread=bob_thread,
+    )
+
+
+def key_for(user, **options) -> str:
+    return token_issue(user=user, **options)[1]
+
+
+@pytest.fixture
+def shared_db(transactional_db, tmp_path):
+    """Environment for a server subprocess that sees this process's database.
+
+    PostgreSQL: the test database itself (a transactional test commits its rows). SQLite: the
+    in-memory test database copied to a file that this process then uses too, until the test
+    ends (the in-memory database stays open meanwhile, and is used again afterwards)."""
+    if connection.vendor == "postgresql":
+        s = connection.settings_dict
+        auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+        yield {"DATABASE_URL": f"postgresql://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"}
+        return
+    path = tmp_path / "shared.sqlite3"
+    connection.ensure_connection()
+    memory, name = connection.connection, connection.settings_dict["NAME"]
+    target = sqlite3.connect(path)
+    memory.backup(target)
+    # WAL from the start, as the settings ask: switching later needs the database to itself.
+    target.execute("PRAGMA journal_mode=WAL")
+    target.close()
+    connection.connection = None
+    connection.settings_dict["NAME"] = str(path)
+    try:
+        yield {"SQLITE_PATH": str(path)}
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+        connection.connection = memory
+
+
+def server_env(shared: dict, workspace_root, **extra) -> dict:
+    """The environment of a ``manage.py mcp_server`` subprocess: the test settings, the shared
+    database and workspace root, nothing else from this process."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", ""),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "WORKSPACE_ROOT": str(workspace_root),
+        "DB_CONN_MAX_AGE": "0",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+        **shared,
+        **extra,
+    }
+    return {k: v for k, v in env.items() if v is not None}
+
+
+MANAGE = [sys.executable, str(ROOT / "manage.py"), "mcp_server"]
