@@ -1,5 +1,7 @@
 """The readable form of an export (``home_export``): one Markdown document, the same data."""
 
+import re
+
 SECTION_LIMIT = 100_000  # characters of one notes file shown; the JSON holds it whole
 
 
@@ -42,7 +44,8 @@ def export_markdown(data: dict) -> str:
     for name, content in data["notes_files"].items():
         if not isinstance(content, str):
             continue
-        fence = "````" if "```" in content else "```"
+        longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+        fence = "`" * max(3, longest + 1)  # longer than any backtick run inside, so it cannot close early
         lines += ["", f"## {name}", "", f"{fence}markdown", content[:SECTION_LIMIT].rstrip("\n"), fence]
     if data.get("truncated"):
         lines += [
