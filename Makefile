@@ -1,4 +1,4 @@
-.PHONY: run test lint format migrate bench fuzz
+.PHONY: run serve test lint format migrate bench fuzz
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -6,6 +6,13 @@ PORT ?= 8000
 run:
 	@scripts/ensure_env.sh requirements.txt
 	@scripts/run.sh $(HOST) $(PORT)
+
+# The production server: gunicorn (DEBUG off, static files served by the app), the migrations
+# applied, memory_worker beside it (scripts/serve.sh, docs/deploy.md). Needs SECRET_KEY and
+# ALLOWED_HOSTS.
+serve:
+	@scripts/ensure_env.sh requirements.txt
+	@scripts/serve.sh $(HOST) $(PORT)
 
 test: lint
 	@scripts/test.sh

@@ -21,6 +21,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
 from config.errors import DomainError
+from config.logs import current_request_id
 from config.throttling import unauthenticated_throttled
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,9 @@ def error_body(code: str, message: str, details=None) -> dict:
     error = {"code": code, "message": message}
     if details is not None:
         error["details"] = details
+    request_id = current_request_id()
+    if request_id:
+        error["request_id"] = request_id  # the X-Request-ID of the answer: what support asks for
     return {"error": error}
 
 
@@ -337,6 +341,7 @@ ERROR_SCHEMA = {
                 "code": {"type": "string"},
                 "message": {"type": "string"},
                 "details": {"description": "Field errors, for validation failures."},
+                "request_id": {"type": "string", "description": "The request's id, also sent as `X-Request-ID`."},
             },
             "required": ["code", "message"],
         }

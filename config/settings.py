@@ -80,7 +80,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.logs.RequestIdMiddleware",  # first: every response and log line gets the request id
+    "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "config.validation.RejectNulInRequestMiddleware",
     "config.validation.ApiBodyLimitMiddleware",
@@ -180,6 +183,17 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# The app serves its static files itself (WhiteNoise). Without DEBUG they come from STATIC_ROOT
+# as `collectstatic` left them (make serve runs it): names carry a content hash, so browsers
+# may cache them for ever, and compressed copies are made once.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:home"
@@ -240,6 +254,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not 
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST_X_FORWARDED_PROTO", False) else None
 SECURE_REFERRER_POLICY = "same-origin"
+# Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
@@ -348,11 +364,30 @@ API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
 if API_MAX_BODY_BYTES < 1024 or not 2 <= API_MAX_JSON_DEPTH <= 200:
     raise ImproperlyConfigured("API_MAX_BODY_BYTES must be at least 1024 and API_MAX_JSON_DEPTH 2..200")
 
+# --- Operations (docs/deploy.md) --------------------------------------------------------------
+# A `memory_worker` runs beside the app (make serve): /readyz then also needs its heartbeat to
+# be at most WORKER_HEARTBEAT_MAX_AGE seconds old, and background jobs wait for it. Without
+# one, the process that queued a job runs it in a thread of its own after the commit.
+WORKER_EXPECTED = env_bool("WORKER_EXPECTED", False)
+WORKER_HEARTBEAT_MAX_AGE = env_int("WORKER_HEARTBEAT_MAX_AGE", 300)
+JOBS_IN_PROCESS = env_bool("JOBS_IN_PROCESS", not WORKER_EXPECTED)
+# GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`; without a token there is none.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters")
+# "plain" lines or "json" (one object per line, every extra field kept); ACCESS_LOG: one line
+# per request (runserver writes its own).
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured("LOG_FORMAT must be 'plain' or 'json'")
+ACCESS_LOG = env_bool("ACCESS_LOG", not DEBUG)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+    "formatters": {"plain": {"()": "config.logs.PlainFormatter"}, "json": {"()": "config.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -4,8 +4,10 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from config.docs import ApiDocsView
+from config.metrics import metrics_view
 from identity_app.web.login import AdminLoginForm, LoginForm
 from memory_app import urls as memory_urls
+from memory_app.ops import health
 
 handler400 = "config.api.api_aware_400"
 handler403 = "config.api.api_aware_403"
@@ -15,6 +17,9 @@ handler500 = "config.api.api_aware_500"
 admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

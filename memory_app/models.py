@@ -7,5 +7,6 @@ code imports them from there, never from this module.
 from memory_app.agent.models import *  # noqa: F403
 from memory_app.automemory.models import *  # noqa: F403
 from memory_app.memories.models import *  # noqa: F403
+from memory_app.ops.models import *  # noqa: F403
 from memory_app.scoped.models import *  # noqa: F403
 from memory_app.search.models import *  # noqa: F403

@@ -14,6 +14,7 @@ from memory_app.home import api as home_api
 from memory_app.home import web as home_web
 from memory_app.memories import api as memories_api
 from memory_app.memories import web as memories_web
+from memory_app.ops import api as ops_api
 from memory_app.scoped import api as scoped_api
 from memory_app.scoped import web as scoped_web
 
@@ -23,6 +24,7 @@ api_urlpatterns = [
     *context_api.urlpatterns,
     *automemory_api.urlpatterns,
     *scoped_api.urlpatterns,
+    *ops_api.urlpatterns,
     *home_api.urlpatterns,
 ]
 

@@ -141,13 +141,16 @@ run-tool                  POST   sub     401  401    401  403 403  401   401 401
 auto-memory-settings      GET    -       401  401    401  401 401  200   200 200     200  200 200
 auto-memory-settings      PUT    -       401  401    401  401 401  200   200 200     200  200 200
 run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404     404  404 404
-auto-memory-run           POST   -       401  401    401  401 401  200   200 200     200  200 200
+# the on-demand round is a background job (202 + status URL); a job is its owner's alone
+auto-memory-run           POST   -       401  401    401  401 401  202   202 202     202  202 202
+job-detail                GET    -       401  401    401  401 401  200   404 404     404  404 404
 auto-memory-log           GET    -       401  401    401  401 401  200   200 200     200  200 200
 # scoped items: bots write; a user searches only the chats bound to them (403 for every other
 # chat alike, bound to someone or not, so the answer reveals nothing)
 memory-items              POST   -       401  401    401  401 401  403   403 403     403  201 404
 memory-search             POST   -       401  401    401  401 401  200   403 403     403  200 404
 memory-consolidate        POST   -       401  401    401  401 401  403   403 403     403  200 404
+memory-dream              POST   -       401  401    401  401 401  403   403 403     403  202 404
 chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200 200
 chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201 201
 chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204 404
@@ -205,6 +208,10 @@ for (route, method, target, persona), code in API_CODES.items():
 WEB = parse_table(
     """
 route                         method target anon  forged frun  sub   main  alice bob   mallory vera  svc
+# probes and metrics: open to anyone (metrics need a bearer token, and none is set here)
+healthz                       GET    -      200   200    200   200   200   200   200   200     200   200
+readyz                        GET    -      200   200    200   200   200   200   200   200     200   200
+metrics                       GET    -      404   404    404   404   404   404   404   404     404   404
 login                         GET    -      200   200    200   200   200   200   200   200     200   200
 login                         POST   -      200   200    200   200   200   200   200   200     200   200
 login                         PUT    -      200   200    200   200   200   200   200   200     200   200
@@ -464,6 +471,7 @@ def _export_file(w) -> dict:
     ("run-tool", "sub"): Target(lambda w: {**_sub_run(w), "tool": "remember_memory"}),
     ("run-auto-memory-flags", "-"): Target(_main_run),
     ("chat-binding-detail", "-"): Target(lambda w: {"binding_id": w.binding.pk}),
+    ("job-detail", "-"): Target(lambda w: {"job_id": w.job.pk}),
     ("web:my_memory", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("web:my_memory_correct", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("web:my_memory_forget", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
@@ -517,6 +525,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("run-auto-memory-flags", "POST"): {"use": True},
     ("memory-items", "POST"): {"content": "Prefers aisle seats", "kind": "preference", "session_id": CHAT_KEY},
     ("memory-search", "POST"): {"query": "seats", "session_id": CHAT_KEY},
+    ("memory-dream", "POST"): {"session_id": CHAT_KEY},
     ("memory-consolidate", "POST"): {
         "session_id": CHAT_KEY,
         "messages": [{"role": "user", "content": "I prefer aisle seats."}],

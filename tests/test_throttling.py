@@ -49,7 +49,10 @@ def rates(settings, clock):
 
 def assert_throttled(response, *, window=60):
     assert response.status_code == 429, response.content
-    assert response.json() == {"error": {"code": "throttled", "message": response.json()["error"]["message"]}}
+    error = response.json()["error"]
+    assert response.json() == {
+        "error": {"code": "throttled", "message": error["message"], "request_id": response["X-Request-ID"]}
+    }
     assert "throttled" in response.json()["error"]["message"].lower()
     retry_after = int(response["Retry-After"])
     assert 1 <= retry_after <= window

@@ -3,10 +3,12 @@ memory switch (docs/runs.md): PostgreSQL ``pg_advisory_xact_lock`` keyed by the 
 IMMEDIATE transaction (see settings) already holds the database write lock from BEGIN."""
 
 import hashlib
+import time
 
 from django.db import DatabaseError, connection
 
 from config.errors import ServiceUnavailable
+from config.metrics import USER_LOCK_FAILURES, USER_LOCK_WAIT_SECONDS
 
 LOCK_TIMEOUT_MS = 15000
 
@@ -27,12 +29,16 @@ def user_lock_acquire(*, user_id: int) -> None:
     ``transaction.atomic``; any failure raises ``LockFailed`` (the caller never writes
     without the lock)."""
     if not connection.in_atomic_block:
+        USER_LOCK_FAILURES.inc()
         raise LockFailed("The per-user lock needs a transaction.")
     if connection.vendor != "postgresql":
         return  # SQLite: BEGIN IMMEDIATE already took the database write lock.
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{LOCK_TIMEOUT_MS}ms"])
+            started = time.perf_counter()
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [user_lock_key(user_id)])
+            USER_LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
     except DatabaseError as exc:
+        USER_LOCK_FAILURES.inc()
         raise LockFailed(f"Could not take the per-user lock: {exc.__class__.__name__}.") from exc

@@ -9,6 +9,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.metrics import REMEMBER_MEMORY
 from config.validation import clean_text
 from memory_app.agent import history
 from memory_app.agent.budgets import utf8_len
@@ -165,6 +166,16 @@ def remember_memory(
 ) -> dict:
     """Append to or correct the caller's MEMORY.md. The whole check-and-write runs in one
     transaction under the per-user lock; any failure refuses and leaves the file as it was."""
+    try:
+        answer = _remember(credential=credential, content=content, replaces=replaces, claims=claims)
+    except DomainError as exc:
+        REMEMBER_MEMORY.labels(result=exc.code).inc()
+        raise
+    REMEMBER_MEMORY.labels(result=answer["result"]).inc()
+    return answer
+
+
+def _remember(*, credential: RunCredential, content, replaces, claims: dict | None) -> dict:
     content = _validate_tool_text(content, "content", required=True).strip()
     replaces = _validate_tool_text(replaces, "replaces", required=False)
     try:

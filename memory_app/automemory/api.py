@@ -22,7 +22,8 @@ from memory_app.automemory.models import (
     AutoMemoryOutcome,
     AutoMemorySettings,
 )
-from memory_app.automemory.worker import auto_memory_round_for_user
+from memory_app.automemory.worker import auto_memory_round_request
+from memory_app.ops.api import JobOutput, job_accepted
 
 
 class AutoMemorySettingsInput(StrictInputMixin, serializers.Serializer):
@@ -107,20 +108,14 @@ class RunFlagsView(APIView):
 class AutoMemoryRunView(APIView):
     @extend_schema(
         request=None,
-        responses=inline_serializer(
-            "AutoMemoryRound",
-            {
-                "processed": serializers.ListField(child=serializers.DictField()),
-                "stopped": serializers.CharField(help_text='"time_budget" when the round stopped early, else ""'),
-                "left": serializers.IntegerField(help_text="the caller's runs still waiting for extraction"),
-            },
+        responses={202: JobOutput},
+        description=(
+            "Queue one bounded extraction round over the caller's runs; poll `status_url`. When done, "
+            '`result` is `{"processed": [...], "stopped": "" | "time_budget", "left": N}`.'
         ),
     )
     def post(self, request):
-        report = auto_memory_round_for_user(user=request.user)
-        return Response(
-            {"processed": [r.as_dict() for r in report.results], "stopped": report.stopped, "left": report.left}
-        )
+        return job_accepted(auto_memory_round_request(user=request.user))
 
 
 class AutoMemoryLogOutput(serializers.ModelSerializer):

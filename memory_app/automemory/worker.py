@@ -20,6 +20,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from config.errors import NotFound, PermissionDenied
+from config.metrics import AUTOMEMORY_RUNS
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
 from memory_app.agent.models import TOP_LEVEL_RUN_KINDS, AgentRun, Message, MessageRole, MessageType, RunKind, RunStatus
@@ -30,6 +31,8 @@ from memory_app.automemory.redaction import redact
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
 from memory_app.memories import services
 from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Status, Tier
+from memory_app.ops.models import BackgroundJob
+from memory_app.ops.services import job_enqueue, job_handler
 
 logger = logging.getLogger(__name__)
 
@@ -143,10 +146,45 @@ def _claim_return_unstarted(*, run_id: str, token: str) -> None:
 
 # --- reading a run -------------------------------------------------------------------------
 def _run_messages_q(run: AgentRun, now: datetime) -> Q:
-    """The run's messages: those tagged with it, or untagged ones written while it ran."""
+    """The run's messages: those tagged with it, untagged ones written while it ran, and the
+    user's turn that started it."""
     start = run.started_at or run.created_at
     end = run.finished_at or now
-    return Q(run=run) | Q(run__isnull=True, created_at__gte=start, created_at__lte=end)
+    messages = Q(run=run) | Q(run__isnull=True, created_at__gte=start, created_at__lte=end)
+    turn = _starting_turn_id(run, start)
+    return messages | Q(pk=turn) if turn is not None else messages
+
+
+def _starting_turn_id(run: AgentRun, start: datetime) -> int | None:
+    """The user message that started the run. A runtime posts the user's turn and then creates
+    the run, so that message is older than the run and untagged: the thread's latest untagged
+    user text before the start, unless another top-level run of the thread was created after
+    it (then it was that run's turn)."""
+    turn = (
+        Message.objects.filter(
+            conversation_id=run.conversation_id,
+            run__isnull=True,
+            role=MessageRole.USER,
+            type=MessageType.TEXT,
+            created_at__lt=start,
+        )
+        .order_by("-created_at", "-id")
+        .values("pk", "created_at")
+        .first()
+    )
+    if turn is None:
+        return None
+    answered_before = (
+        AgentRun.objects.filter(
+            conversation_id=run.conversation_id,
+            kind__in=list(TOP_LEVEL_RUN_KINDS),
+            created_at__gte=turn["created_at"],
+            created_at__lt=run.created_at,
+        )
+        .exclude(pk=run.pk)
+        .exists()
+    )
+    return None if answered_before else turn["pk"]
 
 
 def _number(value) -> float | None:
@@ -433,6 +471,8 @@ def _round(
             )
         except Exception as exc:
             report.results.append(_run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc))
+    for result in report.results:
+        AUTOMEMORY_RUNS.labels(outcome=result.outcome, gate=result.gate or "none").inc()
     return report
 
 
@@ -451,10 +491,10 @@ def round_run(
 
 
 def auto_memory_round_for_user(*, user, extractor: Extractor | None = None) -> RoundReport:
-    """``POST /api/users/me/auto-memory/run``: one round over the caller's runs, inside the
-    request, so bounded twice: at most ``AUTO_MEMORY_MANUAL_ROUND_LIMIT`` runs, and no run
-    started after ``AUTO_MEMORY_MANUAL_ROUND_SECONDS``. What is left stays claimable for the
-    background worker (or the next call)."""
+    """The on-demand round (a background job, ``auto_memory_round_request``): one round over
+    the user's runs, bounded twice: at most ``AUTO_MEMORY_MANUAL_ROUND_LIMIT`` runs, and no
+    run started after ``AUTO_MEMORY_MANUAL_ROUND_SECONDS``. What is left stays claimable for
+    the sweeping worker (or the next call)."""
     report = _round(
         worker_id=f"manual:{user.pk}",
         limit=settings.AUTO_MEMORY_MANUAL_ROUND_LIMIT,
@@ -465,3 +505,18 @@ def auto_memory_round_for_user(*, user, extractor: Extractor | None = None) -> R
     )
     report.left = sweep_queryset(now=timezone.now(), user=user).values("pk")[:LEFT_COUNT_CAP].count()
     return report
+
+
+AUTO_MEMORY_ROUND_JOB = "auto_memory_round"
+
+
+def auto_memory_round_request(*, user) -> BackgroundJob:
+    """``POST /api/users/me/auto-memory/run``: queue the user's on-demand round (or return the
+    one still queued)."""
+    return job_enqueue(kind=AUTO_MEMORY_ROUND_JOB, user=user)
+
+
+@job_handler(AUTO_MEMORY_ROUND_JOB)
+def auto_memory_round_job(job: BackgroundJob) -> dict:
+    report = auto_memory_round_for_user(user=job.user)
+    return {"processed": [r.as_dict() for r in report.results], "stopped": report.stopped, "left": report.left}

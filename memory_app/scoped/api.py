@@ -10,6 +10,7 @@ from identity_app import chat_bindings
 from identity_app.models import ChatBinding
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
+from memory_app.ops.api import JobOutput, job_accepted
 from memory_app.scoped import consolidation, search
 from memory_app.scoped import services as items
 from memory_app.scoped.consolidation import MAX_TURN_MESSAGES
@@ -152,6 +153,24 @@ class ConsolidateView(APIView):
         )
 
 
+class DreamInput(StrictInputMixin, serializers.Serializer):
+    session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
+
+
+class DreamView(APIView):
+    @extend_schema(
+        request=DreamInput,
+        responses={202: JobOutput},
+        description=(
+            "Queue a dreaming pass over the session's recent history (service principals); poll "
+            "`status_url`. When done, `result` holds the counts and each candidate's decision."
+        ),
+    )
+    def post(self, request):
+        data = validated(DreamInput, request)
+        return job_accepted(consolidation.dream_request(actor=request.user, session_id=data["session_id"]))
+
+
 class ChatBindingOutput(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
 
@@ -193,6 +212,7 @@ urlpatterns = [
     api_route(r"memory/items", ItemCreateView.as_view(), "memory-items"),
     api_route(r"memory/search", SearchView.as_view(), "memory-search"),
     api_route(r"memory/consolidate", ConsolidateView.as_view(), "memory-consolidate"),
+    api_route(r"memory/dream", DreamView.as_view(), "memory-dream"),
     api_route(r"chat-bindings", ChatBindingListView.as_view(), "chat-bindings"),
     api_route(r"chat-bindings/(?P<binding_id>[0-9]{1,18})", ChatBindingDetailView.as_view(), "chat-binding-detail"),
 ]

@@ -24,6 +24,8 @@ from memory_app.automemory.extraction import Candidate, DeterministicExtractor, 
 from memory_app.automemory.redaction import redact
 from memory_app.memories import services
 from memory_app.memories.models import KIND_VALUES, Memory, Origin, Status
+from memory_app.ops.models import BackgroundJob
+from memory_app.ops.services import job_enqueue, job_handler
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL, resolve_scope_from_session, write_scope
 from memory_app.scoped.services import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
@@ -283,3 +285,40 @@ def dream_round(
         except DomainError as exc:
             results[key] = exc
     return results
+
+
+DREAM_JOB = "dream"
+
+
+def dream_request(*, actor: AbstractBaseUser, session_id: str) -> BackgroundJob:
+    """``POST /api/memory/dream``: check now what the pass checks (a service principal that
+    may write the session's own scope), then queue the pass, or return the one still queued
+    for this session."""
+    if not is_service_principal(actor):
+        raise PermissionDenied("Only service principals may consolidate memories.")
+    own_scope = resolve_scope_from_session(session_id)
+    services.scope_require_write(actor=actor, tier=own_scope[0], scope_id=own_scope[1])
+    return job_enqueue(kind=DREAM_JOB, user=actor, payload={"session_id": session_id}, dedupe_key=session_id)
+
+
+@job_handler(DREAM_JOB)
+def dream_job(job: BackgroundJob) -> dict:
+    """The result names what was decided, never the text: a forgotten memory must not live
+    on in a job's result."""
+    report = dream_session(actor=job.user, session_id=job.payload["session_id"])
+    return {
+        "session_id": report.session_id,
+        "counts": report.counts(),
+        "candidates": [
+            {
+                "id": candidate.pk,
+                "decision": candidate.decision,
+                "kind": candidate.kind,
+                "scope_type": candidate.scope_type,
+                "scope_id": candidate.scope_id,
+                "memory_id": candidate.memory_id,
+            }
+            for candidate in report.candidates
+        ],
+        "archived": report.archived,
+    }

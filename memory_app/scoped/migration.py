@@ -34,6 +34,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput
+from config.metrics import SCOPE_MIGRATION_ENTRIES
 from identity_app.session_keys import ChatAddress, InvalidSessionKey, SessionKey
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
@@ -322,6 +323,8 @@ def apply_plan(
     counts: dict[str, int] = {}
     for row in results:
         counts[row["result"]] = counts.get(row["result"], 0) + 1
+        if not dry_run:
+            SCOPE_MIGRATION_ENTRIES.labels(result=row["result"]).inc()
     return {"dry_run": dry_run, "backup": backup, "note": note, "results": results, "counts": counts}
 
 

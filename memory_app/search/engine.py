@@ -30,6 +30,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from config.metrics import observe_search
 from memory_app.search.analysis import query_terms
 from memory_app.search.embeddings import DTYPE, get_provider
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
@@ -239,6 +240,7 @@ def rrf_fuse(rankings: list[list], *, k: int = RRF_K) -> list[tuple]:
     return sorted(fused.items(), key=lambda pair: pair[1], reverse=True)
 
 
+@observe_search  # latency per mode on /metrics
 def search(*, scopes: list[str], query: str, limit: int, mode: str | None = None, depth: int | None = None) -> Result:
     """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``)."""
     mode = mode or default_mode()

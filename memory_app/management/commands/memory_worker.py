@@ -1,20 +1,37 @@
-"""``python manage.py memory_worker``: the auto-memory extraction loop (docs/auto-memory.md)."""
+"""``python manage.py memory_worker``: the auto-memory extraction loop (docs/auto-memory.md), and
+between its rounds the background jobs (docs/deploy.md), polled every ``--job-poll`` seconds,
+with a heartbeat row that ``/readyz`` reads. SIGTERM or SIGINT stop it after the current step.
+"""
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
+from django.utils import timezone
 
 from config.errors import DomainError, ServiceUnavailable
 from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbeat, worker_heartbeat_end
 from memory_app.scoped.consolidation import dream_round
 from memory_app.search.embedder import embed_pending
 
 logger = logging.getLogger(__name__)
+
+
+class _LogLines:
+    """``self.stdout`` under ``LOG_FORMAT=json``: each summary line becomes a log record."""
+
+    def write(self, text: str, *args, **kwargs) -> None:
+        for line in text.splitlines():
+            if line.strip():
+                logger.info(line)
 
 
 class Command(BaseCommand):
@@ -34,12 +51,16 @@ class Command(BaseCommand):
             action="store_true",
             help="also embed up to 512 indexed documents that lack a vector after each round",
         )
+        parser.add_argument(
+            "--job-poll", type=float, default=1.0, help="seconds between looks for background jobs (default 1)"
+        )
 
-    def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, embeddings, **options):
-        if interval <= 0 or not 1 <= batch <= 1000:
-            raise CommandError("--interval must be > 0 and --batch between 1 and 1000.")
+    def handle(self, *args, once, interval, batch, worker_id, dream, dream_limit, embeddings, job_poll, **options):
+        if interval <= 0 or not 1 <= batch <= 1000 or not 0 < job_poll <= 60:
+            raise CommandError("--interval must be > 0, --batch between 1 and 1000, --job-poll in (0, 60].")
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         extractor = get_extractor()
+        self._start(worker_id=worker_id, job_poll=job_poll, once=once)
         while True:
             try:
                 results = round_run(worker_id=worker_id, limit=batch, extractor=extractor)
@@ -49,7 +70,7 @@ class Command(BaseCommand):
                 # The database went away: keep looping; claims that were taken expire.
                 logger.warning("auto-memory round failed", extra={"error_class": type(exc).__name__})
                 close_old_connections()
-                time.sleep(interval)
+                self._wait(interval)
                 continue
             counts: dict[str, int] = {}
             for result in results:
@@ -68,5 +89,54 @@ class Command(BaseCommand):
                     logger.warning("embedding refresh failed", extra={"error_class": type(exc).__name__})
                     self.stdout.write("embeddings: provider unavailable, retrying next round")
             if once:
+                self._jobs()
                 return
-            time.sleep(interval)
+            self._wait(interval)
+
+    # --- jobs and heartbeat between rounds ------------------------------------------------
+    def _start(self, *, worker_id: str, job_poll: float, once: bool) -> None:
+        self.worker_id, self.job_poll, self.stopping = worker_id, job_poll, False
+        self.started_at = timezone.now()
+        if settings.LOG_FORMAT == "json":
+            self.stdout = _LogLines()
+        if not once:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, self._stop_soon)
+        self._beat()
+
+    def _stop_soon(self, signum, frame) -> None:
+        self.stopping = True
+
+    def _beat(self) -> None:
+        try:
+            worker_heartbeat(worker_id=self.worker_id, started_at=self.started_at)
+        except DatabaseError as exc:
+            logger.warning("worker heartbeat failed", extra={"error_class": type(exc).__name__})
+            close_old_connections()
+
+    def _jobs(self) -> None:
+        try:
+            jobs_run_pending(worker_id=self.worker_id)
+        except DatabaseError as exc:
+            logger.warning("background jobs failed", extra={"error_class": type(exc).__name__})
+            close_old_connections()
+
+    def _wait(self, seconds: float) -> None:
+        """Until the next round: run queued jobs and beat every ``job_poll`` seconds."""
+        deadline = time.monotonic() + seconds
+        try:
+            jobs_prune()
+        except DatabaseError:
+            close_old_connections()
+        while True:
+            self._jobs()
+            self._beat()
+            if self.stopping:
+                with contextlib.suppress(DatabaseError):  # else its heartbeat ages out
+                    worker_heartbeat_end(worker_id=self.worker_id)
+                self.stdout.write("memory_worker stopped")
+                raise SystemExit(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(self.job_poll, remaining))

@@ -3,6 +3,7 @@
 from memory_app.agent.models import AgentRun, MessageRole
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemorySettings
 from memory_app.memories.models import Memory
+from memory_app.ops.services import jobs_run_pending
 from tests.factories import CompletedRunFactory, MessageFactory
 
 LONG_TALK = (
@@ -24,6 +25,18 @@ def finished_run(*, user, project=None, text: str = LONG_TALK, role=MessageRole.
     if text:
         MessageFactory(run=run, role=role, content=text)
     return run
+
+
+def manual_round(client) -> dict:
+    """The on-demand round as a runtime sees it: 202 with a status URL; a worker runs the job;
+    the status URL then reports it done, with the round's result."""
+    response = client.post("/api/users/me/auto-memory/run")
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "queued" and response["Location"] == response.json()["status_url"]
+    jobs_run_pending(worker_id="test-worker")
+    status = client.get(response.json()["status_url"])
+    assert status.status_code == 200 and status.json()["status"] == "done", status.content
+    return status.json()["result"]
 
 
 def auto_memories(project=None):

@@ -7,7 +7,7 @@ from django.urls import reverse
 from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
 from tests.factories import AgentRunFactory
-from tests.memory_app.automemory.helpers import auto_memories, enable, finished_run
+from tests.memory_app.automemory.helpers import auto_memories, enable, finished_run, manual_round
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +20,7 @@ def test_manual_round_processes_only_the_callers_runs(api, alice, bob, project):
     enable(bob)
     mine = finished_run(user=alice, project=project)
     theirs = finished_run(user=bob, project=project)
-    response = api(alice).post(RUN_URL)
-    assert response.status_code == 200, response.content
-    [result] = response.json()["processed"]
+    [result] = manual_round(api(alice))["processed"]
     assert (result["run_id"], result["outcome"], len(result["memory_ids"])) == (mine.pk, "extracted", 2)
     theirs.refresh_from_db()
     assert theirs.auto_memory_processed_at is None
@@ -31,7 +29,7 @@ def test_manual_round_processes_only_the_callers_runs(api, alice, bob, project):
 
 def test_manual_round_with_defaults_off_does_nothing(api, alice, project):
     finished_run(user=alice, project=project)
-    assert api(alice).post(RUN_URL).json() == {"processed": [], "stopped": "", "left": 0}
+    assert manual_round(api(alice)) == {"processed": [], "stopped": "", "left": 0}
     assert not auto_memories().exists()
 
 
@@ -41,9 +39,9 @@ def test_manual_round_is_bounded(api, alice, project):
     assert limit == 5
     for _ in range(limit + 2):
         finished_run(user=alice, project=project)
-    first = api(alice).post(RUN_URL).json()
+    first = manual_round(api(alice))
     assert (len(first["processed"]), first["stopped"], first["left"]) == (limit, "", 2)
-    second = api(alice).post(RUN_URL).json()
+    second = manual_round(api(alice))
     assert (len(second["processed"]), second["left"]) == (2, 0)
 
 
@@ -60,8 +58,8 @@ def test_log_lists_outcomes_of_the_caller_only(api, alice, bob, project):
     finished_run(user=alice, project=project)
     finished_run(user=alice, project=None)
     finished_run(user=bob, project=project)
-    api(alice).post(RUN_URL)
-    api(bob).post(RUN_URL)
+    manual_round(api(alice))
+    manual_round(api(bob))
     body = api(alice).get(LOG_URL).json()
     assert body["count"] == 3
     outcomes = sorted(e["outcome"] for e in body["results"])
@@ -78,7 +76,7 @@ def test_log_is_paginated_and_validates_filters(api, alice, project):
     enable(alice, min_length_chars=100000)
     for _ in range(5):
         finished_run(user=alice, project=project)
-    api(alice).post(RUN_URL)
+    manual_round(api(alice))
     page = api(alice).get(LOG_URL, {"page_size": 2}).json()
     assert (page["count"], len(page["results"])) == (5, 2) and page["next"]
     assert page["results"][0]["gate"] == "length"

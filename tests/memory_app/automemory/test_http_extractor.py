@@ -13,7 +13,7 @@ from memory_app.automemory.extraction import DeterministicExtractor, ExtractorEr
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
 from memory_app.memories.models import Memory
-from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run
+from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run, manual_round
 
 
 class FakeModelServer:
@@ -231,9 +231,7 @@ def test_on_demand_round_stops_starting_runs_after_its_time_budget(api, alice, p
         AUTO_MEMORY_MANUAL_ROUND_LIMIT=3,
         AUTO_MEMORY_MANUAL_ROUND_SECONDS=0.2,
     ):
-        response = api(alice).post("/api/users/me/auto-memory/run")
-    assert response.status_code == 200, response.content
-    body = response.json()
+        body = manual_round(api(alice))
     assert (len(body["processed"]), body["stopped"], body["left"]) == (1, "time_budget", 3)
     assert len(model_server.requests) == 1  # no second extractor call was started
     assert AgentRun.objects.filter(pk__in=[r.pk for r in runs], auto_memory_processed_at__isnull=False).count() == 1
@@ -261,6 +259,6 @@ def test_on_demand_round_within_its_budget_runs_up_to_its_limit(api, alice, proj
         AUTO_MEMORY_MANUAL_ROUND_LIMIT=3,
         AUTO_MEMORY_MANUAL_ROUND_SECONDS=60,
     ):
-        body = api(alice).post("/api/users/me/auto-memory/run").json()
+        body = manual_round(api(alice))
     assert (len(body["processed"]), body["stopped"], body["left"]) == (3, "", 1)
     assert len(model_server.requests) == 3

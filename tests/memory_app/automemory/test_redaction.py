@@ -9,7 +9,7 @@ from django.db import connection
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.worker import round_run
-from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run
+from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run, manual_round
 
 # (kind, statement holding the secret, the secret string itself)
 SECRETS = [
@@ -359,9 +359,8 @@ def _chat_run(service, run_api, *, project, text: str) -> str:
 
 
 def _extract_now(client, run_id: str) -> None:
-    response = client.post("/api/users/me/auto-memory/run")
-    assert response.status_code == 200, response.content
-    assert [(p["run_id"], p["outcome"]) for p in response.json()["processed"]] == [(run_id, "extracted")]
+    result = manual_round(client)
+    assert [(p["run_id"], p["outcome"]) for p in result["processed"]] == [(run_id, "extracted")]
 
 
 @pytest.mark.django_db

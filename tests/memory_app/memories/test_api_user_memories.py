@@ -75,7 +75,9 @@ def test_other_users_memory_is_404_on_every_verb(api, alice, mallory, verb, suff
     before = snapshot()
     response = getattr(api(mallory), verb)(f"{BASE}/{memory.id}{suffix}", body, format="json")
     assert response.status_code == 404
-    assert response.json() == {"error": {"code": "not_found", "message": "Memory not found."}}
+    assert response.json() == {
+        "error": {"code": "not_found", "message": "Memory not found.", "request_id": response["X-Request-ID"]}
+    }
     assert snapshot() == before
 
 
