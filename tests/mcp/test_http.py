@@ -92,6 +92,14 @@ def test_http_transport(http_url, world, alice, bob, svc, workspace_root, monkey
         if status == 401:
             assert response.headers["www-authenticate"] == "Token"
     assert post(http_url, {"Authorization": f"Token {key_for(alice)}"}).status_code == 200
+    oversized = httpx2.post(
+        http_url,
+        content=b"[" + b" " * (1024 * 1024) + b"]",
+        headers={**ACCEPT, "Authorization": f"Token {key_for(alice)}"},
+        timeout=TIMEOUT,
+        trust_env=False,
+    )
+    assert oversized.status_code == 413  # the REST API's body cap (API_MAX_BODY_BYTES)
 
     # Sessions of alice, of bob, and of a service principal acting for alice.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # this test's own queries, between calls
