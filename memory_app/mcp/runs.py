@@ -123,7 +123,7 @@ class SessionRun:
     def _end(self, exc: DomainError) -> None:
         logger.info("MCP session %s: run %s ended: %s", self.worker_id, self.run_id, exc.code)
         self._ended = SessionRunEnded(
-            f"This session's run has ended ({exc.message}) Reconnect the MCP server to start a new one.",
+            f"This session's run has ended: {exc.message} Reconnect the MCP server to start a new one.",
             code=exc.code,
         )
 
