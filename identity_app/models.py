@@ -41,6 +41,12 @@ def validate_timezone(value: str) -> None:
         raise ValidationError(f"{value!r} is not a valid IANA time zone name.", code="invalid")
 
 
+def validate_language(value: str) -> None:
+    """Empty (the browser's choice) or one of the interface languages (``settings.LANGUAGES``)."""
+    if value and value not in {code for code, _name in settings.LANGUAGES}:
+        raise ValidationError(f"{value!r} is not a language of this site.", code="invalid")
+
+
 def validate_preferences(value) -> None:
     if not isinstance(value, dict):
         # Not code="invalid": JSONField would replace the message with its own "valid JSON" text.
@@ -54,6 +60,8 @@ class Profile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     display_name = models.CharField(max_length=150, blank=True)
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    # The web interface's language; empty: the browser's (Accept-Language).
+    language = models.CharField(max_length=16, blank=True, default="", validators=[validate_language])
     preferences = models.JSONField(default=dict, blank=True, validators=[validate_preferences])
     updated_at = models.DateTimeField(auto_now=True)
 

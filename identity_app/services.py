@@ -37,6 +37,7 @@ def profile_update(
     user: AbstractBaseUser,
     display_name=_UNSET,
     timezone=_UNSET,
+    language=_UNSET,
     preferences=_UNSET,
 ) -> Profile:
     with transaction.atomic():
@@ -45,12 +46,13 @@ def profile_update(
         for name, value in (
             ("display_name", display_name),
             ("timezone", timezone),
+            ("language", language),
             ("preferences", preferences),
         ):
             if value is not _UNSET:
                 setattr(profile, name, value)
                 fields.append(name)
-        # full_clean runs the timezone and credential-key validators; nothing is saved on error.
+        # full_clean runs the timezone, language and credential-key validators; nothing is saved on error.
         profile.full_clean()
         profile.save(update_fields=[*fields, "updated_at"] if fields else None)
     return profile

@@ -247,6 +247,7 @@ web:project_members           POST   -      login login  login login login 302  
 web:project_invitation_cancel POST   -      login login  login login login 302   403   404     403   404
 web:workspace                 GET    -      login login  login login login 200   200   200     200   200
 web:workspace                 POST   -      login login  login login login 302   302   302     302   302
+web:set_language              POST   -      302   302    302   302   302   302   302   302     302   302
 web:settings                  GET    -      login login  login login login 200   200   200     200   200
 web:settings                  POST   -      login login  login login login 302   302   302     302   302
 web:conversations             GET    -      login login  login login login 200   200   200     200   200
@@ -538,6 +539,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("web:project_memory_correct", "POST"): {"kind": "decision", "content": "We ship on Mondays"},
     ("web:profile", "POST"): {"display_name": "Renamed", "timezone": "UTC", "preferences": "{}"},
     ("web:workspace", "POST"): {"name": "MEMORY.md", "content": "- a new note\n"},
+    ("web:set_language", "POST"): {"language": "zh-hans", "next": "/"},
     ("web:tokens", "POST"): {"name": "ci", "expires_in_days": "30"},
     ("web:project_members", "POST"): {"username": "carol", "role": "member"},
     ("web:settings", "POST"): {"enable_memory": "on"},

@@ -14,13 +14,19 @@ class ProfileOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Profile
-        fields = ["username", "display_name", "timezone", "preferences", "updated_at"]
+        fields = ["username", "display_name", "timezone", "language", "preferences", "updated_at"]
 
 
 class ProfileInput(StrictInputMixin, serializers.Serializer):
     display_name = StrictCharField(max_length=150, allow_blank=True, required=False)
     timezone = documented(
         StrictCharField, {"type": "string", "enum": sorted(zoneinfo.available_timezones())}, required=False
+    )
+    language = documented(
+        StrictCharField,
+        {"type": "string", "enum": ["", *(code for code, _name in settings.LANGUAGES)]},
+        required=False,
+        allow_blank=True,
     )
     preferences = documented(serializers.JSONField, {"type": "object", "additionalProperties": {}}, required=False)
 

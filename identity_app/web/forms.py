@@ -1,7 +1,9 @@
 import json
 
 from django import forms
+from django.conf import settings
 from django.core.validators import MaxValueValidator
+from django.utils.translation import gettext_lazy as _
 
 from identity_app.models import Role
 
@@ -14,12 +16,19 @@ class ProfileForm(forms.Form):
 
     display_name = forms.CharField(required=False)
     timezone = forms.CharField(widget=forms.TextInput(attrs={"list": "timezones", "autocomplete": "off"}))
+    language = forms.ChoiceField(required=False)
     preferences = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
         max_length=MAX_PREFERENCES_CHARS,
-        help_text="A JSON object. Keys naming credentials (password, secret, token, api_key, credential) are refused.",
+        help_text=_(
+            "A JSON object. Keys naming credentials (password, secret, token, api_key, credential) are refused."
+        ),
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [("", _("The browser's language")), *settings.LANGUAGES]
 
     def clean_preferences(self):
         raw = self.cleaned_data["preferences"].strip()
@@ -28,7 +37,10 @@ class ProfileForm(forms.Form):
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+            raise forms.ValidationError(
+                _("Not valid JSON: %(error)s (line %(line)s, column %(column)s).")
+                % {"error": exc.msg, "line": exc.lineno, "column": exc.colno}
+            ) from None
 
 
 def _comma_list(value: str) -> list[str] | None:
@@ -42,12 +54,12 @@ class TokenCreateForm(forms.Form):
     them for anyone else)."""
 
     name = forms.CharField(required=False, max_length=100)
-    expires_in_days = forms.IntegerField(min_value=1, label="Expires in (days)")
+    expires_in_days = forms.IntegerField(min_value=1, label=_("Expires in (days)"))
     only_users = forms.CharField(
-        required=False, max_length=4000, help_text="Usernames, comma-separated. Empty: any user."
+        required=False, max_length=4000, help_text=_("Usernames, comma-separated. Empty: any user.")
     )
     only_projects = forms.CharField(
-        required=False, max_length=4000, help_text="Project ids, comma-separated. Empty: any project."
+        required=False, max_length=4000, help_text=_("Project ids, comma-separated. Empty: any project.")
     )
 
     def __init__(self, *args, max_days: int, default_days: int, limits: bool, **kwargs):

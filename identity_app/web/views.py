@@ -11,7 +11,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
+from django.views.i18n import set_language
 
 from config.web import service_call
 from identity_app import selectors, services
@@ -24,7 +26,7 @@ MAX_TOKENS_SHOWN = 200
 MAX_INVITATIONS_SHOWN = 200
 MAX_MEMBERS_SHOWN = 500
 # The same words whether or not the username exists (or is already a member).
-INVITED_MESSAGE = "If an account with this username exists and is not a member yet, it has been invited."
+INVITED_MESSAGE = _("If an account with this username exists and is not a member yet, it has been invited.")
 
 
 @lru_cache(maxsize=1)
@@ -43,7 +45,7 @@ def profile(request):
             with service_call(form) as call:
                 profile_update(user=request.user, **form.cleaned_data)
             if call.ok:
-                messages.success(request, "Profile saved.")
+                messages.success(request, _("Profile saved."))
                 return redirect("web:profile")
             status = call.status
         else:
@@ -53,6 +55,7 @@ def profile(request):
             initial={
                 "display_name": profile.display_name,
                 "timezone": profile.timezone,
+                "language": profile.language,
                 "preferences": json.dumps(profile.preferences, indent=2, ensure_ascii=False, sort_keys=True),
             }
         )
@@ -112,7 +115,7 @@ def tokens(request):
 @require_http_methods(["POST"])
 def token_revoke(request, token_id):
     token = services.token_revoke(actor=request.user, token_id=token_id)
-    messages.success(request, f"Token {token.prefix}… revoked; it no longer works.")
+    messages.success(request, _("Token %(prefix)s… revoked; it no longer works.") % {"prefix": token.prefix})
     return redirect("web:tokens")
 
 
@@ -135,7 +138,10 @@ def invitations(request):
 @require_http_methods(["POST"])
 def invitation_accept(request, invitation_id):
     membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
-    messages.success(request, f"You joined {membership.project.name} as {membership.role}.")
+    messages.success(
+        request,
+        _("You joined %(project)s as %(role)s.") % {"project": membership.project.name, "role": membership.role},
+    )
     return redirect("web:project_members", membership.project_id)
 
 
@@ -143,7 +149,7 @@ def invitation_accept(request, invitation_id):
 @require_http_methods(["POST"])
 def invitation_decline(request, invitation_id):
     services.invitation_decline(actor=request.user, invitation_id=invitation_id)
-    messages.success(request, "Invitation declined.")
+    messages.success(request, _("Invitation declined."))
     return redirect("web:invitations")
 
 
@@ -186,11 +192,24 @@ def project_members(request, project_id):
 @require_http_methods(["POST"])
 def project_invitation_cancel(request, project_id, invitation_id):
     services.invitation_cancel(actor=request.user, project_id=project_id, invitation_id=invitation_id)
-    messages.success(request, "Invitation cancelled.")
+    messages.success(request, _("Invitation cancelled."))
     return redirect("web:project_members", project_id)
 
 
+# --- the interface language -------------------------------------------------------------------
+@require_http_methods(["POST"])
+def language_set(request):
+    """The language switch: Django's ``set_language`` (the cookie, and back to ``next`` when it is
+    a page of this site), and for a signed-in user the profile too, so the choice follows them."""
+    response = set_language(request)
+    language = request.POST.get("language")
+    if request.user.is_authenticated and language in {code for code, _name in settings.LANGUAGES}:
+        profile_update(user=request.user, language=language)
+    return response
+
+
 urlpatterns = [
+    path("language/", language_set, name="set_language"),
     path("profile/", profile, name="profile"),
     path("tokens/", tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_revoke, name="token_revoke"),

@@ -60,11 +60,12 @@ def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     return text, cut or bool(start)
 
 
-def _with_next_turns(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Neighbouring-turn context: the reply after each of the best hits (the next turn, when the
-    other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score, since an answer ("In the morning,
-    with breakfast.") follows the question that names its topic. Best first."""
-    sources = ranked[:NEXT_TURN_SOURCES]
+def _with_next_turns(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Neighbouring-turn context for the word ranking: the reply after each of the best hits (the
+    next turn, when the other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score, since an
+    answer ("In the morning, with breakfast.") follows the question that names its topic. (The
+    vectors carry the same context: a message is embedded with the turn before it.)"""
+    sources = [(int(ref), score) for ref, score in ranked[:NEXT_TURN_SOURCES]]
     if not sources or not NEXT_TURN_WEIGHT:
         return ranked
     later = Message.objects.filter(
@@ -86,7 +87,7 @@ def _with_next_turns(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]
     for message_id, score in sources:
         next_id = following.get(message_id)
         if next_id is not None:
-            scores[next_id] = scores.get(next_id, 0.0) + NEXT_TURN_WEIGHT * score
+            scores[str(next_id)] = scores.get(str(next_id), 0.0) + NEXT_TURN_WEIGHT * score
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
@@ -99,8 +100,14 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
     if not query_terms(query):
         raise InvalidInput("query has no searchable words.", code="invalid_query")
-    found = engine.search(scopes=[history_scope(user_id)], query=query, limit=limit, depth=limit * 3 + 20)
-    ranked = _with_next_turns([(int(hit.ref), hit.score) for hit in found.hits])
+    found = engine.search(
+        scopes=[history_scope(user_id)],
+        query=query,
+        limit=limit,
+        depth=limit * 3 + 20,
+        expand_lexical=_with_next_turns,
+    )
+    ranked = [(int(hit.ref), hit.score) for hit in found.hits]
     ids = [message_id for message_id, _ in ranked]
     rows = {
         row["id"]: row

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import path
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from config.web import service_call
@@ -17,17 +18,17 @@ LOG_PAGE_SIZE = 50
 
 
 class AutoMemorySettingsForm(forms.Form):
-    generate = forms.BooleanField(required=False, label="Generate memories from my finished runs")
-    use = forms.BooleanField(required=False, label="Use my memories in new runs")
-    extract_model = forms.CharField(required=False, max_length=MODEL_NAME_MAX, label="Extraction model (stored)")
+    generate = forms.BooleanField(required=False, label=_("Generate memories from my finished runs"))
+    use = forms.BooleanField(required=False, label=_("Use my memories in new runs"))
+    extract_model = forms.CharField(required=False, max_length=MODEL_NAME_MAX, label=_("Extraction model (stored)"))
     consolidation_model = forms.CharField(
-        required=False, max_length=MODEL_NAME_MAX, label="Consolidation model (stored)"
+        required=False, max_length=MODEL_NAME_MAX, label=_("Consolidation model (stored)")
     )
     min_idle_minutes = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_idle_minutes"])
     min_duration_seconds = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_duration_seconds"])
     min_length_chars = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_length_chars"])
     min_quota_remaining_pct = forms.IntegerField(min_value=0, max_value=AUTO_MEMORY_LIMITS["min_quota_remaining_pct"])
-    redact_contact_info = forms.BooleanField(required=False, label="Also redact emails and phone numbers")
+    redact_contact_info = forms.BooleanField(required=False, label=_("Also redact emails and phone numbers"))
 
 
 @login_required
@@ -44,7 +45,7 @@ def auto_memory_settings(request):
             with service_call(form) as call:
                 services.auto_memory_settings_update(user=request.user, changes=form.cleaned_data)
             if call.ok:
-                messages.success(request, "Auto-memory settings saved.")
+                messages.success(request, _("Auto-memory settings saved."))
                 return redirect("web:auto_memory_settings")
             status = call.status
     return render(request, "automemory/settings.html", {"form": form}, status=status)
@@ -66,7 +67,7 @@ def auto_memory_log(request):
     )
 
 
-_FLAG_CHOICES = [("inherit", "Inherit my setting"), ("on", "On for this run"), ("off", "Off for this run")]
+_FLAG_CHOICES = [("inherit", _("Inherit my setting")), ("on", _("On for this run")), ("off", _("Off for this run"))]
 _FLAG_VALUES = {"inherit": None, "on": True, "off": False}
 
 
@@ -94,7 +95,7 @@ def run_auto_memory_flags(request, run_id):
             generate=_FLAG_VALUES[form.cleaned_data["generate"]],
             use=_FLAG_VALUES[form.cleaned_data["use"]],
         )
-        messages.success(request, "Auto-memory flags of this run saved.")
+        messages.success(request, _("Auto-memory flags of this run saved."))
         return redirect("web:run_auto_memory_flags", run_id=run.pk)
     return render(
         request,

@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_http_methods
 
 from config.web import service_call
@@ -44,7 +45,9 @@ class MemoryScope:
 
     @property
     def title(self) -> str:
-        return "My memories" if self.project is None else f"Project {self.project.name}: memories"
+        if self.project is None:
+            return gettext("My memories")
+        return gettext("Project %(name)s: memories") % {"name": self.project.name}
 
     def _args(self, *extra) -> list:
         return [*([self.project.pk] if self.project else []), *extra]
@@ -125,7 +128,7 @@ def _memory_list(request, scope: MemoryScope):
                     **create_form.cleaned_data,
                 )
             if call.ok:
-                messages.success(request, "Memory saved.")
+                messages.success(request, gettext("Memory saved."))
                 return redirect(scope.url("list"))
             status = call.status
         else:
@@ -178,7 +181,7 @@ def _memory_correct(request, scope: MemoryScope, memory_id: str):
                     **form.cleaned_data,
                 )
             if call.ok:
-                messages.success(request, "Memory corrected. The old version stays in the chain.")
+                messages.success(request, gettext("Memory corrected. The old version stays in the chain."))
                 return redirect(scope.url("detail", new.pk))
             status = call.status
             memory = scope.get(request.user, memory_id)  # it may have changed meanwhile
@@ -199,8 +202,8 @@ def _memory_forget(request, scope: MemoryScope, memory_id: str):
         forgotten = services.memory_forget(
             actor=request.user, memory_id=memory.pk, tier=scope.tier, project_id=scope.project_id
         )
-        noun = "memory" if len(forgotten) == 1 else "memories"
-        messages.success(request, f"Forgot {len(forgotten)} {noun}.")
+        count = len(forgotten)
+        messages.success(request, ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", count) % {"n": count})
         return redirect(scope.url("list"))
     older = selectors.memory_chain(memory=memory)
     older = older[: older.index(memory)] if memory in older else []
@@ -251,7 +254,9 @@ def projects(request):
             with service_call(form) as call:
                 project = project_create(actor=request.user, **form.cleaned_data)
             if call.ok:
-                messages.success(request, f"Project {project.name} created; you are its owner.")
+                messages.success(
+                    request, gettext("Project %(name)s created; you are its owner.") % {"name": project.name}
+                )
                 return redirect("web:project_memories", project.pk)
             status = call.status
         else:

@@ -24,6 +24,7 @@ Hybrid
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -241,8 +242,20 @@ def rrf_fuse(rankings: list[list], *, k: int = RRF_K) -> list[tuple]:
 
 
 @observe_search  # latency per mode on /metrics
-def search(*, scopes: list[str], query: str, limit: int, mode: str | None = None, depth: int | None = None) -> Result:
-    """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``)."""
+def search(
+    *,
+    scopes: list[str],
+    query: str,
+    limit: int,
+    mode: str | None = None,
+    depth: int | None = None,
+    expand_lexical: Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None = None,
+) -> Result:
+    """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``).
+
+    ``expand_lexical(ranking)`` may re-score the word ranking (``(ref, BM25 score)`` best first)
+    before fusion, e.g. to let a neighbour of a hit share its score; refs it adds must belong
+    to the same scopes, and callers load hits through their own visibility queryset anyway."""
     mode = mode or default_mode()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -260,18 +273,20 @@ def search(*, scopes: list[str], query: str, limit: int, mode: str | None = None
             result.warnings.append(
                 f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
             )
-    lex_scores, dense_scores = dict(lexical), dict(dense)
+    refs = dict(SearchDocument.objects.filter(pk__in={d for d, _ in [*lexical, *dense]}).values_list("id", "ref"))
+    lexical_refs = [(refs[d], score) for d, score in lexical if d in refs]
+    dense_refs = [(refs[d], score) for d, score in dense if d in refs]
+    if expand_lexical is not None and lexical_refs:
+        lexical_refs = expand_lexical(lexical_refs)[:depth]
+    lex_scores, dense_scores = dict(lexical_refs), dict(dense_refs)
     if mode == "lexical":
-        ranked = lexical
+        ranked = lexical_refs
     elif mode == "dense":
-        ranked = dense
+        ranked = dense_refs
     else:
-        ranked = rrf_fuse([[d for d, _ in lexical], [d for d, _ in dense]])
-    ranked = ranked[:depth]
-    refs = dict(SearchDocument.objects.filter(pk__in=[d for d, _ in ranked]).values_list("id", "ref"))
+        ranked = rrf_fuse([[r for r, _ in lexical_refs], [r for r, _ in dense_refs]])
     result.hits = [
-        Ranked(ref=refs[d], score=score, lexical=lex_scores.get(d), dense=dense_scores.get(d))
-        for d, score in ranked
-        if d in refs
+        Ranked(ref=ref, score=score, lexical=lex_scores.get(ref), dense=dense_scores.get(ref))
+        for ref, score in ranked[:depth]
     ]
     return result

@@ -59,7 +59,8 @@ def test_projects_page_query_count_does_not_grow(web, alice, django_assert_num_q
     for n in range(3):
         MembershipFactory(project=ProjectFactory(name=f"p{n}"), user=alice, role=Role.OWNER)
     client = web(alice)
-    with django_assert_num_queries(4) as few:
+    # session, user, profile (language and time zone), count, page
+    with django_assert_num_queries(5) as few:
         client.get(reverse("web:projects"))
     for n in range(3, 30):
         MembershipFactory(project=ProjectFactory(name=f"p{n}"), user=alice, role=Role.OWNER)
