@@ -154,14 +154,6 @@ memory-dream              POST   -       401  401    401  401 401  403   403 403
 chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200 200
 chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201 201
 chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204 404
-# public: the schema and its docs page (a forged token is still refused)
-schema                    GET    -       200  401    200  200 200  200   200 200     200  200 200
-api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200 200
-""",
-    API_PERSONAS,
-)
-
-# Where the status alone does not tell which rule refused: the error code it must carry.
 # the memory home: everything about the caller; alice's items (her own, her chat's, Apollo's)
 # are the targets; a chat not bound to the caller and a project they are not in are 404
 memory-home               GET    -       401  401    401  401 401  200   200 200     200  200 200
@@ -189,6 +181,14 @@ memory-home-forget-all    POST   typo    401  401    401  401 401  400   400 400
 my-export                 GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-export-markdown        GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-import                 POST   -       401  401    401  401 401  200   200 200     200  200 200
+# public: the schema and its docs page (a forged token is still refused)
+schema                    GET    -       200  401    200  200 200  200   200 200     200  200 200
+api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200 200
+""",
+    API_PERSONAS,
+)
+
+# Where the status alone does not tell which rule refused: the error code it must carry.
 RUN_TOKEN_ROUTES = [("run-heartbeat", "POST"), ("run-finish", "POST"), ("run-context", "GET"), ("run-tool", "POST")]
 API_CODES = {
     **{(route, method, "-", "sub"): "run_not_authorized" for route, method in RUN_TOKEN_ROUTES},
@@ -259,22 +259,6 @@ web:auto_memory_log           GET    -      login login  login login login 200  
 web:run_auto_memory_flags     GET    -      login login  login login login 200   404   404     404   404
 web:run_auto_memory_flags     POST   -      login login  login login login 302   404   404     404   404
 web:chat_memories             GET    -      login login  login login login 200   200   200     200   200
-""",
-    PERSONAS,
-)
-
-# --- the admin: the site's own pages and custom views (ModelAdmins are covered generically) --
-
-_NOT_STAFF = "admin-login " * len(PERSONAS)
-ADMIN = parse_table(
-    f"""
-route                                     method target {" ".join(ADMIN_PERSONAS)}
-admin:index                               GET    -      {_NOT_STAFF} 200 200
-admin:login                               GET    -      200 200 200 200 200 200 200 200 200 200 302 302
-admin:login                               POST   -      200 200 200 200 200 200 200 200 200 200 200 200
-admin:logout                              POST   -      302 302 302 302 302 302 302 302 302 302 302 302
-admin:password_change                     GET    -      {_NOT_STAFF} 200 200
-admin:password_change                     POST   -      {_NOT_STAFF} 200 200
 web:home                      GET    search login login  login login login 200   200   200     200   200
 web:memory_home_items         GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_items         GET    chat   login login  login login login 200   404   404     404   404
@@ -307,6 +291,22 @@ web:memory_home_forget_all    POST   typo   login login  login login login 400  
 web:memory_home_export        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        POST   -      login login  login login login 200   200   200     200   200
+""",
+    PERSONAS,
+)
+
+# --- the admin: the site's own pages and custom views (ModelAdmins are covered generically) --
+
+_NOT_STAFF = "admin-login " * len(PERSONAS)
+ADMIN = parse_table(
+    f"""
+route                                     method target {" ".join(ADMIN_PERSONAS)}
+admin:index                               GET    -      {_NOT_STAFF} 200 200
+admin:login                               GET    -      200 200 200 200 200 200 200 200 200 200 302 302
+admin:login                               POST   -      200 200 200 200 200 200 200 200 200 200 200 200
+admin:logout                              POST   -      302 302 302 302 302 302 302 302 302 302 302 302
+admin:password_change                     GET    -      {_NOT_STAFF} 200 200
+admin:password_change                     POST   -      {_NOT_STAFF} 200 200
 admin:password_change_done                GET    -      {_NOT_STAFF} 200 200
 admin:autocomplete                        GET    -      {_NOT_STAFF} 403 403
 admin:jsi18n                              GET    -      {_NOT_STAFF} 200 200
@@ -335,29 +335,13 @@ class Target:
     kwargs: Callable[[World], dict] = lambda w: {}
     query: Callable[[World], dict] = lambda w: {}
     url: Callable[[World], str] | None = None  # for unnamed routes
+    body: Callable[[World], dict] | None = None  # instead of the route's entry in BODIES
 
 
 def _project(w):
     return {"project_id": w.project.pk}
 
 
-def _main_run(w):
-    return {"run_id": w.main_run.pk}
-
-
-def _sub_run(w):
-    return {"run_id": w.sub_run.pk}
-
-
-TARGETS: dict[tuple[str, str], Target] = {
-    ("project-detail", "-"): Target(_project),
-    body: Callable[[World], dict] | None = None  # instead of the route's entry in BODIES
-    ("project-members", "-"): Target(_project),
-    ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
-    ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
-    ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
-    ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
-    ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
 # Routes of one item of the memory home, aimed at alice's own memory, her chat's item and
 # Apollo's memory.
 HOME_ITEM_ROUTES = (
@@ -405,15 +389,15 @@ def _export_file(w) -> dict:
     }
 
 
-    ("project-memories", "-"): Target(_project),
-    ("project-memory-detail", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
-    ("project-memory-supersede", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
-    ("project-memory-chain", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
-    ("my-workspace-file", "-"): Target(lambda w: {"name": "MEMORY.md"}),
-    ("project-invitations", "-"): Target(_project),
-    ("project-invitation-detail", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
-    ("my-invitation-accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
-    ("my-invitation-decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+def _main_run(w):
+    return {"run_id": w.main_run.pk}
+
+
+def _sub_run(w):
+    return {"run_id": w.sub_run.pk}
+
+
+TARGETS: dict[tuple[str, str], Target] = {
     **{(route, "chat"): Target(_chat_item) for route in HOME_ITEM_ROUTES},
     **{(route, "project"): Target(_project_item) for route in HOME_ITEM_ROUTES},
     **{(route, "-"): Target(_user_item) for route in HOME_ITEM_ROUTES},
@@ -448,6 +432,22 @@ def _export_file(w) -> dict:
     ("web:memory_home_forget_all", "project"): Target(
         query=lambda w: {"source": f"project:{w.project.pk}"}, body=lambda w: _forget_all(f"project:{w.project.pk}")(w)
     ),
+    ("project-detail", "-"): Target(_project),
+    ("project-members", "-"): Target(_project),
+    ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
+    ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
+    ("project-memories", "-"): Target(_project),
+    ("project-memory-detail", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("project-memory-supersede", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("project-memory-chain", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
+    ("my-workspace-file", "-"): Target(lambda w: {"name": "MEMORY.md"}),
+    ("project-invitations", "-"): Target(_project),
+    ("project-invitation-detail", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
+    ("my-invitation-accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
+    ("my-invitation-decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
     ("my-token-detail", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
     ("my-token-rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
     ("web:token_revoke", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
@@ -537,6 +537,12 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("web:projects", "POST"): {"name": "Hermes", "description": ""},
     ("web:project_memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
     ("web:project_memory_correct", "POST"): {"kind": "decision", "content": "We ship on Mondays"},
+    ("memory-home-correct", "POST"): {"content": "Corrected in the memory home"},
+    ("web:memory_home_item_correct", "POST"): {"kind": "fact", "content": "Corrected in the memory home"},
+    ("my-import", "POST"): _export_file,
+    ("web:memory_home_import", "POST"): lambda w: {
+        "file": _Rereadable("export.json", json.dumps(_export_file(w)).encode())
+    },
     ("web:profile", "POST"): {"display_name": "Renamed", "timezone": "UTC", "preferences": "{}"},
     ("web:workspace", "POST"): {"name": "MEMORY.md", "content": "- a new note\n"},
     ("web:set_language", "POST"): {"language": "zh-hans", "next": "/"},
@@ -559,12 +565,6 @@ NOT_JSON = {"schema", "api-docs"}
 
 
 def _request(kind: str, route: str, method: str, target: str, world: World) -> Request:
-    ("memory-home-correct", "POST"): {"content": "Corrected in the memory home"},
-    ("web:memory_home_item_correct", "POST"): {"kind": "fact", "content": "Corrected in the memory home"},
-    ("my-import", "POST"): _export_file,
-    ("web:memory_home_import", "POST"): lambda w: {
-        "file": _Rereadable("export.json", json.dumps(_export_file(w)).encode())
-    },
     where = TARGETS.get((route, target), Target())
     url = where.url(world) if where.url else reverse(route, kwargs=where.kwargs(world))
     body = where.body if where.body is not None else BODIES.get((route, method), {})
