@@ -34,6 +34,11 @@ from prometheus_client import (
 from config.api import error_body
 from config.logs import route_name
 
+# A one-off command run with the server's environment (backup, shell…) must not fail for want of
+# the folder; its samples then count with the server's, as a process of the same host.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 

@@ -200,6 +200,17 @@ STORAGES = {
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
+# The app serves its static files itself (WhiteNoise). Without DEBUG they come from STATIC_ROOT
+# as `collectstatic` left them (make serve runs it): names carry a content hash, so browsers
+# may cache them for ever, and compressed copies are made once.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:home"
@@ -216,8 +227,8 @@ AUTO_MEMORY_LLM_BASE_URL = env_str("AUTO_MEMORY_LLM_BASE_URL", "")
 AUTO_MEMORY_LLM_MODEL = env_str("AUTO_MEMORY_LLM_MODEL", "")
 AUTO_MEMORY_LLM_API_KEY = env_str("AUTO_MEMORY_LLM_API_KEY", "")
 AUTO_MEMORY_LLM_TIMEOUT = env_int("AUTO_MEMORY_LLM_TIMEOUT", 30)
-# The on-demand round (POST /api/users/me/auto-memory/run) runs inside the request: at most this
-# many runs, and no new run is started once this many seconds have passed.
+# The on-demand round (POST /api/users/me/auto-memory/run, a background job): at most this many
+# runs, and no new run is started once this many seconds have passed.
 AUTO_MEMORY_MANUAL_ROUND_LIMIT = env_int("AUTO_MEMORY_MANUAL_ROUND_LIMIT", 5)
 AUTO_MEMORY_MANUAL_ROUND_SECONDS = env_int("AUTO_MEMORY_MANUAL_ROUND_SECONDS", 20)
 if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_ROUND_SECONDS <= 120:
@@ -260,6 +271,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not 
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST_X_FORWARDED_PROTO", False) else None
 SECURE_REFERRER_POLICY = "same-origin"
+# Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"

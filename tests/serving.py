@@ -103,18 +103,8 @@ class Server:
                 self.proc.wait()
         return self.proc.returncode
 
-    def manage(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run(
-            [PYTHON, "manage.py", *args],
-            check=False,
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+    def manage(self, *args: str) -> str:
+        return manage(self.env, *args)
 
     def metrics(self) -> dict[tuple[str, tuple], float]:
         status, _, text = call("GET", f"{self.base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
@@ -124,6 +114,24 @@ class Server:
             for family in text_string_to_metric_families(text)
             for s in family.samples
         }
+
+
+def stop_all(servers: list[Server], seconds: float = 60) -> None:
+    """SIGTERM to every server at once, then wait for each (they shut down in parallel)."""
+    for server in servers:
+        if server.proc.poll() is None:
+            os.killpg(server.proc.pid, signal.SIGTERM)
+    for server in servers:
+        server.stop(seconds)
+
+
+def manage(env: dict, *args: str, timeout: float = 180) -> str:
+    """``manage.py`` with a server's settings; its output (it must succeed)."""
+    done = subprocess.run(
+        [PYTHON, "manage.py", *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def start(env: dict, folder: Path, port: int | None = None) -> Server:

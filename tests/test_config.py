@@ -46,6 +46,39 @@ def test_check_deploy_has_no_warnings_with_production_env(tmp_path):
     assert "no issues" in result.stdout
 
 
+def _serve(*args, env_overrides):
+    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DATABASE_URL", "SECRET_KEY"}}
+    env.update(env_overrides)
+    return subprocess.run(
+        ["scripts/serve.sh", *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_make_serve_settings_pass_check_deploy(tmp_path):
+    """``scripts/serve.sh --check`` runs ``check --deploy`` with the environment ``make serve``
+    runs gunicorn and the worker with (DEBUG forced off, a worker expected, multi-process
+    metrics), plus what an operator adds: JSON logs, a metrics token, the shared cache."""
+    result = _serve(
+        "--check",
+        env_overrides={
+            **PRODUCTION_ENV,
+            "DEBUG": "1",  # make serve turns it off whatever the environment says
+            "SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+            "LOG_FORMAT": "json",
+            "METRICS_TOKEN": "a-metrics-token-of-enough-length",
+            "CACHE_BACKEND": "database",
+        },
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_make_serve_refuses_to_start_without_a_secret_key(tmp_path):
+    result = _serve("127.0.0.1", "1", env_overrides={"ALLOWED_HOSTS": "memory.example.com"})
+    assert result.returncode == 2 and "needs SECRET_KEY" in result.stderr
+
+
 def test_secret_key_is_required_without_debug(tmp_path):
     result = run_manage("check", env_overrides={"DEBUG": "0", "SQLITE_PATH": str(tmp_path / "db.sqlite3")})
     assert result.returncode != 0
