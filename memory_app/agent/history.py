@@ -70,7 +70,11 @@ def _with_next_turns(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]
         return ranked
     later = Message.objects.filter(
         conversation_id=OuterRef("conversation_id"), role__in=HISTORY_ROLES, type=MessageType.TEXT
-    ).filter(Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id")))
+    ).filter(
+        # The first condition alone narrows the index range (conversation, created_at, id).
+        Q(created_at__gte=OuterRef("created_at")),
+        Q(created_at__gt=OuterRef("created_at")) | Q(id__gt=OuterRef("id")),
+    )
     following = {
         message_id: next_id
         for message_id, role, next_id, next_role in Message.objects.filter(

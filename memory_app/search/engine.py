@@ -160,6 +160,13 @@ class _VectorCache:
         with self._lock:
             self._data.clear()
 
+    @staticmethod
+    def _load(doc_ids: list[int], model: str, *, with_hash: bool = False):
+        fields = ("id", "text_hash", "vector") if with_hash else ("id", "vector")
+        for start in range(0, len(doc_ids), 2000):
+            chunk = doc_ids[start : start + 2000]
+            yield from SearchDocument.objects.filter(pk__in=chunk, model=model).values_list(*fields)
+
     def get(self, scope_id: int, version: int, model: str, dim: int):
         cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
         with self._lock:
@@ -169,8 +176,8 @@ class _VectorCache:
         if entry is not None and entry[0] == version and entry[1] == model:
             return entry[2], entry[3]
         # Vectors already held are reused by document id where ids are never reused
-        # (PostgreSQL sequences); SQLite may hand out an id again after a rollback, so there
-        # the text hash is part of the key.
+        # (PostgreSQL sequences): only the id list is read, and only new ids are loaded. SQLite
+        # may hand out an id again after a rollback, so there the text hash is part of the key.
         reuse_by_id = connection.vendor == "postgresql"
         columns = "id" if reuse_by_id else "id, text_hash"
         with connection.cursor() as cursor:
@@ -178,22 +185,34 @@ class _VectorCache:
                 f"SELECT {columns} FROM {_table(SearchDocument)} WHERE scope_id = %s AND model = %s ORDER BY id",
                 [scope_id, model],
             )
-            keys = [row[0] if reuse_by_id else (row[0], row[1]) for row in cursor.fetchall()]
-        held = {}
-        if entry is not None and entry[1] == model:
-            held = dict(zip(entry[4], entry[3], strict=True))
-        missing = [key for key in keys if key not in held]
-        for start in range(0, len(missing), 2000):
-            chunk = missing[start : start + 2000]
-            wanted = set(chunk)
-            rows = SearchDocument.objects.filter(pk__in=[k if reuse_by_id else k[0] for k in chunk], model=model)
-            for doc_id, digest, raw in rows.values_list("id", "text_hash", "vector"):
-                key = doc_id if reuse_by_id else (doc_id, digest)
-                if key in wanted and raw is not None and len(raw) == dim * 4:
-                    held[key] = np.frombuffer(bytes(raw), dtype=DTYPE)
-        keys = [key for key in keys if key in held]
-        matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
-        ids = np.asarray([key if reuse_by_id else key[0] for key in keys], dtype=np.int64)
+            fetched = cursor.fetchall()
+        held_entry = entry if entry is not None and entry[1] == model else None
+        if reuse_by_id:
+            wanted = np.fromiter((row[0] for row in fetched), dtype=np.int64, count=len(fetched))
+            if held_entry is not None:
+                keep = np.isin(held_entry[2], wanted)
+                old_ids, old_matrix = held_entry[2][keep], held_entry[3][keep]
+            else:
+                old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+            new_ids, new_rows = [], []
+            for doc_id, raw in self._load(np.setdiff1d(wanted, old_ids).tolist(), model):
+                if raw is not None and len(raw) == dim * 4:
+                    new_ids.append(doc_id)
+                    new_rows.append(np.frombuffer(bytes(raw), dtype=DTYPE))
+            ids = np.concatenate([old_ids, np.asarray(new_ids, dtype=np.int64)])
+            matrix = np.vstack([old_matrix, *new_rows]) if new_rows else old_matrix
+            keys = None
+        else:
+            keys = [(row[0], row[1]) for row in fetched]
+            held = dict(zip(held_entry[4], held_entry[3], strict=True)) if held_entry is not None else {}
+            missing = [key for key in keys if key not in held]
+            wanted_keys = set(missing)
+            for doc_id, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
+                if (doc_id, digest) in wanted_keys and raw is not None and len(raw) == dim * 4:
+                    held[(doc_id, digest)] = np.frombuffer(bytes(raw), dtype=DTYPE)
+            keys = [key for key in keys if key in held]
+            matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
+            ids = np.asarray([key[0] for key in keys], dtype=np.int64)
         with self._lock:
             self._data[cache_key] = (version, model, ids, matrix, keys)
             self._data.move_to_end(cache_key)
@@ -208,12 +227,13 @@ vector_cache = _VectorCache()
 
 
 def dense_rank(scopes: list[tuple], query: str, depth: int, *, provider) -> tuple[list[tuple[int, float]], int]:
-    """``(document id, cosine similarity)`` best first, and how many documents have no vector."""
+    """``(document id, cosine similarity)`` best first, and how many documents have no vector
+    (-1: too many documents to compare exactly)."""
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
     if n_docs > EXACT_VECTOR_LIMIT:
-        return [], n_docs
+        return [], -1
     query_vector = provider.embed_query(query)
     ids_parts, matrices = [], []
     for scope_id, _, _, version in scopes:
@@ -224,7 +244,7 @@ def dense_rank(scopes: list[tuple], query: str, depth: int, *, provider) -> tupl
     missing = max(n_docs - len(ids), 0)
     if not len(ids):
         return [], missing
-    sims = np.vstack(matrices) @ query_vector
+    sims = np.concatenate([matrix @ query_vector for matrix in matrices])  # no copy of the matrices
     k = min(depth, len(ids))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
@@ -269,7 +289,12 @@ def search(
     dense: list[tuple[int, float]] = []
     if mode in ("dense", "hybrid"):
         dense, result.not_embedded = dense_rank(rows, query, depth, provider=get_provider())
-        if result.not_embedded:
+        if result.not_embedded < 0:
+            result.not_embedded = 0
+            result.warnings.append(
+                f"More than {EXACT_VECTOR_LIMIT} items to compare by meaning: they were ranked by their words only."
+            )
+        elif result.not_embedded:
             result.warnings.append(
                 f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
             )
