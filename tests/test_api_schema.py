@@ -259,3 +259,23 @@ def test_choices_checked_by_the_services_are_documented(schema):
     assert "Europe/Berlin" in component(schema, profile["properties"]["timezone"])["enum"]
     required_text = request_schema(schema, "/api/users/me/memories/", "post")["properties"]["content"]
     assert required_text["pattern"] == r"\S"  # trimmed, so white space alone is no content
+
+
+def test_home_sources_are_documented_as_the_parser_takes_them(schema):
+    parameters = {p["name"]: p for p in schema["paths"]["/api/users/me/memory-home/items/"]["get"]["parameters"]}
+    pattern = parameters["source"]["schema"]["pattern"]
+    for value in ("user", "auto", "project:prj_1", "chat:milky:private:1"):
+        assert re.fullmatch(pattern, value), value
+    for value in (
+        "notes",
+        "all",
+        "",
+        "chat:milky:1",
+        "project:",
+        "chat:milky:private:1:cron:x",
+        "chat:milky:Private:1",
+    ):
+        assert not re.fullmatch(pattern, value), value
+    forget = request_schema(schema, "/api/users/me/memory-home/forget-all/", "post")
+    assert component(schema, forget["properties"]["confirm"])["enum"] == ["FORGET"]
+    assert re.fullmatch(forget["properties"]["source"]["pattern"], "all")

@@ -15,12 +15,22 @@ from config.api import (
     StrictInputMixin,
     StrictIntegerField,
     api_route,
+    documented,
     validated,
 )
+from identity_app.session_keys import chat_key_pattern
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
+
+
+def source_schema(*names: str) -> dict:
+    """A source as ``selectors.source_parse`` takes it, for the schema: one of ``names``,
+    ``project:<id>`` or ``chat:<key>``."""
+    chat = chat_key_pattern()[1:-1]
+    return {"type": "string", "pattern": rf"^(?:{'|'.join(names)}|project:[A-Za-z0-9_-]{{1,40}}|chat:{chat})$"}
+
 
 ProvenanceOutput = inline_serializer(
     "HomeProvenance",
@@ -161,8 +171,15 @@ class HomeSearchView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("q", str, required=True, description="Words or a question (at most 200 characters)."),
-            OpenApiParameter("limit", int, required=False, description=f"1–{selectors.SEARCH_LIMIT}"),
+            OpenApiParameter(
+                "q",
+                {"type": "string", "minLength": 1, "maxLength": selectors.MAX_QUERY_CHARS, "pattern": r"\S"},
+                required=True,
+                description="Words or a question (at most 200 characters).",
+            ),
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1, "maximum": selectors.SEARCH_LIMIT}, required=False
+            ),
         ],
         responses=HomeSearchOutput,
     )
@@ -196,7 +213,12 @@ class HomeItemListView(generics.GenericAPIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("source", str, required=True, description="user, auto, project:<id> or chat:<key>"),
+            OpenApiParameter(
+                "source",
+                source_schema(selectors.SOURCE_USER, selectors.SOURCE_AUTO),
+                required=True,
+                description="user, auto, project:<id> or chat:<key>",
+            ),
             OpenApiParameter("status", str, enum=STATUS_CHOICES, required=False, description="active by default"),
         ],
         responses=HomeItemOutput(many=True),
@@ -275,11 +297,19 @@ class ForgetSelectedView(APIView):
 
 
 class ForgetAllInput(StrictInputMixin, serializers.Serializer):
-    source = StrictCharField(
-        max_length=250, help_text="all, user, notes, auto, project:<id> (what you wrote there) or chat:<key>"
+    source = documented(
+        StrictCharField,
+        source_schema(selectors.SOURCE_ALL, selectors.SOURCE_USER, selectors.SOURCE_NOTES, selectors.SOURCE_AUTO),
+        max_length=250,
+        help_text="all, user, notes, auto, project:<id> (what you wrote there) or chat:<key>",
     )
-    confirm = StrictCharField(
-        max_length=20, allow_blank=True, trim_whitespace=False, help_text=f"Must be {services.CONFIRM_WORD!r}."
+    confirm = documented(
+        StrictCharField,
+        {"type": "string", "enum": [services.CONFIRM_WORD]},
+        max_length=20,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"Must be {services.CONFIRM_WORD!r}.",
     )
 
 
@@ -319,8 +349,8 @@ class ExportMarkdownView(APIView):
 
 
 class ImportInput(StrictInputMixin, serializers.Serializer):
-    format = StrictCharField(max_length=64)
-    version = StrictIntegerField()
+    format = documented(StrictCharField, {"type": "string", "enum": [selectors.EXPORT_FORMAT]}, max_length=64)
+    version = documented(StrictIntegerField, {"type": "integer", "enum": [selectors.EXPORT_VERSION]})
     exported_at = StrictCharField(max_length=64, required=False)
     user = JSONObjectField(required=False)
     settings = JSONObjectField(required=False)
