@@ -83,8 +83,9 @@ FUZZ_RUN_ID=$(field run_id)
 status=0
 for persona in user service; do
   echo "=== schemathesis as the $persona (at most ${SECONDS_PER_PASS}s) ==="
+  # --max-time ends the phases; the timeout also bounds a request or a shutdown that hangs.
   FUZZ_TOKEN=$(field "${persona}_token") FUZZ_SPARE_TOKEN_ID=$(field "${persona}_spare_token_id") \
-    "$VENV/bin/schemathesis" --config-file scripts/schemathesis.toml run "$BASE/api/schema/" \
+    timeout --signal=INT --kill-after=30 $((SECONDS_PER_PASS + 120)) "$VENV/bin/schemathesis" --config-file scripts/schemathesis.toml run "$BASE/api/schema/" \
     --phases coverage,fuzzing,stateful --checks all \
     --max-examples "$MAX_EXAMPLES" --max-time "$SECONDS_PER_PASS" --workers 2 \
     --report json --report-dir "$WORK/$persona" --no-color >"$WORK/$persona.txt" 2>&1 || status=1
@@ -114,7 +115,11 @@ for persona in ("user", "service"):
     if not reports:
         print(f"{persona}: no report (see {work}/{persona}.txt)")
         continue
-    report = json.load(open(reports[0]))
+    try:
+        report = json.load(open(reports[0]))
+    except ValueError:
+        print(f"{persona}: the report is incomplete (see {work}/{persona}.txt)")
+        continue
     cases = report["test_cases"]
     failures = report["failures"]
     print(
