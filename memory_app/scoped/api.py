@@ -90,6 +90,9 @@ class SearchHitOutput(serializers.Serializer):
 class SearchOutput(serializers.Serializer):
     results = SearchHitOutput(many=True)
     mode = serializers.CharField()
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="e.g. items not embedded yet, ranked by their words only"
+    )
 
 
 class SearchView(APIView):
@@ -107,9 +110,6 @@ class SearchView(APIView):
         return Response(body)
 
 
-    warnings = serializers.ListField(
-        child=serializers.CharField(), help_text="e.g. items not embedded yet, ranked by their words only"
-    )
 class TurnMessageInput(StrictInputMixin, serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system", "tool"])
     content = StrictCharField(max_length=consolidation.MAX_TURN_CHARS, allow_blank=True, trim_whitespace=False)
