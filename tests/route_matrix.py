@@ -240,6 +240,9 @@ def build_world() -> World:
     world.run_tokens.update(main=main.run_token, sub=sub.run_token)
     o["message"] = MessageFactory(conversation=o["conversation"], content=f"Bring the {MARKERS['thread']} along")
     agent_services.user_settings_update(user=alice, enable_memory=True)
+    # The history of her notes file: one change, which wrote the file each case starts from.
+    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES_TEXT)
+    o["notes_change"] = alice.workspace_changes.get()
     automemory_services.auto_memory_settings_update(user=alice, changes={"generate": True})
     o["log_entry"] = AutoMemoryLogEntry.objects.create(
         user=alice, run=main.run, run_ref=main.run.pk, outcome=AutoMemoryOutcome.SKIPPED, gate="idle"
@@ -278,11 +281,14 @@ def world_transaction():
         transaction.set_rollback(True)
 
 
+NOTES_TEXT = f"- Feeds the {MARKERS['notes']} on Sundays\n"
+
+
 def write_notes_file(world: World) -> Path:
     """alice's MEMORY.md in the current test's workspace root."""
     path = Path(settings.WORKSPACE_ROOT) / str(world.users["alice"].pk) / "agents" / "MEMORY.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"- Feeds the {MARKERS['notes']} on Sundays\n", encoding="utf-8")
+    path.write_text(NOTES_TEXT, encoding="utf-8")
     return path
 
 

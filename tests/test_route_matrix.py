@@ -115,6 +115,11 @@ my-settings               PUT    -       401  401    401  401 401  200   200 200
 my-workspace-file         GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-workspace-file         PUT    -       401  401    401  401 401  200   200 200     200  200 200
 my-workspace-file         DELETE -       401  401    401  401 401  204   204 204     204  204 204
+# the notes files' change history: each user's own (the target is alice's change)
+my-workspace-history      GET    -       401  401    401  401 401  200   200 200     200  200 200
+my-workspace-history      DELETE -       401  401    401  401 401  200   200 200     200  200 200
+my-workspace-change       GET    -       401  401    401  401 401  200   404 404     404  404 404
+my-workspace-change-undo  POST   -       401  401    401  401 401  200   404 404     404  404 404
 # conversations and runs: written by service principals for a user; a user reads their own
 conversations             GET    -       401  401    401  401 401  200   200 200     200  200 200
 conversations             POST   -       401  401    401  401 401  403   403 403     403  201 404
@@ -248,6 +253,9 @@ web:project_invitation_cancel POST   -      login login  login login login 302  
 web:workspace                 GET    -      login login  login login login 200   200   200     200   200
 web:workspace                 POST   -      login login  login login login 302   302   302     302   302
 web:set_language              POST   -      302   302    302   302   302   302   302   302     302   302
+web:workspace_history         GET    -      login login  login login login 200   200   200     200   200
+web:workspace_history_clear   POST   -      login login  login login login 302   302   302     302   302
+web:workspace_change_undo     POST   -      login login  login login login 302   404   404     404   404
 web:settings                  GET    -      login login  login login login 200   200   200     200   200
 web:settings                  POST   -      login login  login login login 302   302   302     302   302
 web:conversations             GET    -      login login  login login login 200   200   200     200   200
@@ -444,6 +452,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("project-memory-supersede", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
     ("project-memory-chain", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
     ("my-workspace-file", "-"): Target(lambda w: {"name": "MEMORY.md"}),
+    ("my-workspace-change", "-"): Target(lambda w: {"change_id": w.notes_change.pk}),
+    ("my-workspace-change-undo", "-"): Target(lambda w: {"change_id": w.notes_change.pk}),
+    ("web:workspace_change_undo", "-"): Target(lambda w: {"change_id": w.notes_change.pk}),
     ("project-invitations", "-"): Target(_project),
     ("project-invitation-detail", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
     ("my-invitation-accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
@@ -546,6 +557,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("web:profile", "POST"): {"display_name": "Renamed", "timezone": "UTC", "preferences": "{}"},
     ("web:workspace", "POST"): {"name": "MEMORY.md", "content": "- a new note\n"},
     ("web:set_language", "POST"): {"language": "zh-hans", "next": "/"},
+    ("web:workspace_change_undo", "POST"): {"base_sha256": ""},
     ("web:tokens", "POST"): {"name": "ci", "expires_in_days": "30"},
     ("web:project_members", "POST"): {"username": "carol", "role": "member"},
     ("web:settings", "POST"): {"enable_memory": "on"},

@@ -5,8 +5,9 @@ and their leases, and the agent tools.
 heartbeat, finish). A run token never authenticates anything else.
 """
 
+import django_filters
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import authentication, exceptions, generics, permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,7 +24,8 @@ from config.api import (
     is_schema_generation,
     validated,
 )
-from memory_app.agent import leases, selectors, services, tools
+from identity_app.models import ApiToken
+from memory_app.agent import leases, notes_history, selectors, services, tools
 from memory_app.agent.budgets import truncate_json_text
 from memory_app.agent.leases import FINISHED_STATUSES, RunCredential, run_authenticate
 from memory_app.agent.models import (
@@ -36,6 +38,9 @@ from memory_app.agent.models import (
     MessageType,
     RunKind,
     ToolCall,
+    WorkspaceChange,
+    WorkspaceChangeAction,
+    WorkspaceChangeSource,
 )
 from memory_app.agent.services import (
     MAX_LEASE_SECONDS,
@@ -43,6 +48,7 @@ from memory_app.agent.services import (
     MAX_TOOL_CALLS_PER_MESSAGE,
     MIN_LEASE_SECONDS,
 )
+from memory_app.agent.workspace import WORKSPACE_FILES
 
 
 class RunTokenAuthentication(authentication.BaseAuthentication):
@@ -370,6 +376,7 @@ class WorkspaceFileView(APIView):
             name=name,
             content=data["content"],
             base_sha256=_base_sha256(request, data["base_sha256"]),
+            author=_api_author(request),
         )
         return self._file_response(saved)
 
@@ -377,9 +384,148 @@ class WorkspaceFileView(APIView):
     def delete(self, request, name):
         data = validated(WorkspaceDeleteInput, request)
         services.workspace_file_delete(
-            user=request.user, name=name, base_sha256=_base_sha256(request, data["base_sha256"])
+            user=request.user,
+            name=name,
+            base_sha256=_base_sha256(request, data["base_sha256"]),
+            author=_api_author(request),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- workspace change history -----------------------------------------------------------------
+class WorkspaceChangeFilter(django_filters.FilterSet):
+    name = django_filters.ChoiceFilter(choices=[(n, n) for n in WORKSPACE_FILES])
+    action = django_filters.ChoiceFilter(choices=WorkspaceChangeAction.choices)
+    source = django_filters.ChoiceFilter(choices=WorkspaceChangeSource.choices)
+
+    class Meta:
+        model = WorkspaceChange
+        fields = ["name", "action", "source"]
+
+
+class DiffLineOutput(serializers.Serializer):
+    op = serializers.ChoiceField(choices=["-", "+", "@"], help_text="removed, added, or the start of a region")
+    line = serializers.IntegerField(source="number", help_text="1-based, in the version before (-) or after (+, @)")
+    text = serializers.CharField()
+
+
+class WorkspaceChangeOutput(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", allow_null=True, default=None)
+    run_id = serializers.CharField(source="run_ref")
+    reverts = serializers.CharField(source="reverts_id", allow_null=True)
+    undoable = serializers.BooleanField(source="diff_complete")
+    diff = serializers.SerializerMethodField()
+    diff_truncated = serializers.SerializerMethodField()
+
+    class Meta:
+        model = WorkspaceChange
+        fields = [
+            "id",
+            "name",
+            "seq",
+            "action",
+            "source",
+            "actor",
+            "run_id",
+            "client",
+            "reverts",
+            "created_at",
+            "before_exists",
+            "after_exists",
+            "before_sha256",
+            "after_sha256",
+            "lines_added",
+            "lines_removed",
+            "undoable",
+            "diff",
+            "diff_truncated",
+        ]
+
+    def _view(self, change) -> notes_history.DiffView:
+        limits = self.context.get("diff_limits", {})
+        cache = self.context.setdefault("diff_views", {})
+        if change.pk not in cache:
+            cache[change.pk] = notes_history.diff_view(change, **limits)
+        return cache[change.pk]
+
+    @extend_schema_field(DiffLineOutput(many=True))
+    def get_diff(self, change) -> list:
+        return DiffLineOutput(self._view(change).lines, many=True).data
+
+    def get_diff_truncated(self, change) -> bool:
+        return self._view(change).truncated
+
+
+class WorkspaceUndoInput(StrictInputMixin, serializers.Serializer):
+    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+
+
+class WorkspaceUndoOutput(serializers.Serializer):
+    change = WorkspaceChangeOutput()
+    file = WorkspaceFileOutput()
+
+
+class WorkspaceHistoryClearInput(StrictInputMixin, serializers.Serializer):
+    name = documented(StrictCharField, enum_schema([(n, n) for n in WORKSPACE_FILES]), required=False, default=None)
+
+
+def _api_author(request) -> notes_history.Author:
+    token = request.auth
+    client = f"API token {token.prefix}… {token.name}".strip() if isinstance(token, ApiToken) else ""
+    return notes_history.Author(WorkspaceChangeSource.API, actor=request.user, client=client)
+
+
+class WorkspaceHistoryView(generics.ListAPIView):
+    """Changes of the caller's workspace files, newest first, each with its line diff (at most
+    80 lines and 16 KiB here; the change itself has up to 2,000 lines and 256 KiB). ``DELETE``
+    forgets the history (of one file with ``name``), leaving the files as they are."""
+
+    serializer_class = WorkspaceChangeOutput
+    pagination_class = ListPagination
+    filterset_class = WorkspaceChangeFilter
+
+    def get_queryset(self):
+        if is_schema_generation(self):
+            return WorkspaceChange.objects.none()
+        return selectors.workspace_changes_visible(user=self.request.user)
+
+    @extend_schema(
+        request=WorkspaceHistoryClearInput,
+        responses={200: inline_serializer("WorkspaceHistoryCleared", {"forgotten": serializers.IntegerField()})},
+    )
+    def delete(self, request):
+        data = validated(WorkspaceHistoryClearInput, request)
+        return Response({"forgotten": services.workspace_history_clear(user=request.user, name=data["name"])})
+
+
+class WorkspaceChangeDetailView(APIView):
+    @extend_schema(responses=WorkspaceChangeOutput)
+    def get(self, request, change_id):
+        change = selectors.workspace_change_get(user=request.user, change_id=change_id)
+        limits = {"max_lines": notes_history.DETAIL_MAX_LINES, "max_bytes": notes_history.DETAIL_MAX_BYTES}
+        return Response(WorkspaceChangeOutput(change, context={"diff_limits": limits}).data)
+
+
+class WorkspaceChangeUndoView(APIView):
+    """Reverse one change, keeping the changes made after it. ``base_sha256`` (or ``If-Match``):
+    the version of the file the caller saw; a file changed since is ``409 conflict``. A later
+    change that touched the same lines, or a file changed outside the service, is
+    ``409 undo_conflict``. Either way nothing changes."""
+
+    @extend_schema(request=WorkspaceUndoInput, responses={200: WorkspaceUndoOutput})
+    def post(self, request, change_id):
+        data = validated(WorkspaceUndoInput, request)
+        undo = services.workspace_change_undo(
+            user=request.user,
+            change_id=change_id,
+            base_sha256=_base_sha256(request, data["base_sha256"]),
+            author=_api_author(request),
+        )
+        file = selectors.workspace_file_get(user=request.user, name=undo.name)
+        return Response(
+            {"change": WorkspaceChangeOutput(undo).data, "file": WorkspaceFileOutput(file).data},
+            headers={"ETag": f'"{file.sha256}"'},
+        )
 
 
 class SettingsView(APIView):
@@ -541,6 +687,15 @@ urlpatterns = [
     api_route(r"users/me/settings", SettingsView.as_view(), "my-settings"),
     # Any single path segment reaches the view, which accepts only the three file names.
     api_route(r"users/me/workspace/(?P<name>[^/]+)", WorkspaceFileView.as_view(), "my-workspace-file"),
+    api_route(r"users/me/workspace-history", WorkspaceHistoryView.as_view(), "my-workspace-history"),
+    api_route(
+        r"users/me/workspace-history/(?P<change_id>[\w-]+)", WorkspaceChangeDetailView.as_view(), "my-workspace-change"
+    ),
+    api_route(
+        r"users/me/workspace-history/(?P<change_id>[\w-]+)/undo",
+        WorkspaceChangeUndoView.as_view(),
+        "my-workspace-change-undo",
+    ),
     api_route(r"conversations", ConversationListView.as_view(), "conversations"),
     api_route(rf"conversations/{CONV}", ConversationDetailView.as_view(), "conversation-detail"),
     api_route(rf"conversations/{CONV}/messages", MessageListView.as_view(), "conversation-messages"),

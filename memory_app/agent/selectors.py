@@ -20,6 +20,7 @@ from memory_app.agent.models import (
     MessageType,
     RunStatus,
     UserSettings,
+    WorkspaceChange,
 )
 from memory_app.agent.workspace import Workspace, WorkspaceFile, read_whole_file, sha256_hex, validate_workspace_name
 
@@ -30,6 +31,19 @@ def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
     return WorkspaceFile(
         name, read.content.decode("utf-8", errors="replace"), read.size, read.exists, sha256_hex(read.content)
     )
+
+
+def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceChange]:
+    """The change history of a user's workspace files: their own, nobody else's (not even a
+    service principal's, which never reads another user's notes file either)."""
+    return WorkspaceChange.objects.filter(user=user).select_related("actor", "reverts").defer("reverts__hunks")
+
+
+def workspace_change_get(*, user: AbstractBaseUser, change_id: str) -> WorkspaceChange:
+    change = workspace_changes_visible(user=user).filter(pk=change_id).first()
+    if change is None:
+        raise NotFound("Change not found.")
+    return change
 
 
 def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:

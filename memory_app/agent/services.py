@@ -25,7 +25,7 @@ from identity_app.permissions import (
     require_service_principal,
 )
 from identity_app.selectors import user_get_acting
-from memory_app.agent import indexing
+from memory_app.agent import indexing, notes_history
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -50,10 +50,20 @@ from memory_app.agent.models import (
     RunStatus,
     ToolCall,
     UserSettings,
+    WorkspaceChange,
+    WorkspaceChangeAction,
+    WorkspaceChangeSource,
 )
-from memory_app.agent.selectors import conversation_is_main_thread, conversations_visible, runs_visible
+from memory_app.agent.notes_history import Author
+from memory_app.agent.selectors import (
+    conversation_is_main_thread,
+    conversations_visible,
+    runs_visible,
+    workspace_changes_visible,
+)
 from memory_app.agent.workspace import (
     MAX_WORKSPACE_FILE_BYTES,
+    FileRead,
     Workspace,
     WorkspaceEditConflict,
     WorkspaceFile,
@@ -64,24 +74,30 @@ from memory_app.agent.workspace import (
 )
 
 
-def _check_base(workspace: Workspace, name: str, base_sha256: str | None) -> None:
-    """Under the per-user lock: the file is still the version the editor started from."""
-    if base_sha256 is None:
-        return
+def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -> FileRead:
+    """Under the per-user lock: the file as it is now (what the change history compares with),
+    and, with ``base_sha256``, the check that it is still the version the editor started from."""
     read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
-    if read.truncated or not hmac.compare_digest(sha256_hex(read.content), base_sha256):
+    if base_sha256 is not None and (read.truncated or not hmac.compare_digest(sha256_hex(read.content), base_sha256)):
         raise WorkspaceEditConflict(
             f"{name} changed since you opened it (for example the agent saved a note); nothing was "
             "changed. Reload it and apply your edit again."
         )
+    return read
 
 
 def workspace_file_write(
-    *, user: AbstractBaseUser, name: str, content: str, base_sha256: str | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    content: str,
+    base_sha256: str | None = None,
+    author: Author | None = None,
 ) -> WorkspaceFile:
     """Publish ``content``. With ``base_sha256`` (the hash the editor read) the write happens
     only if the file is still that version, checked under the per-user lock; otherwise
-    ``409 conflict`` and the file is untouched. Without it the content overwrites the file."""
+    ``409 conflict`` and the file is untouched. Without it the content overwrites the file.
+    The change goes into the file's history, made by ``author`` (default: ``user`` over the API)."""
     validate_workspace_name(name)
     content = validate_workspace_content(content)
     base_sha256 = validate_base_sha256(base_sha256)
@@ -89,20 +105,99 @@ def workspace_file_write(
     with transaction.atomic(durable=True):
         user_lock_acquire(user_id=user.pk)
         workspace = Workspace(user.pk)
-        _check_base(workspace, name, base_sha256)
+        before = _read_under_lock(workspace, name, base_sha256)
+        # Recorded first: if the publish fails, the transaction takes the record back.
+        _record(user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data)
         workspace.replace_authorized_file(name, data)
     return WorkspaceFile(name, content, len(data), True, sha256_hex(data))
 
 
-def workspace_file_delete(*, user: AbstractBaseUser, name: str, base_sha256: str | None = None) -> bool:
-    """Remove a file; ``base_sha256`` as for ``workspace_file_write``."""
+def workspace_file_delete(
+    *, user: AbstractBaseUser, name: str, base_sha256: str | None = None, author: Author | None = None
+) -> bool:
+    """Remove a file; ``base_sha256`` and ``author`` as for ``workspace_file_write``."""
     validate_workspace_name(name)
     base_sha256 = validate_base_sha256(base_sha256)
     with transaction.atomic(durable=True):
         user_lock_acquire(user_id=user.pk)
         workspace = Workspace(user.pk)
-        _check_base(workspace, name, base_sha256)
+        before = _read_under_lock(workspace, name, base_sha256)
+        if before.exists:
+            _record(user=user, name=name, action=WorkspaceChangeAction.DELETE, author=author, before=before, after=None)
         return workspace.delete_file(name)
+
+
+def _record(*, user, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra):
+    notes_history.change_record(
+        user_id=user.pk,
+        name=name,
+        action=action,
+        author=author or Author(WorkspaceChangeSource.API, actor=user),
+        before=None if before.truncated else before.content,
+        before_exists=before.exists,
+        after=after,
+        **extra,
+    )
+
+
+def workspace_change_undo(
+    *, user: AbstractBaseUser, change_id: str, base_sha256: str | None = None, author: Author | None = None
+) -> WorkspaceChange:
+    """Reverse one change of the user's workspace file history, keeping every later change, through
+    the same lock and publish path as an edit. ``base_sha256`` as for ``workspace_file_write``.
+    A later change that touched the same lines, a file changed outside the service, or a change
+    already undone is ``409 undo_conflict``; in every refusal the file is untouched. The undo is
+    itself a change (``reverts`` the undone one), so it can be undone in turn."""
+    base_sha256 = validate_base_sha256(base_sha256)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        change = workspace_changes_visible(user=user).filter(pk=change_id).first()
+        if change is None:
+            raise NotFound("Change not found.")
+        workspace = Workspace(user.pk)
+        before = _read_under_lock(workspace, change.name, base_sha256)
+        if before.truncated:
+            raise notes_history.UndoConflict(f"{change.name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes.")
+        later = list(WorkspaceChange.objects.filter(user=user, name=change.name, seq__gt=change.seq).order_by("seq"))
+        text = notes_history.change_reversed(change=change, later=later, current=before.content, exists=before.exists)
+        data = text.encode("utf-8")
+        if len(data) > MAX_WORKSPACE_FILE_BYTES:
+            raise TooLarge(
+                f"Undoing this change would make {change.name} larger than {MAX_WORKSPACE_FILE_BYTES} bytes."
+            )
+        # Undoing the change that created the file removes it again.
+        after = None if not data and not change.before_exists else data
+        if (after is not None) == before.exists and (after or b"") == before.content:
+            raise notes_history.UndoConflict("There is nothing left to undo in this change.")
+        undo = notes_history.change_record(
+            user_id=user.pk,
+            name=change.name,
+            action=WorkspaceChangeAction.UNDO,
+            author=author or Author(WorkspaceChangeSource.API, actor=user),
+            before=before.content,
+            before_exists=before.exists,
+            after=after,
+            reverts=change,
+        )
+        if after is None:
+            workspace.delete_file(change.name)
+        else:
+            workspace.replace_authorized_file(change.name, data)
+    return undo
+
+
+def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) -> int:
+    """Forget the recorded changes (and so the old text they hold) of one file or of all three;
+    the files themselves stay as they are. Returns how many changes were forgotten."""
+    if name is not None:
+        validate_workspace_name(name)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        qs = WorkspaceChange.objects.filter(user=user)
+        if name is not None:
+            qs = qs.filter(name=name)
+        count, _ = qs.delete()
+    return count
 
 
 def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:

@@ -11,11 +11,11 @@ from django.utils import timezone
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.metrics import REMEMBER_MEMORY
 from config.validation import clean_text
-from memory_app.agent import history
+from memory_app.agent import history, notes_history
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.locks import LockFailed, user_lock_acquire
-from memory_app.agent.models import AgentRun, run_is_top_level
+from memory_app.agent.models import AgentRun, WorkspaceChangeAction, WorkspaceChangeSource, run_is_top_level
 from memory_app.agent.selectors import memory_enabled_for
 from memory_app.agent.workspace import MEMORY_FILE, Workspace
 
@@ -211,6 +211,16 @@ def _remember(*, credential: RunCredential, content, replaces, claims: dict | No
                     raise TooLarge(
                         f"MEMORY.md would grow beyond {MEMORY_FILE_MAX_BYTES} bytes.", code="memory_file_too_large"
                     )
+                # Recorded first: if the publish fails, the transaction takes the record back.
+                notes_history.change_record(
+                    user_id=run.user_id,
+                    name=MEMORY_FILE,
+                    action=WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE,
+                    author=notes_history.Author(WorkspaceChangeSource.AGENT, run=run),
+                    before=current_read.content,
+                    before_exists=current_read.exists,
+                    after=data,
+                )
                 workspace.replace_authorized_file(MEMORY_FILE, data)
                 size = len(data)
             else:
