@@ -210,3 +210,13 @@ def test_chat_scope_access_and_memory_visibility_share_one_rule(svc, alice, bob,
         sees_rows = memories_visible(user=user, tier="chat").filter(scope_id=A).exists()
         assert chat_scope_readable(user=user, chat_key=A) is sees_rows is expected[name], name
         assert chat_scope_readable(user=user, chat_key=B) is (name == "svc"), name  # B has no rows
+
+
+def test_search_response_and_schema_carry_warnings(api, svc):
+    put(svc, "I keep my bicycle in the garage", kind="fact")
+    body = api(svc).post("/api/memory/search", {"query": "bicycle", "session_id": A}, format="json").json()
+    assert body["warnings"] == [] and body["mode"] == "hybrid"
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    assert "warnings" in schema["components"]["schemas"]["SearchOutput"]["properties"]
