@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.serving import call, seed, serve_env, start
+from tests.serving import call, manage, seed, serve_env, start
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("DATABASE_URL")), reason="brings its own SQLite database: runs in the SQLite pass"
@@ -126,6 +126,37 @@ def test_log_lines_are_json_objects_that_carry_request_ids(server):
     assert any(line["logger"] == "config.access" and line["status"] == 401 for line in mine), mine
     assert any(line["logger"] == "gunicorn.error" for line in lines)
     assert any(line.get("check_id") == "security.W008" for line in lines)  # check --deploy at start
+
+
+def test_a_backup_taken_while_serving_restores_into_a_new_database_and_volume(server, tmp_path):
+    alice = f"Token {server.keys['alice']}"
+    notes = {"content": "- Prefers short answers\n- 偏好简短的回答\n"}
+    assert call("PUT", f"{server.base}/api/users/me/workspace/MEMORY.md", notes, token=alice)[0] == 200
+    backup = tmp_path / "backup"
+    server.manage("backup", str(backup))
+    restored = {**server.env, "SQLITE_PATH": str(tmp_path / "restored.sqlite3"), "WORKSPACE_ROOT": str(tmp_path / "ws")}
+    manage(restored, "restore", str(backup))
+    answers = manage(
+        restored,
+        "shell",
+        "-c",
+        RESTORED.replace("KEY", server.keys["alice"]).replace("PROJECT", server.keys["project"]),
+    )
+    copy = json.loads(answers.strip().splitlines()[-1])
+    original = call("GET", f"{server.base}/api/projects/{server.keys['project']}/identity-memories", token=alice)[2]
+    assert copy["memories"] == [m["id"] for m in original["results"]] and copy["memories"]
+    assert copy["notes"] == notes["content"]
+
+
+RESTORED = """
+import json
+from django.test import Client
+client = Client(SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION="Token KEY")
+print(json.dumps({
+    "memories": [m["id"] for m in client.get("/api/projects/PROJECT/identity-memories").json()["results"]],
+    "notes": client.get("/api/users/me/workspace/MEMORY.md").json()["content"],
+}))
+"""
 
 
 def test_sigterm_stops_the_server_and_the_worker(server):

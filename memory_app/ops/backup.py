@@ -49,6 +49,8 @@ def _pg_env() -> dict:
     ):
         if value:
             env[key] = str(value)
+    if db.get("OPTIONS", {}).get("sslmode"):
+        env["PGSSLMODE"] = db["OPTIONS"]["sslmode"]
     return env
 
 
