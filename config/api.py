@@ -245,6 +245,9 @@ def _strict_fields():
         def to_internal_value(self, data):
             if not isinstance(data, str):
                 self.fail("not_a_string")
+            # The length as sent, before any trimming: what the schema's maxLength says.
+            if self.max_length is not None and len(data) > self.max_length:
+                self.fail("max_length", max_length=self.max_length)
             return super().to_internal_value(data)
 
     class StrictBooleanField(serializers.BooleanField):

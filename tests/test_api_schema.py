@@ -279,3 +279,15 @@ def test_home_sources_are_documented_as_the_parser_takes_them(schema):
     forget = request_schema(schema, "/api/users/me/memory-home/forget-all/", "post")
     assert component(schema, forget["properties"]["confirm"])["enum"] == ["FORGET"]
     assert re.fullmatch(forget["properties"]["source"]["pattern"], "all")
+
+
+def test_max_length_holds_for_the_text_as_sent(api, alice, project):
+    response = api(alice).put(
+        f"/api/projects/{project.pk}", {"description": " " + "d" * 2000 + " " * 5000}, format="json"
+    )
+    assert response.status_code == 400 and "description" in response.json()["error"]["details"]
+
+
+def test_notes_file_versions_are_documented_as_checked(schema):
+    body = request_schema(schema, "/api/users/me/workspace/{name}/", "put")
+    assert body["properties"]["base_sha256"]["pattern"] == "^[0-9a-f]{64}$"

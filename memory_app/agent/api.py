@@ -98,13 +98,21 @@ class WorkspaceFileOutput(serializers.Serializer):
     sha256 = serializers.CharField()
 
 
+# A version of a notes file, as the workspace checks it (400 invalid_base_sha256 otherwise).
+SHA256_OR_NULL = {"type": "string", "pattern": "^[0-9a-f]{64}$", "nullable": True}
+
+
 class WorkspaceFileInput(StrictInputMixin, serializers.Serializer):
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
-    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+    base_sha256 = documented(
+        StrictCharField, SHA256_OR_NULL, required=False, allow_null=True, default=None, max_length=64
+    )
 
 
 class WorkspaceDeleteInput(StrictInputMixin, serializers.Serializer):
-    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+    base_sha256 = documented(
+        StrictCharField, SHA256_OR_NULL, required=False, allow_null=True, default=None, max_length=64
+    )
 
 
 def _base_sha256(request, body_value):
@@ -457,7 +465,9 @@ class WorkspaceChangeOutput(serializers.ModelSerializer):
 
 
 class WorkspaceUndoInput(StrictInputMixin, serializers.Serializer):
-    base_sha256 = StrictCharField(required=False, allow_null=True, default=None, max_length=64)
+    base_sha256 = documented(
+        StrictCharField, SHA256_OR_NULL, required=False, allow_null=True, default=None, max_length=64
+    )
 
 
 class WorkspaceUndoOutput(serializers.Serializer):
