@@ -39,7 +39,11 @@ def test_expiry_boundary(alice):
     ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now())
     response = client_for(key).get("/api/users/me/profile")
     assert response.status_code == 401
-    assert response.json()["error"] == {"code": "authentication_failed", "message": "This token has expired."}
+    assert response.json()["error"] == {
+        "code": "authentication_failed",
+        "message": "This token has expired.",
+        "request_id": response["X-Request-ID"],
+    }
     assert response["WWW-Authenticate"] == "Token"
 
 
