@@ -96,7 +96,9 @@ def test_times_are_shown_in_the_profiles_zone_with_the_zone_named(alice):
     assert "2025-06-01 06:30" in utc_page and "UTC" in utc_page
     profile_update(user=alice, timezone="Asia/Shanghai")
     page = _signed_in(alice).get(url).content.decode()
-    assert re.search(r'<time datetime="2025-06-01T06:30:00\+00:00" title="Asia/Shanghai">2025-06-01 14:30 CST</time>', page)
+    assert re.search(
+        r'<time datetime="2025-06-01T06:30:00\+00:00" title="Asia/Shanghai">2025-06-01 14:30 CST</time>', page
+    )
     # The zone is the requester's: the next request, of a user without one, is in UTC again.
     zed = UserFactory(username="zed")
     theirs = UserMemoryFactory(owner=zed, content="coffee")
