@@ -276,6 +276,11 @@ def _strict_fields():
 StrictCharField, StrictBooleanField, StrictIntegerField = _strict_fields()
 
 
+# Text holding something besides what str.strip() removes, written so that ECMAScript and Python
+# read it alike (their \s differ).
+NOT_ONLY_SPACE = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
 class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
     """A required text that is trimmed must hold something besides white space."""
 
@@ -285,7 +290,7 @@ class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
     def map_serializer_field(self, auto_schema, direction):
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
         if direction == "request" and self.target.trim_whitespace and not self.target.allow_blank:
-            schema.setdefault("pattern", r"\S")
+            schema.setdefault("pattern", NOT_ONLY_SPACE)
         return schema
 
 

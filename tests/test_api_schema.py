@@ -9,6 +9,7 @@ import re
 import pytest
 from django.test import Client
 
+from config.api import NOT_ONLY_SPACE
 from identity_app.session_keys import SESSION_KEY_PATTERN, ChatAddress, SessionKey, chat_key_pattern
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 
@@ -258,7 +259,9 @@ def test_choices_checked_by_the_services_are_documented(schema):
     profile = request_schema(schema, "/api/users/me/profile/", "put")
     assert "Europe/Berlin" in component(schema, profile["properties"]["timezone"])["enum"]
     required_text = request_schema(schema, "/api/users/me/memories/", "post")["properties"]["content"]
-    assert required_text["pattern"] == r"\S"  # trimmed, so white space alone is no content
+    assert required_text["pattern"] == NOT_ONLY_SPACE  # trimmed, so white space alone is no content
+    for blank in (" ", "\x1c", "\u3000\t"):
+        assert not re.search(NOT_ONLY_SPACE, blank) and not blank.strip()
 
 
 def test_home_sources_are_documented_as_the_parser_takes_them(schema):

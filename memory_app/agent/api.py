@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import (
+    NOT_ONLY_SPACE,
     DefaultPagination,
     StrictBooleanField,
     StrictCharField,
@@ -230,7 +231,7 @@ JSON_ARRAY_OR_NULL = {"type": "array", "items": {}, "nullable": True}
 TOOL_CALL_SCHEMA = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "maxLength": 200, "pattern": r"\S"},
+        "name": {"type": "string", "maxLength": 200, "pattern": NOT_ONLY_SPACE},
         "input": {"oneOf": [{"type": "object", "additionalProperties": {}}, {"type": "array", "items": {}}]},
         "output": {"description": "Text, or any JSON value (stored as its JSON text)."},
         "status": {"type": "string", "maxLength": 32, "nullable": True},

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import (
+    NOT_ONLY_SPACE,
     JSONObjectField,
     StrictCharField,
     StrictInputMixin,
@@ -21,7 +22,7 @@ from config.api import (
 from identity_app.session_keys import chat_key_pattern
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
-from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
+from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
 
 
@@ -173,7 +174,7 @@ class HomeSearchView(APIView):
         parameters=[
             OpenApiParameter(
                 "q",
-                {"type": "string", "minLength": 1, "maxLength": selectors.MAX_QUERY_CHARS, "pattern": r"\S"},
+                {"type": "string", "minLength": 1, "maxLength": selectors.MAX_QUERY_CHARS, "pattern": NOT_ONLY_SPACE},
                 required=True,
                 description="Words or a question (at most 200 characters).",
             ),
@@ -348,6 +349,33 @@ class ExportMarkdownView(APIView):
         return HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
 
 
+# What services.home_import checks in an export's memories, for the schema.
+IMPORT_MEMORIES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "user": {
+            "type": "array",
+            "maxItems": services.MAX_IMPORT_ITEMS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    **{key: {} for key in selectors.EXPORT_ITEM_KEYS},
+                    **{key: {"type": "string", "nullable": True} for key in services.IMPORTED_KEYS},
+                    "kind": {"type": "string", "enum": sorted(IDENTITY_KINDS)},
+                    "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "pattern": NOT_ONLY_SPACE},
+                    "status": {"type": "string", "enum": Status.values},
+                    "metadata": {"type": "object", "additionalProperties": {}},
+                },
+                "required": ["kind", "content"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["user"],
+    "additionalProperties": {},
+}
+
+
 class ImportInput(StrictInputMixin, serializers.Serializer):
     format = documented(StrictCharField, {"type": "string", "enum": [selectors.EXPORT_FORMAT]}, max_length=64)
     version = documented(StrictIntegerField, {"type": "integer", "enum": [selectors.EXPORT_VERSION]})
@@ -355,7 +383,7 @@ class ImportInput(StrictInputMixin, serializers.Serializer):
     user = JSONObjectField(required=False)
     settings = JSONObjectField(required=False)
     notes_files = JSONObjectField(required=False)
-    memories = JSONObjectField(help_text="Only memories.user is imported.")
+    memories = documented(JSONObjectField, IMPORT_MEMORIES_SCHEMA, help_text="Only memories.user is imported.")
     auto_memory_log = serializers.ListField(required=False)
     truncated = serializers.BooleanField(required=False)
 
