@@ -6,3 +6,92 @@ document.addEventListener("submit", (event) => {
     event.preventDefault();
   }
 });
+
+// Text typed into a form marked data-draft is not lost when the session has ended: at submit
+// the form's fields are kept in this browser (localStorage, never on the server). The next page
+// tells whether the server took them: one that shows a message or a form error did, and the
+// draft is dropped; the same form shown again without either (after the login page) gets its
+// fields back, with the note in data-draft-restored. A draft comes back only for the user who
+// typed it, within two hours; logging out drops every draft. The CSRF token and passwords are
+// never kept.
+(() => {
+  const PREFIX = "memory-draft:";
+  const MAX_AGE_MS = 2 * 60 * 60 * 1000;
+  const user = document.body.dataset.user || "";
+  let storage;
+  try {
+    storage = window.localStorage;
+  } catch (error) {
+    return; // storage disabled: forms work as before
+  }
+  const keyOf = (form) => {
+    const file = form.elements.namedItem("name");
+    return `${PREFIX}${location.pathname}#${form.id}:${file && file.type === "hidden" ? file.value : ""}`;
+  };
+  const SKIPPED_TYPES = ["password", "file", "submit", "button", "reset", "checkbox", "radio"];
+  const kept = (field) => field.name && field.name !== "csrfmiddlewaretoken" && !SKIPPED_TYPES.includes(field.type);
+  const drafts = () => Object.keys(storage).filter((key) => key.startsWith(PREFIX));
+  const read = (key) => {
+    try {
+      return JSON.parse(storage.getItem(key));
+    } catch (error) {
+      return null;
+    }
+  };
+
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (event.defaultPrevented) return;
+    if (form.matches("form.logout")) {
+      drafts().forEach((key) => storage.removeItem(key));
+      return;
+    }
+    if (!form.matches("form[data-draft]") || !user) return;
+    const fields = {};
+    for (const field of form.elements) {
+      if (kept(field)) fields[field.name] = field.value;
+    }
+    try {
+      storage.setItem(keyOf(form), JSON.stringify({ user, at: Date.now(), fields }));
+    } catch (error) {
+      // full or refused: nothing kept, nothing else changes
+    }
+  });
+
+  const now = Date.now();
+  drafts().forEach((key) => {
+    const draft = read(key);
+    if (!draft || now - draft.at > MAX_AGE_MS || (user && draft.user !== user)) storage.removeItem(key);
+  });
+
+  if (!user) {
+    // The login page: say that the text waits for the next sign-in.
+    const login = document.querySelector("form[data-draft-notice]");
+    if (login && drafts().length) {
+      const note = document.createElement("p");
+      note.className = "notice draft-kept";
+      note.textContent = login.dataset.draftNotice;
+      login.before(note);
+    }
+    return;
+  }
+  if (document.querySelector(".messages li, form[data-draft] .errorlist")) {
+    drafts().forEach((key) => storage.removeItem(key)); // the server answered the submission
+    return;
+  }
+  document.querySelectorAll("form[data-draft]").forEach((form) => {
+    const key = keyOf(form);
+    const draft = read(key);
+    if (!draft) return;
+    storage.removeItem(key);
+    for (const [name, value] of Object.entries(draft.fields)) {
+      const field = form.elements.namedItem(name);
+      if (field && kept(field) && "value" in field) field.value = value;
+    }
+    const note = document.createElement("p");
+    note.className = "notice draft-restored";
+    note.setAttribute("role", "status");
+    note.textContent = form.dataset.draftRestored;
+    form.before(note);
+  });
+})();
