@@ -25,14 +25,14 @@ SCOPED_TIERS = (Tier.CHAT, Tier.GLOBAL)
 
 
 class Kind(models.TextChoices):
-    FACT = "fact"
-    PREFERENCE = "preference"
-    DECISION = "decision"
-    CONVENTION = "convention"
-    TASK = "task"
-    PROCEDURE = "procedure"
-    WARNING = "warning"
-    SUMMARY = "summary"
+    FACT = "fact", _("Fact")
+    PREFERENCE = "preference", _("Preference")
+    DECISION = "decision", _("Decision")
+    CONVENTION = "convention", _("Convention")
+    TASK = "task", _("Task")
+    PROCEDURE = "procedure", _("Procedure")
+    WARNING = "warning", _("Warning")
+    SUMMARY = "summary", _("Summary")
 
 
 KIND_VALUES = frozenset(Kind.values)
@@ -43,9 +43,9 @@ IDENTITY_KINDS = frozenset({Kind.FACT, Kind.PREFERENCE, Kind.DECISION, Kind.CONV
 
 
 class Status(models.TextChoices):
-    ACTIVE = "active"
-    SUPERSEDED = "superseded"
-    ARCHIVED = "archived"
+    ACTIVE = "active", _("Active")
+    SUPERSEDED = "superseded", _("Superseded")
+    ARCHIVED = "archived", _("Archived")
 
 
 class Origin(models.TextChoices):
