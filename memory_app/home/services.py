@@ -117,7 +117,7 @@ def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> Forg
       ``create_task`` there;
     - ``chat:<key>``: every item of a chat bound to me, and consolidation's records of it;
     - ``auto``: memories auto-memory extracted from my runs, in projects where I may write;
-    - ``notes``: my ``MEMORY.md``;
+    - ``notes``: my ``MEMORY.md`` and its change history;
     - ``all``: my memories, the auto-extracted ones, every bound chat and the notes file (not
       the project memories I wrote by hand: they are the team's).
     """
@@ -151,9 +151,11 @@ def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> Forg
                 budget = _forget_rows(actor, memories.filter(scope_type=Tier.CHAT, scope_id=key), report, budget)
                 report.candidates += scoped_services.chat_candidates_forget(actor=actor, chat_key=key)
     if SOURCE_NOTES in kinds:
-        # Outside the transaction above: the workspace service owns its (durable) transaction
-        # and the per-user lock, as every notes-file write does.
+        # Outside the transaction above: the workspace services own their (durable) transactions
+        # and the per-user lock, as every notes-file write does. The file's change history holds
+        # its old text, so it is forgotten too.
         report.notes_deleted = agent_services.workspace_file_delete(user=actor, name=MEMORY_FILE)
+        agent_services.workspace_history_clear(user=actor, name=MEMORY_FILE)
     logger.info(
         "home source forgotten",
         extra={"actor": actor.pk, "source": ref.key, "memories": len(report.forgotten), "notes": report.notes_deleted},

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from identity_app.models import ChatBinding
 from memory_app.agent import services as agent_services
+from memory_app.agent.models import WorkspaceChange
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.models import MemoryCandidate
@@ -361,6 +362,7 @@ def test_forget_everything_takes_my_sources_and_leaves_the_teams(api, home, work
         + list(Memory.objects.filter(scope_id=ALICE_CHAT).values_list("pk", flat=True))
         + [home.auto.pk]
     )
+    assert WorkspaceChange.objects.filter(user=home.alice).exists()
     response = forget_all(client, "all")
     assert response.status_code == 200, response.content
     body = response.json()
@@ -369,6 +371,7 @@ def test_forget_everything_takes_my_sources_and_leaves_the_teams(api, home, work
     assert_scope_empty(f"user:{home.alice.pk}")
     assert_scope_empty(f"chat:{ALICE_CHAT}")
     assert not (workspace_root / str(home.alice.pk) / "agents" / "MEMORY.md").exists()
+    assert not WorkspaceChange.objects.filter(user=home.alice, name="MEMORY.md").exists()
     # The log keeps that auto-memory ran, not the forgotten text.
     assert AutoMemoryLogEntry.objects.get(pk=home.log_entry.pk).content == ""
     # What is not only mine stays: the project memories written by hand, and everyone else's.
@@ -406,6 +409,7 @@ def test_forget_the_notes_file_alone(api, home, workspace_root):
     assert response.status_code == 200 and response.json()["notes_deleted"] is True
     assert memory_rows() == before
     assert not (workspace_root / str(home.alice.pk) / "agents" / "MEMORY.md").exists()
+    assert not WorkspaceChange.objects.filter(user=home.alice, name="MEMORY.md").exists()  # nor its old text
     assert agent_services.workspace_file_delete(user=home.alice, name="MEMORY.md") is False
 
 
