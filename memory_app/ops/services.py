@@ -121,6 +121,8 @@ def _claim(*, job_id: str, worker_id: str, now: datetime) -> bool:
 def jobs_claim(*, worker_id: str, limit: int, now: datetime | None = None) -> list[BackgroundJob]:
     """Claim up to ``limit`` queued jobs (and running ones whose lease expired), oldest first."""
     now = now or timezone.now()
+    if not BackgroundJob.objects.filter(_claimable(now)).exists():
+        return []  # the common case, polled every second: no write transaction (SQLite's lock)
     with transaction.atomic():
         # SKIP LOCKED: a job another worker is claiming right now is simply not ours.
         ids = list(

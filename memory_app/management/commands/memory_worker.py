@@ -23,6 +23,7 @@ from memory_app.scoped.consolidation import dream_round
 from memory_app.search.embedder import embed_pending
 
 logger = logging.getLogger(__name__)
+HEARTBEAT_SECONDS = 10  # far below WORKER_HEARTBEAT_MAX_AGE
 
 
 class _LogLines:
@@ -96,7 +97,7 @@ class Command(BaseCommand):
     # --- jobs and heartbeat between rounds ------------------------------------------------
     def _start(self, *, worker_id: str, job_poll: float, once: bool) -> None:
         self.worker_id, self.job_poll, self.stopping = worker_id, job_poll, False
-        self.started_at = timezone.now()
+        self.started_at, self.last_beat = timezone.now(), float("-inf")
         if settings.LOG_FORMAT == "json":
             self.stdout = _LogLines()
         if not once:
@@ -108,8 +109,13 @@ class Command(BaseCommand):
         self.stopping = True
 
     def _beat(self) -> None:
+        """At most every HEARTBEAT_SECONDS: a write per poll would take SQLite's write lock
+        every second for nothing."""
+        if time.monotonic() - self.last_beat < HEARTBEAT_SECONDS:
+            return
         try:
             worker_heartbeat(worker_id=self.worker_id, started_at=self.started_at)
+            self.last_beat = time.monotonic()
         except DatabaseError as exc:
             logger.warning("worker heartbeat failed", extra={"error_class": type(exc).__name__})
             close_old_connections()
