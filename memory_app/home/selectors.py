@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from config.errors import DomainError, InvalidInput, NotFound
 from config.validation import is_valid_id
@@ -238,10 +239,14 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
             "on — it is %(state)s now. Sub-agents never see them."
         ) % {"n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_PROJECT:
-        return _(
+        return ngettext(
+            "Every member of this project can read these (%(members)s person). Your main agent gets the latest "
+            "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
+            "Sub-agents never see them.",
             "Every member of this project can read these (%(members)s people). Your main agent gets the latest "
             "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
-            "Sub-agents never see them."
+            "Sub-agents never see them.",
+            members,
         ) % {"members": members, "n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_NOTES:
         return _(

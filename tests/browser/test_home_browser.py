@@ -137,3 +137,30 @@ def test_home_search_bulk_forget_and_forget_everything(page, live_server):
     assert Memory.objects.filter(pk=daves.pk).exists()
     expect(page.locator(f'section.source[data-source="chat:{CHAT}"] .count')).to_have_text("0")
     assert_no_csp_violations(page)
+
+
+def test_home_pages_fit_a_small_screen(page, live_server):
+    """At 390 px nothing scrolls sideways and the item actions stay in view."""
+    dora = UserFactory(username="dora", password=PASSWORD)
+    bot = UserFactory(username="bot2")
+    user_grant_service(user=bot)
+    ChatBindingFactory(user=dora, chat_key=CHAT)
+    item, _ = scoped_item_create(
+        actor=bot, session_id=CHAT, kind="task", content="Remind Dora to renew the passport " + "soon " * 30
+    )
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.url + reverse("login"))
+    page.fill("input[name=username]", "dora")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("main form button[type=submit]")
+    page.wait_for_url(live_server.url + "/")
+    chat_items = f"{reverse('web:memory_home_items')}?source=chat:{CHAT}"
+    for path in ("/?q=passport", chat_items, reverse("web:memory_home_item", args=[item.pk]), "/memory/forget-all/"):
+        page.goto(live_server.url + path)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, (path, overflow)
+    page.goto(live_server.url + chat_items)
+    forget = page.locator(f"#item-{item.pk} >> text=Forget")
+    box = forget.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    assert_no_csp_violations(page)
