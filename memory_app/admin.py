@@ -3,4 +3,5 @@
 from memory_app.agent import admin as agent_admin  # noqa: F401
 from memory_app.automemory import admin as automemory_admin  # noqa: F401
 from memory_app.memories import admin as memories_admin  # noqa: F401
+from memory_app.ops import admin as ops_admin  # noqa: F401
 from memory_app.scoped import admin as scoped_admin  # noqa: F401
