@@ -33,7 +33,6 @@ from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, Au
 from memory_app.memories import services as memory_services
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import worker_heartbeat
-from memory_app.ops.models import BackgroundJob
 from memory_app.scoped.migration import inspect_plan, plan_import
 from memory_app.scoped.services import scoped_item_create
 from tests.factories import (
@@ -212,7 +211,6 @@ def build_world() -> World:
     o["binding"] = ChatBindingFactory(user=alice, chat_key=CHAT_KEY)
     o["job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=alice)
     worker_heartbeat(worker_id="matrix-worker", started_at=timezone.now())
-    o["job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=alice)
     o["chat_item"], _ = scoped_item_create(
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"
     )
