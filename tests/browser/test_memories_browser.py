@@ -52,7 +52,7 @@ def test_login_create_correct_forget(page, live_server):
     page.goto(live_server.url + reverse("web:my_memories"))
     page.fill("input[name=username]", "carol")
     page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    page.click("main form button[type=submit]")  # not the header's language buttons
     page.wait_for_url(live_server.url + reverse("web:my_memories"))
 
     # Create.
@@ -110,7 +110,7 @@ def test_other_users_memory_is_not_found_in_the_browser(page, live_server):
     page.goto(live_server.url + "/accounts/login/")
     page.fill("input[name=username]", "erin")
     page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    page.click("main form button[type=submit]")  # not the header's language buttons
     page.wait_for_url(live_server.url + "/")
     response = page.goto(live_server.url + reverse("web:my_memory_forget", args=[foreign.pk]))
     assert response.status == 404
