@@ -7,6 +7,9 @@ indexed but are never returned). A message is embedded together with the turn be
 short answer ("Yes, the blue one") carries what it answers.
 """
 
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Right
+
 from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
 from memory_app.agent.selectors import conversation_is_main_thread
 from memory_app.search import documents, embedder
@@ -45,20 +48,21 @@ def on_user_deleted(sender, instance, **kwargs) -> None:
 
 def _texts(refs: list[str]) -> dict[str, tuple[str, str]]:
     ids = [int(ref) for ref in refs if ref.isdigit()]
-    rows = list(Message.objects.filter(pk__in=ids).values_list("id", "conversation_id", "content"))
-    out = {}
-    for pk, conversation_id, content in rows:
-        previous = (
-            Message.objects.filter(
-                conversation_id=conversation_id, role__in=HISTORY_ROLES, type=MessageType.TEXT, id__lt=pk
-            )
-            .order_by("-created_at", "-id")
-            .values_list("content", flat=True)
-            .first()
+    previous = (
+        Message.objects.filter(
+            conversation_id=OuterRef("conversation_id"),
+            role__in=HISTORY_ROLES,
+            type=MessageType.TEXT,
+            id__lt=OuterRef("id"),
         )
-        context = (previous or "")[-CONTEXT_CHARS:]
-        out[str(pk)] = (content, f"{context}\n{content}" if context else content)
-    return out
+        .order_by("-created_at", "-id")
+        .annotate(tail=Right("content", CONTEXT_CHARS))
+        .values("tail")[:1]
+    )
+    rows = (
+        Message.objects.filter(pk__in=ids).annotate(context=Subquery(previous)).values_list("id", "content", "context")
+    )
+    return {str(pk): (content, f"{context}\n{content}" if context else content) for pk, content, context in rows}
 
 
 embedder.register_source(SOURCE, _texts)

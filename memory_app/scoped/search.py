@@ -71,18 +71,6 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
     return hits[:limit]
 
 
-def keyword_search(*, scope: tuple[str, str], query: str, limit: int) -> list[Hit]:
-    return search_scope(scope=scope, query=query, limit=limit, mode="fts")
-
-
-def vector_search(*, scope: tuple[str, str], query: str, limit: int) -> list[Hit]:
-    return search_scope(scope=scope, query=query, limit=limit, mode="vector")
-
-
-def hybrid_search(*, scope: tuple[str, str], query: str, limit: int) -> list[Hit]:
-    return search_scope(scope=scope, query=query, limit=limit, mode="hybrid")
-
-
 def cascade_search(
     *, scopes: list[tuple[str, str]], query: str, limit: int, mode: str, warnings: list | None = None
 ) -> list[Hit]:

@@ -23,7 +23,6 @@ import snowballstemmer
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f"
 _RUNS = re.compile(rf"(?P<cjk>[{CJK}]+)|(?P<word>[^\W_{CJK}]+)")
-_CJK_CHAR = re.compile(f"[{CJK}]")
 MAX_QUERY_TERMS = 24
 
 STOP_WORDS = frozenset(
@@ -49,10 +48,6 @@ def text_runs(text: str, *, runs: re.Pattern = _RUNS):
     """``(is_cjk, run)`` pairs of the normalised text; ``runs`` has a ``cjk`` and a ``word`` group."""
     for match in runs.finditer(normalize(text)):
         yield (match.lastgroup == "cjk", match.group())
-
-
-def starts_with_cjk(text: str) -> bool:
-    return _CJK_CHAR.match(text) is not None
 
 
 @functools.lru_cache(maxsize=65536)

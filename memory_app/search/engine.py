@@ -52,8 +52,6 @@ EXACT_VECTOR_LIMIT = 200_000  # documents per search held in memory for exact ve
 class Ranked:
     ref: str
     score: float
-    lexical: float | None = None
-    dense: float | None = None
 
 
 @dataclass
@@ -303,15 +301,11 @@ def search(
     dense_refs = [(refs[d], score) for d, score in dense if d in refs]
     if expand_lexical is not None and lexical_refs:
         lexical_refs = expand_lexical(lexical_refs)[:depth]
-    lex_scores, dense_scores = dict(lexical_refs), dict(dense_refs)
     if mode == "lexical":
         ranked = lexical_refs
     elif mode == "dense":
         ranked = dense_refs
     else:
         ranked = rrf_fuse([[r for r, _ in lexical_refs], [r for r, _ in dense_refs]])
-    result.hits = [
-        Ranked(ref=ref, score=score, lexical=lex_scores.get(ref), dense=dense_scores.get(ref))
-        for ref, score in ranked[:depth]
-    ]
+    result.hits = [Ranked(ref=ref, score=score) for ref, score in ranked[:depth]]
     return result

@@ -54,6 +54,12 @@ def scopes_get_or_create(keys: Iterable[str]) -> dict[str, int]:
     return found
 
 
+def _add(deltas: dict[int, list[int]], scope_id: int, docs: int, length: int) -> None:
+    entry = deltas.setdefault(scope_id, [0, 0])
+    entry[0] += docs
+    entry[1] += length
+
+
 def _bump(deltas: dict[int, list[int]]) -> None:
     """Apply ``{scope id: [docs delta, length delta]}`` in id order and give each scope a new
     version: a random one, so a version seen inside a rolled-back transaction never comes back."""
@@ -84,6 +90,7 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
             )
         scope_ids = scopes_get_or_create(r.scope for r in rows if r.scope is not None)
         deltas: dict[int, list[int]] = {}
+        moves: dict[int, list[int]] = {}  # new scope id -> documents that move there
         doomed: list[SearchDocument] = []
         fresh: list[tuple[Row, int, str]] = []
         for row in rows:
@@ -95,22 +102,19 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
             scope_id, digest = scope_ids[row.scope], text_hash(row.text)
             if doc is not None and doc.text_hash == digest:
                 if doc.scope_id != scope_id:  # moved: keep the vector, move the postings
-                    SearchDocument.objects.filter(pk=doc.pk).update(scope_id=scope_id)
-                    SearchPosting.objects.filter(document_id=doc.pk).update(scope_id=scope_id)
-                    deltas.setdefault(doc.scope_id, [0, 0])
-                    deltas[doc.scope_id][0] -= 1
-                    deltas[doc.scope_id][1] -= doc.length
-                    deltas.setdefault(scope_id, [0, 0])
-                    deltas[scope_id][0] += 1
-                    deltas[scope_id][1] += doc.length
+                    moves.setdefault(scope_id, []).append(doc.pk)
+                    _add(deltas, doc.scope_id, -1, -doc.length)
+                    _add(deltas, scope_id, 1, doc.length)
                 continue
             if doc is not None:
                 doomed.append(doc)
             fresh.append((row, scope_id, digest))
+        for scope_id, doc_ids in moves.items():
+            for chunk in _chunks(doc_ids):
+                SearchDocument.objects.filter(pk__in=chunk).update(scope_id=scope_id)
+                SearchPosting.objects.filter(document_id__in=chunk).update(scope_id=scope_id)
         for doc in doomed:
-            deltas.setdefault(doc.scope_id, [0, 0])
-            deltas[doc.scope_id][0] -= 1
-            deltas[doc.scope_id][1] -= doc.length
+            _add(deltas, doc.scope_id, -1, -doc.length)
         for chunk in _chunks([d.pk for d in doomed]):
             SearchPosting.objects.filter(document_id__in=chunk).delete()
             SearchDocument.objects.filter(pk__in=chunk).delete()
@@ -130,9 +134,7 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
             )
             postings = []
             for doc, (_, scope_id, _, counts) in zip(docs, counted, strict=True):
-                deltas.setdefault(scope_id, [0, 0])
-                deltas[scope_id][0] += 1
-                deltas[scope_id][1] += doc.length
+                _add(deltas, scope_id, 1, doc.length)
                 postings.extend(
                     SearchPosting(
                         scope_id=scope_id, term=term, document_id=doc.pk, tf=min(tf, 32767), length=doc.length

@@ -10,7 +10,7 @@ from django.db import models
 
 
 class SearchScope(models.Model):
-    """One searchable partition ("user:7", "project:prj_…", "chat:<key>", "global:global",
+    """One searchable partition ("user:7", "project:prj_…", "chat:<key>", "global:__global__",
     "history:7") and the statistics BM25 needs: how many documents, how many terms in all.
 
     ``version`` is set to a new random value whenever a document or vector of the scope

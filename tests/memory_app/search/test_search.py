@@ -183,7 +183,7 @@ def test_like_wildcards_in_queries_are_literal(api, svc):
 
 def test_hybrid_uses_reciprocal_rank_fusion(svc):
     memory = put(svc, "Weekly report goes out on Friday", kind="task")
-    hits = search.hybrid_search(scope=("chat", A), query="weekly report", limit=5)
+    hits = search.search_scope(scope=("chat", A), query="weekly report", limit=5, mode="hybrid")
     assert hits[0].id == memory.pk
     assert hits[0].score == pytest.approx(2 / (RRF_K + 1))
 
