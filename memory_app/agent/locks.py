@@ -35,9 +35,12 @@ def user_lock_acquire(*, user_id: int) -> None:
         return  # SQLite: BEGIN IMMEDIATE already took the database write lock.
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{LOCK_TIMEOUT_MS}ms"])
             started = time.perf_counter()
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [user_lock_key(user_id)])
+            # One round trip: the volatile subquery in FROM sets the timeout before the lock.
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s) FROM (SELECT set_config('lock_timeout', %s, true)) AS timeout",
+                [user_lock_key(user_id), f"{LOCK_TIMEOUT_MS}ms"],
+            )
             USER_LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
     except DatabaseError as exc:
         USER_LOCK_FAILURES.inc()

@@ -99,40 +99,73 @@ def change_record(
     """Record one publish. ``before`` is ``None`` when the earlier version could not be read
     whole; ``after`` is ``None`` when the file was removed. Nothing is recorded when the bytes
     did not change."""
-    after_exists = after is not None
-    after_bytes = after or b""
-    if before is not None and before == after_bytes and before_exists == after_exists:
-        return None
-    old_text = _decode(before) if before is not None else None
-    new_text = _decode(after_bytes)
-    complete = old_text is not None and new_text is not None
-    hunks = line_hunks(split_lines(old_text), split_lines(new_text)) if complete else []
+    change = ChangeStep(action, author, before, before_exists, after, reverts)
+    recorded = changes_record(user_id=user_id, name=name, steps=[change])
+    return recorded[0] if recorded else None
+
+
+@dataclass(frozen=True)
+class ChangeStep:
+    """One change of a file, as ``change_record`` takes it."""
+
+    action: str
+    author: Author
+    before: bytes | None
+    before_exists: bool
+    after: bytes | None
+    reverts: WorkspaceChange | None = None
+
+
+def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[WorkspaceChange]:
+    """Record several changes of one file made one after the other (a group commit publishes
+    them at once), with one query for the sequence number and one insert. Steps that did not
+    change the bytes are left out."""
+    changes = []
+    for step in steps:
+        after_exists = step.after is not None
+        after_bytes = step.after or b""
+        if step.before is not None and step.before == after_bytes and step.before_exists == after_exists:
+            continue
+        old_text = _decode(step.before) if step.before is not None else None
+        new_text = _decode(after_bytes)
+        complete = old_text is not None and new_text is not None
+        hunks = line_hunks(split_lines(old_text), split_lines(new_text)) if complete else []
+        author = step.author
+        changes.append(
+            WorkspaceChange(
+                user_id=user_id,
+                name=name,
+                action=step.action,
+                source=author.source,
+                actor=author.actor,
+                run=author.run,
+                run_ref=author.run.pk if author.run is not None else "",
+                client=author.client[:160],
+                reverts=step.reverts,
+                before_exists=step.before_exists,
+                after_exists=after_exists,
+                before_sha256=sha256_hex(step.before) if step.before is not None else "",
+                after_sha256=sha256_hex(after_bytes),
+                hunks=hunks,
+                diff_complete=complete,
+                lines_added=sum(len(h["new"]) for h in hunks),
+                lines_removed=sum(len(h["old"]) for h in hunks),
+            )
+        )
+    if not changes:
+        return []
     last = WorkspaceChange.objects.filter(user_id=user_id, name=name).order_by("-seq").values_list("seq", flat=True)
-    seq = (last.first() or 0) + 1
-    change = WorkspaceChange(
-        user_id=user_id,
-        name=name,
-        seq=seq,
-        action=action,
-        source=author.source,
-        actor=author.actor,
-        run=author.run,
-        run_ref=author.run.pk if author.run is not None else "",
-        client=author.client[:160],
-        reverts=reverts,
-        before_exists=before_exists,
-        after_exists=after_exists,
-        before_sha256=sha256_hex(before) if before is not None else "",
-        after_sha256=sha256_hex(after_bytes),
-        hunks=hunks,
-        diff_complete=complete,
-        lines_added=sum(len(h["new"]) for h in hunks),
-        lines_removed=sum(len(h["old"]) for h in hunks),
-    )
-    change.save(force_insert=True)
+    seq = last.first() or 0
+    for change in changes:
+        seq += 1
+        change.seq = seq
+    if len(changes) == 1:
+        changes[0].save(force_insert=True)
+    else:
+        WorkspaceChange.objects.bulk_create(changes)
     if seq > HISTORY_KEEP:
         WorkspaceChange.objects.filter(user_id=user_id, name=name, seq__lte=seq - HISTORY_KEEP).delete()
-    return change
+    return changes
 
 
 # --- undo ------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 A user reads only their own rows; sub-agent threads are never history (``SUBAGENT_SOURCES``)."""
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Left
 from django.utils import timezone
 
@@ -54,6 +54,16 @@ def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:
 
 def memory_enabled_for(*, user_id: int) -> bool:
     value = UserSettings.objects.filter(user_id=user_id).values_list("enable_memory", flat=True).first()
+    return memory_enabled_from(value)
+
+
+def enable_memory_subquery(user_field: str = "user_id") -> Subquery:
+    """The stored ``enable_memory`` of the row's user (NULL without a settings row), to read it in
+    the same query as the row; ``memory_enabled_from`` turns it into the switch state."""
+    return Subquery(UserSettings.objects.filter(user_id=OuterRef(user_field)).values("enable_memory")[:1])
+
+
+def memory_enabled_from(value) -> bool:
     return UserSettings._meta.get_field("enable_memory").default if value is None else bool(value)
 
 

@@ -1,9 +1,11 @@
 """The three main-agent tools (docs/runs.md). The caller's identity is the run token only; no tool
 takes a uid, path, worker or thread-owner argument."""
 
+import copy
 import logging
 import re
 import unicodedata
+from dataclasses import dataclass
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -13,11 +15,12 @@ from config.metrics import REMEMBER_MEMORY
 from config.validation import clean_text
 from memory_app.agent import history, notes_history
 from memory_app.agent.budgets import utf8_len
+from memory_app.agent.groupcommit import GroupCommitter
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.locks import LockFailed, user_lock_acquire
 from memory_app.agent.models import AgentRun, WorkspaceChangeAction, WorkspaceChangeSource, run_is_top_level
-from memory_app.agent.selectors import memory_enabled_for
-from memory_app.agent.workspace import MEMORY_FILE, Workspace
+from memory_app.agent.selectors import enable_memory_subquery, memory_enabled_for, memory_enabled_from
+from memory_app.agent.workspace import MEMORY_FILE, FileRead, Workspace
 
 logger = logging.getLogger(__name__)
 REMEMBER_MAX_BYTES = 4 * 1024
@@ -175,68 +178,109 @@ def remember_memory(
     return answer
 
 
+@dataclass(frozen=True)
+class _Write:
+    credential: RunCredential
+    content: str
+    replaces: str | None
+    claims: dict | None
+
+
 def _remember(*, credential: RunCredential, content, replaces, claims: dict | None) -> dict:
     content = _validate_tool_text(content, "content", required=True).strip()
     replaces = _validate_tool_text(replaces, "replaces", required=False)
+    # Queued behind the batch of this user's writes in progress, if any (groupcommit.py).
+    answer = _notes_writes.submit(credential.user_id, _Write(credential, content, replaces, claims))
+    logger.info(
+        "remember_memory %s for user %s by run %s (%d bytes)",
+        answer["result"],
+        credential.user_id,
+        credential.run_id,
+        answer["bytes"],
+    )
+    return answer
+
+
+def _remember_batch(user_id: int, writes: list[_Write]) -> list:
+    """Apply queued ``remember_memory`` calls of one user in order, with one lock, one read and
+    one publish: each call is checked and applied on its own (a refused call changes nothing and
+    gets its own error), each applied call is recorded as its own change, and the file is
+    published once before any caller is answered. A failure of the lock, the read or the publish
+    refuses every call of the batch and leaves the file as it was."""
+    outcomes: list = [None] * len(writes)
     try:
         with transaction.atomic(durable=True):
-            user_lock_acquire(user_id=credential.user_id)
-            run = (
-                AgentRun.objects.select_for_update(of=("self",))
+            user_lock_acquire(user_id=user_id)
+            runs = {
+                run.pk: run
+                for run in AgentRun.objects.select_for_update(of=("self",))
                 .select_related("conversation")
-                .filter(pk=credential.run_id)
-                .first()
-            )
-            run = _check_tool_run(run=run, credential=credential, claims=claims)
-            # Re-read under the lock: a switch turned off mid-run stops this write.
-            if not memory_enabled_for(user_id=run.user_id):
-                raise MemoryDisabled("Memory is turned off for this user.")
-            workspace = Workspace(run.user_id)
-            current_read = workspace.read_file(MEMORY_FILE, max_bytes=MEMORY_FILE_MAX_BYTES)
-            if current_read.truncated:
-                raise TooLarge(
-                    f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it.",
-                    code="memory_file_too_large",
-                )
-            try:
-                current = current_read.content.decode("utf-8")
-            except UnicodeDecodeError:
-                raise Conflict(
-                    "MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid"
-                ) from None
-            result, updated = _apply(current=current, content=content, replaces=replaces)
-            if updated is not None:
-                data = updated.encode("utf-8")
-                if len(data) > MEMORY_FILE_MAX_BYTES:
-                    raise TooLarge(
-                        f"MEMORY.md would grow beyond {MEMORY_FILE_MAX_BYTES} bytes.", code="memory_file_too_large"
+                .annotate(stored_enable_memory=enable_memory_subquery())
+                .filter(pk__in={write.credential.run_id for write in writes})
+            }
+            workspace, current_read, steps = Workspace(user_id), None, []
+            for index, write in enumerate(writes):
+                try:
+                    run = _check_tool_run(
+                        run=runs.get(write.credential.run_id), credential=write.credential, claims=write.claims
                     )
-                # Recorded first: if the publish fails, the transaction takes the record back.
-                notes_history.change_record(
-                    user_id=run.user_id,
-                    name=MEMORY_FILE,
-                    action=WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE,
-                    author=notes_history.Author(WorkspaceChangeSource.AGENT, run=run),
-                    before=current_read.content,
-                    before_exists=current_read.exists,
-                    after=data,
-                )
+                    # Read under the lock: a switch turned off mid-run stops this write.
+                    if not memory_enabled_from(run.stored_enable_memory):
+                        raise MemoryDisabled("Memory is turned off for this user.")
+                    if current_read is None:  # read once, after the first call that passed its checks
+                        current_read = workspace.read_file(MEMORY_FILE, max_bytes=MEMORY_FILE_MAX_BYTES)
+                        current, file_error = _memory_file_text(current_read)
+                        data, exists = current_read.content, current_read.exists
+                    if file_error is not None:
+                        raise copy.copy(file_error)
+                    result, updated = _apply(current=current, content=write.content, replaces=write.replaces)
+                    if updated is not None:
+                        new_data = updated.encode("utf-8")
+                        if len(new_data) > MEMORY_FILE_MAX_BYTES:
+                            raise TooLarge(
+                                f"MEMORY.md would grow beyond {MEMORY_FILE_MAX_BYTES} bytes.",
+                                code="memory_file_too_large",
+                            )
+                        action = WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE
+                        author = notes_history.Author(WorkspaceChangeSource.AGENT, run=run)
+                        steps.append(notes_history.ChangeStep(action, author, data, exists, new_data))
+                        current, data, exists = updated, new_data, True
+                    outcomes[index] = {"result": result, "bytes": len(data)}
+                except DomainError as exc:
+                    logger.info("remember_memory refused for run %s: %s", write.credential.run_id, exc.code)
+                    outcomes[index] = exc
+            if steps:
+                # Recorded first: if the publish fails, the transaction takes the records back.
+                notes_history.changes_record(user_id=user_id, name=MEMORY_FILE, steps=steps)
                 workspace.replace_authorized_file(MEMORY_FILE, data)
-                size = len(data)
-            else:
-                size = len(current_read.content)
     except DomainError as exc:
-        logger.info("remember_memory refused for run %s: %s", credential.run_id, exc.code)
+        logger.info("remember_memory refused for user %s (%d calls): %s", user_id, len(writes), exc.code)
         raise
     except DatabaseError as exc:
         logger.warning(
-            "remember_memory refused for run %s: database error %s", credential.run_id, exc.__class__.__name__
+            "remember_memory refused for user %s (%d calls): database error %s",
+            user_id,
+            len(writes),
+            exc.__class__.__name__,
         )
         raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
-    logger.info(
-        "remember_memory %s for user %s by run %s (%d bytes)", result, credential.user_id, credential.run_id, size
-    )
-    return {"result": result, "bytes": size}
+    return outcomes
+
+
+def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
+    """The current MEMORY.md as text, or the error that refuses every write to it."""
+    if read.truncated:
+        return "", TooLarge(
+            f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it.",
+            code="memory_file_too_large",
+        )
+    try:
+        return read.content.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return "", Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid")
+
+
+_notes_writes = GroupCommitter(_remember_batch)
 
 
 def _apply(*, current: str, content: str, replaces: str | None) -> tuple[str, str | None]:

@@ -251,7 +251,7 @@ def test_database_failure_under_the_lock_is_refused(run_api, make_run, alice, wo
     def broken(**kwargs):
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr(tools, "memory_enabled_for", broken)
+    monkeypatch.setattr(tools.notes_history, "changes_record", broken)  # the write under the lock
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 503, "memory_lock_failed", workspace_root, alice, before)
 
