@@ -16,6 +16,7 @@ rest stays as written, and stored data is never changed (this runs at output tim
 """
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 
@@ -95,6 +96,7 @@ _LOOKALIKE_RE = re.compile(
 
 
 _FOLD_CACHE: dict[str, str] = {}
+_FOLD_CACHE_MAX = 65536
 
 
 def _fold_char(char: str) -> str:
@@ -102,9 +104,35 @@ def _fold_char(char: str) -> str:
     if folded is None:
         parts = (part for part in unicodedata.normalize("NFKD", char) if unicodedata.category(part) not in _IGNORED)
         folded = "".join(_LOOKALIKES.get(c, c) for c in "".join(parts).casefold())
-        if len(_FOLD_CACHE) < 65536:
-            _FOLD_CACHE[char] = folded
+        with _LEARNING:
+            if len(_FOLD_CACHE) < _FOLD_CACHE_MAX and char not in _FOLD_CACHE:
+                # The tables first: a character in the cache is one the tables know.
+                if len(folded) != 1:
+                    _UNEVEN.add(char)
+                elif folded != char:
+                    _EVEN_TABLE[ord(char)] = folded
+                _FOLD_CACHE[char] = folded
     return folded
+
+
+# What ``_fold_char`` learned, in the shapes that let ``str.translate`` and one regex fold a
+# whole text at C speed: characters folding to one other character (a translate table), and
+# characters folding to none or several (their positions shift the folded view).
+_LEARNING = threading.Lock()
+_EVEN_TABLE: dict[int, str] = {}
+_UNEVEN: set[str] = set()
+_UNEVEN_RE: dict[int, re.Pattern | None] = {0: None}  # one entry: size of _UNEVEN → its class
+
+
+def _uneven_pattern() -> re.Pattern | None:
+    pattern = _UNEVEN_RE.get(len(_UNEVEN), False)
+    if pattern is False:
+        with _LEARNING:
+            chars = sorted(_UNEVEN)
+            pattern = re.compile("[" + "".join(re.escape(c) for c in chars) + "]") if chars else None
+            _UNEVEN_RE.clear()
+            _UNEVEN_RE[len(chars)] = pattern
+    return pattern
 
 
 def _folded(text: str) -> tuple[str, list[int] | None]:
@@ -112,6 +140,29 @@ def _folded(text: str) -> tuple[str, list[int] | None]:
     character it came from (None when the two are aligned one to one)."""
     if text.isascii():
         return text.lower(), None
+    for char in set(text).difference(_FOLD_CACHE):
+        _fold_char(char)
+    if len(_FOLD_CACHE) >= _FOLD_CACHE_MAX and not set(text).issubset(_FOLD_CACHE):
+        return _folded_by_char(text)  # a character the tables could not learn: one by one
+    pattern = _uneven_pattern()
+    if pattern is None or pattern.search(text) is None:
+        return text.translate(_EVEN_TABLE), None
+    parts, origin, position = [], [], 0
+    for match in pattern.finditer(text):
+        index = match.start()
+        parts.append(text[position:index].translate(_EVEN_TABLE))
+        origin.extend(range(position, index))
+        folded = _FOLD_CACHE[text[index]]
+        parts.append(folded)
+        origin.extend([index] * len(folded))
+        position = index + 1
+    parts.append(text[position:].translate(_EVEN_TABLE))
+    origin.extend(range(position, len(text)))
+    return "".join(parts), origin
+
+
+def _folded_by_char(text: str) -> tuple[str, list[int] | None]:
+    """``_folded`` one character at a time (the reference the tables reproduce)."""
     parts = [_fold_char(char) for char in text]
     folded = "".join(parts)
     if len(folded) == len(text) and all(len(part) == 1 for part in parts):

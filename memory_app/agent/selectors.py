@@ -36,7 +36,13 @@ def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
 def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceChange]:
     """The change history of a user's workspace files: their own, nobody else's (not even a
     service principal's, which never reads another user's notes file either)."""
-    return WorkspaceChange.objects.filter(user=user).select_related("actor", "reverts").defer("reverts__hunks")
+    # Changes of one group commit share a moment; their sequence numbers keep them in order.
+    return (
+        WorkspaceChange.objects.filter(user=user)
+        .select_related("actor", "reverts")
+        .defer("reverts__hunks")
+        .order_by("-created_at", "-seq", "-id")
+    )
 
 
 def workspace_change_get(*, user: AbstractBaseUser, change_id: str) -> WorkspaceChange:
