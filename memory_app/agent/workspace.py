@@ -49,10 +49,15 @@ class FileRead:
     content: bytes  # at most the requested number of bytes
     size: int  # size of the whole file on disk
     exists: bool
+    identity: tuple | None = None  # file_identity() of the version read
 
     @property
     def truncated(self) -> bool:
         return self.size > len(self.content)
+
+
+def _identity(info: os.stat_result) -> tuple:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def validate_workspace_name(name: str) -> str:
@@ -116,6 +121,23 @@ class Workspace:
             return None
 
     # --- reads ---------------------------------------------------------------------------
+    def file_identity(self, name: str) -> tuple | None:
+        """``(device, inode, size, mtime_ns, ctime_ns)`` of a workspace file, without reading it
+        (the same walk as a read; a symlink or non-regular file is refused). None when missing."""
+        validate_workspace_name(name)
+        dir_fd = self._open_agents_dir(create=False)
+        if dir_fd is None:
+            return None
+        try:
+            info = self._lstat(dir_fd, name)
+        finally:
+            os.close(dir_fd)
+        if info is None:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceUnsafe(f"{name} is not a regular file.")
+        return _identity(info)
+
     def read_file(self, name: str, *, max_bytes: int) -> FileRead:
         """Read at most ``max_bytes`` of a workspace file. Missing → ``exists=False``."""
         validate_workspace_name(name)
@@ -142,7 +164,7 @@ class Workspace:
                         break
                     chunks.append(chunk)
                     remaining -= len(chunk)
-                return FileRead(b"".join(chunks), info.st_size, True)
+                return FileRead(b"".join(chunks), info.st_size, True, _identity(info))
             finally:
                 os.close(fd)
         finally:

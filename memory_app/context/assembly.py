@@ -20,8 +20,9 @@ from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_l
 from memory_app.agent.models import AgentRun, run_is_top_level
 from memory_app.agent.selectors import memory_enabled_for
 from memory_app.agent.tools import TOOL_SCHEMAS
-from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, Workspace, WorkspaceUnsafe
+from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.automemory import injection as identity_injection
+from memory_app.context import filecache
 from memory_app.scoped import context as scoped_context
 
 logger = logging.getLogger(__name__)
@@ -40,21 +41,25 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
     """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
     ``low_trust`` neutralizes delimiter look-alikes before the cut, so the budget holds for the
     text as shown."""
+
+    def build(read: FileRead) -> str:
+        # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
+        # below always removes it.
+        text = read.content.decode("utf-8", errors="replace")
+        if not text.strip():
+            return ""
+        if low_trust:
+            text = neutralize_low_trust(text)
+        return truncate_utf8(text, max_bytes)[0]
+
     try:
-        # A few bytes more than the budget tell whether the file is longer than shown.
-        read = workspace.read_file(name, max_bytes=max_bytes + 4)
+        # A few bytes more than the budget tell whether the file is longer than shown. Built
+        # once per version of the file (filecache.py).
+        return filecache.file_text(workspace, name, max_bytes=max_bytes + 4, variant=low_trust, build=build)
     except WorkspaceUnsafe:
         logger.warning("refusing unsafe workspace file %s of user %s", name, workspace.user_id)
         warnings.append(f"workspace_file_unsafe:{name}")
         return ""
-    # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
-    # below always removes it.
-    text = read.content.decode("utf-8", errors="replace")
-    if not text.strip():
-        return ""
-    if low_trust:
-        text = neutralize_low_trust(text)
-    return truncate_utf8(text, max_bytes)[0]
 
 
 def context_round(value) -> int:
