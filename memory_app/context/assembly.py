@@ -40,7 +40,7 @@ MEMORY_HEADER = (
 def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False) -> str:
     """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
     ``low_trust`` neutralizes delimiter look-alikes before the cut, so the budget holds for the
-    text as shown."""
+    text as shown, and frames the text as the notes-file block."""
 
     def build(read: FileRead) -> str:
         # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
@@ -48,9 +48,10 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
         text = read.content.decode("utf-8", errors="replace")
         if not text.strip():
             return ""
-        if low_trust:
-            text = neutralize_low_trust(text)
-        return truncate_utf8(text, max_bytes)[0]
+        if not low_trust:
+            return truncate_utf8(text, max_bytes)[0]
+        text = truncate_utf8(neutralize_low_trust(text), max_bytes)[0]
+        return low_trust_block(MEMORY_FILE_FRAME, text, header=MEMORY_HEADER)
 
     try:
         # A few bytes more than the budget tell whether the file is longer than shown. Built
@@ -95,9 +96,8 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
     # Read fresh at each assembly; sub-agents and other non-top-level runs never get it.
     memory_enabled = run_is_top_level(run) and memory_enabled_for(user_id=run.user_id)
     if memory_enabled:
-        text = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
-        if text:
-            content = low_trust_block(MEMORY_FILE_FRAME, text, header=MEMORY_HEADER)
+        content = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
+        if content:
             sections.append({"name": "memory", "trust": "low", "content": content})
 
     prompt, goal = run.prompt, run.goal
