@@ -9,7 +9,7 @@ the stored hash, so a token from before a take-over no longer authenticates anyt
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.utils import timezone
 
@@ -47,6 +47,9 @@ class RunCredential:
     user_id: int
     generation: int
     token_hash: str
+    # The run row as authentication read it (with user, conversation and project), so the
+    # request that follows need not read it again; lease checks still run on it.
+    run: AgentRun | None = field(default=None, compare=False, repr=False)
 
 
 def run_authenticate(token: str):
@@ -55,18 +58,15 @@ def run_authenticate(token: str):
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 300:
         return None
     run_id, generation = parts[0], int(parts[1])
-    run = (
-        AgentRun.objects.select_related("user")
-        .only("id", "user", "lease_generation", "run_token_hash")
-        .filter(pk=run_id)
-        .first()
-    )
+    run = AgentRun.objects.select_related("user", "conversation", "project").filter(pk=run_id).first()
     if run is None or run.lease_generation != generation:
         return None
     token_hash = hash_run_token(token)
     if not run.run_token_hash or not hmac.compare_digest(run.run_token_hash, token_hash):
         return None
-    credential = RunCredential(run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash)
+    credential = RunCredential(
+        run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash, run=run
+    )
     return run.user, credential
 
 

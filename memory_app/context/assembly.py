@@ -7,7 +7,9 @@
 5. scoped items (scope part).
 
 2 to 5 are memory text: each source applies ``run_is_top_level`` itself, so no memory of any
-kind reaches a sub-agent, a coordinator, a checkpoint or a run with a parent.
+kind reaches a sub-agent, a coordinator, a checkpoint or a run with a parent. On top of that,
+``run_gets_memory`` gates 2 to 5 here: a run in a "don't remember this chat" conversation gets
+none of them (``memory_off_reason`` says why).
 """
 
 import logging
@@ -17,7 +19,7 @@ from config.lowtrust import MEMORY_FILE_FRAME, low_trust_block, neutralize_low_t
 from config.validation import clean_text
 from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
-from memory_app.agent.models import AgentRun, run_is_top_level
+from memory_app.agent.models import AgentRun, run_gets_memory, run_is_top_level
 from memory_app.agent.selectors import memory_enabled_for
 from memory_app.agent.tools import TOOL_SCHEMAS
 from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
@@ -75,11 +77,23 @@ def context_round(value) -> int:
     return number
 
 
+def _memory_off_reason(run: AgentRun, *, gets_memory: bool, memory_enabled: bool) -> str:
+    """Why the notes file and the memory tools are missing: ``""`` (they are not),
+    ``not_top_level``, ``conversation_no_memory`` or ``memory_disabled`` (the user's switch)."""
+    if memory_enabled:
+        return ""
+    if not run_is_top_level(run):
+        return "not_top_level"
+    return "conversation_no_memory" if not gets_memory else "memory_disabled"
+
+
 def run_context_build(*, credential: RunCredential, query: str = "", round_number: int = 1) -> dict:
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
     clean_text(query, field="query")
-    run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
+    run = credential.run  # read with its user, conversation and project by authentication
+    if run is None or run.pk != credential.run_id:
+        run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
     if run is None:
         raise RunNotAuthorized("This run token is not valid for this run.")
     # The one lease-owner check: a finished run or an expired lease gets no context.
@@ -93,8 +107,10 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
         if text:
             sections.append({"name": section, "trust": "system", "content": text})
 
-    # Read fresh at each assembly; sub-agents and other non-top-level runs never get it.
-    memory_enabled = run_is_top_level(run) and memory_enabled_for(user_id=run.user_id)
+    # Read fresh at each assembly; sub-agents and other non-top-level runs never get it, nor
+    # does a run in a "don't remember this chat" conversation (2 to 5 all stay out).
+    gets_memory = run_gets_memory(run)
+    memory_enabled = gets_memory and memory_enabled_for(user_id=run.user_id)
     if memory_enabled:
         content = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
         if content:
@@ -102,7 +118,9 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
 
     prompt, goal = run.prompt, run.goal
     try:
-        injected = identity_injection.identity_injection_for_run(run=run, round_number=round_number)
+        injected = (
+            identity_injection.identity_injection_for_run(run=run, round_number=round_number) if gets_memory else None
+        )
     except Exception:  # fail-open by specification (docs/auto-memory.md, Injection), and logged
         logger.exception("identity-memory injection failed for run %s; context returned without it", run.pk)
         warnings.append("identity_memory_unavailable")
@@ -110,7 +128,7 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
     if injected is not None:
         prompt, goal = injected.prompt, injected.goal
 
-    scoped = scoped_context.scoped_items_section(run=run, query=query)
+    scoped = scoped_context.scoped_items_section(run=run, query=query) if gets_memory else None
     if scoped:
         sections.append({"name": "scoped_memory", "trust": "low", "content": scoped})
 
@@ -124,5 +142,6 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
         "tools": [dict(schema) for schema in TOOL_SCHEMAS] if memory_enabled else [],
         "memory_enabled": memory_enabled,
         "identity_injected": injected is not None,
+        "memory_off_reason": _memory_off_reason(run, gets_memory=gets_memory, memory_enabled=memory_enabled),
         "warnings": warnings,
     }
