@@ -145,6 +145,8 @@ run-tool                  POST   sub     401  401    401  403 403  401   401 401
 # auto-memory
 auto-memory-settings      GET    -       401  401    401  401 401  200   200 200     200  200 200
 auto-memory-settings      PUT    -       401  401    401  401 401  200   200 200     200  200 200
+memory-switches           GET    -       401  401    401  401 401  200   200 200     200  200 200
+memory-switches           PUT    -       401  401    401  401 401  200   200 200     200  200 200
 run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404     404  404 404
 # the on-demand round is a background job (202 + status URL); a job is its owner's alone
 auto-memory-run           POST   -       401  401    401  401 401  202   202 202     202  202 202
@@ -260,6 +262,7 @@ web:settings                  GET    -      login login  login login login 200  
 web:settings                  POST   -      login login  login login login 302   302   302     302   302
 web:conversations             GET    -      login login  login login login 200   200   200     200   200
 web:conversation_detail       GET    -      login login  login login login 200   404   404     404   200
+web:conversation_memory       POST   -      login login  login login login 302   404   404     404   302
 web:run_detail                GET    -      login login  login login login 200   404   404     404   200
 web:auto_memory_settings      GET    -      login login  login login login 200   200   200     200   200
 web:auto_memory_settings      POST   -      login login  login login login 302   302   302     302   302
@@ -492,6 +495,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("web:project_memory_correct", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
     ("web:project_memory_forget", "-"): Target(lambda w: {**_project(w), "memory_id": w.project_memory.pk}),
     ("web:conversation_detail", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
+    ("web:conversation_memory", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
     ("web:run_detail", "-"): Target(_main_run),
     ("web:run_auto_memory_flags", "-"): Target(_main_run),
     ("schema", "-"): Target(query=lambda w: {"format": "json"}),
@@ -534,6 +538,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("run-finish", "POST"): {"status": "completed"},
     ("run-tool", "POST"): {"content": "Likes window seats"},
     ("auto-memory-settings", "PUT"): {"use": True},
+    ("memory-switches", "PUT"): {"generate": True},
     ("run-auto-memory-flags", "POST"): {"use": True},
     ("memory-items", "POST"): {"content": "Prefers aisle seats", "kind": "preference", "session_id": CHAT_KEY},
     ("memory-search", "POST"): {"query": "seats", "session_id": CHAT_KEY},
@@ -561,6 +566,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("web:tokens", "POST"): {"name": "ci", "expires_in_days": "30"},
     ("web:project_members", "POST"): {"username": "carol", "role": "member"},
     ("web:settings", "POST"): {"enable_memory": "on"},
+    ("web:conversation_memory", "POST"): {"no_memory": "on"},
     ("web:auto_memory_settings", "POST"): {
         "use": "on",
         "min_idle_minutes": "30",

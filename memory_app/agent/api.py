@@ -28,6 +28,7 @@ from config.api import (
 from identity_app.models import ApiToken
 from memory_app.agent import leases, notes_history, selectors, services, tools
 from memory_app.agent.budgets import truncate_json_text
+from memory_app.agent.filters import ConversationFilter, RunFilter
 from memory_app.agent.leases import FINISHED_STATUSES, RunCredential, run_authenticate
 from memory_app.agent.models import (
     AgentRun,
@@ -144,6 +145,7 @@ class ConversationOutput(serializers.ModelSerializer):
             "source",
             "parent_id",
             "session_key",
+            "no_memory",
             "created_at",
             "updated_at",
         ]
@@ -156,6 +158,8 @@ class ConversationCreateInput(StrictInputMixin, serializers.Serializer):
     source = documented(StrictCharField, enum_schema(ConversationSource.choices), required=False, default="chat")
     parent_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
     session_key = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True, default=None)
+    # "Don't remember this chat" (docs/runs.md): its runs get no memory, nothing is extracted.
+    no_memory = StrictBooleanField(required=False, default=False)
 
 
 class ToolCallOutput(serializers.ModelSerializer):
@@ -553,6 +557,7 @@ class SettingsView(APIView):
 # --- conversations --------------------------------------------------------------------------
 class ConversationListView(generics.ListAPIView):
     serializer_class = ConversationOutput
+    filterset_class = ConversationFilter
 
     def get_queryset(self):
         if is_schema_generation(self):
@@ -569,6 +574,7 @@ class ConversationListView(generics.ListAPIView):
 class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
     title = StrictCharField(max_length=300, required=False, allow_blank=True)
     status = documented(StrictCharField, enum_schema(ConversationStatus.choices), required=False)
+    no_memory = StrictBooleanField(required=False)
 
 
 class ConversationDetailView(APIView):
@@ -618,6 +624,7 @@ class MessageDetailView(APIView):
 class RunListView(generics.ListAPIView):
     serializer_class = RunListOutput
     pagination_class = ListPagination
+    filterset_class = RunFilter
 
     def get_queryset(self):
         if is_schema_generation(self):

@@ -26,6 +26,7 @@ __all__ = [
     "WorkspaceChange",
     "WorkspaceChangeAction",
     "WorkspaceChangeSource",
+    "run_gets_memory",
     "run_is_top_level",
 ]
 
@@ -73,6 +74,9 @@ class Conversation(models.Model):
     # Set for persisted sub-agent child threads; those never show up in history tools.
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     session_key = models.CharField(max_length=200, blank=True, default="")
+    # "Don't remember this chat": its runs get no memory of any kind, nothing is extracted from
+    # them, and the history tools of other chats never return its messages (docs/runs.md).
+    no_memory = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -213,6 +217,19 @@ def run_is_top_level(run: AgentRun) -> bool:
     Only these ever receive memory text (the notes file, the memory tools, identity injection,
     scoped items); a run with a parent is a sub-agent whatever its kind says (docs/runs.md)."""
     return run.kind in TOP_LEVEL_RUN_KINDS and run.parent_run_id is None
+
+
+def top_level_runs_q() -> models.Q:
+    """``run_is_top_level`` as a query condition on runs."""
+    return models.Q(kind__in=TOP_LEVEL_RUN_KINDS, parent_run__isnull=True)
+
+
+def run_gets_memory(run: AgentRun) -> bool:
+    """The one predicate for memory text in a run's context (the notes file, the memory tools,
+    identity injection, scoped items): a top-level run in a conversation that is not in
+    "don't remember this chat" mode. Each switch (``enable_memory``, auto-memory ``use``) then
+    gates its own source on top of this (docs/runs.md)."""
+    return run_is_top_level(run) and not run.conversation.no_memory
 
 
 class WorkspaceChangeSource(models.TextChoices):

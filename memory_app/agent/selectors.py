@@ -129,8 +129,9 @@ def main_threads() -> QuerySet[Conversation]:
 
 
 def history_threads(*, user_id: int) -> QuerySet[Conversation]:
-    """Threads the history tools may see: the user's own, active main threads."""
-    return main_threads().filter(owner_id=user_id, status=ConversationStatus.ACTIVE)
+    """Threads the history tools may see: the user's own, active main threads that are not in
+    "don't remember this chat" mode (their messages stay indexed, never returned)."""
+    return main_threads().filter(owner_id=user_id, status=ConversationStatus.ACTIVE, no_memory=False)
 
 
 def history_messages(*, user_id: int) -> QuerySet[Message]:

@@ -241,9 +241,11 @@ def conversation_create(
     source: str = ConversationSource.CHAT,
     parent_id: str | None = None,
     session_key: str | None = None,
+    no_memory: bool = False,
 ) -> Conversation:
     require_service_principal(actor)
     owner = user_get_acting(actor=actor, username=username)
+    _require_bool(no_memory, "no_memory")
     if source not in ConversationSource.values:
         raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
     parent = None
@@ -262,6 +264,7 @@ def conversation_create(
         source=source,
         parent=parent,
         session_key=_short_text(session_key, "session_key", 200),
+        no_memory=no_memory,
     )
     conversation.full_clean()
     with transaction.atomic(durable=True):
@@ -331,12 +334,26 @@ def message_create(
     return message
 
 
+def _require_bool(value, name: str) -> None:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
+
+
 def conversation_update(
-    *, actor: AbstractBaseUser, conversation_id: str, title: str | None = None, status: str | None = None
+    *,
+    actor: AbstractBaseUser,
+    conversation_id: str,
+    title: str | None = None,
+    status: str | None = None,
+    no_memory: bool | None = None,
 ) -> Conversation:
-    """Rename or archive/delete/restore a conversation: its owner or a service principal."""
+    """Rename or archive/delete/restore a conversation, or turn its "don't remember this chat"
+    mode on or off (``no_memory``; it applies from the next context assembly and extraction on,
+    never retroactively): its owner or a service principal."""
     if status is not None and status not in ConversationStatus.values:
         raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
+    if no_memory is not None:
+        _require_bool(no_memory, "no_memory")
     with transaction.atomic(durable=True):
         conversation = (
             conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
@@ -348,6 +365,8 @@ def conversation_update(
             conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
         if status is not None:
             conversation.status, fields = status, [*fields, "status"]
+        if no_memory is not None and no_memory != conversation.no_memory:
+            conversation.no_memory, fields = no_memory, [*fields, "no_memory"]
         if fields:
             conversation.save(update_fields=[*fields, "updated_at"])
     return conversation

@@ -105,6 +105,8 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: 
     run_check_lease(run=run, credential=credential, now=timezone.now())
     if not run_is_top_level(run):
         raise NotTopLevelRun("Memory tools are only available to top-level chat and resume runs.")
+    if run.conversation.no_memory:  # "don't remember this chat": no memory read or written
+        raise MemoryDisabled("Memory is turned off for this conversation.")
     # Optional assertions from the runtime about the context it is executing in.
     claims = claims or {}
     actual = {"thread_id": run.conversation_id, "request_id": run.request_id, "worker_id": run.worker_id}

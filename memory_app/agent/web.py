@@ -1,4 +1,5 @@
-"""End-user pages: the notes-file editor, the memory switch, conversations and runs."""
+"""End-user pages: the notes-file editor, conversations (with their "don't remember this chat"
+mode) and runs. The memory switches panel is in ``automemory.web``."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -163,17 +164,6 @@ def workspace_history_clear(request):
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
-def settings_page(request):
-    if request.method == "POST":
-        enabled = request.POST.get("enable_memory") == "on"
-        services.user_settings_update(user=request.user, enable_memory=enabled)
-        messages.success(request, _("Memory is now on.") if enabled else _("Memory is now off."))
-        return redirect("web:settings")
-    return render(request, "agent/settings.html", {"settings": selectors.user_settings_get(user=request.user)})
-
-
-@login_required
 @require_http_methods(["GET"])
 def conversation_list(request):
     qs = selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
@@ -184,6 +174,10 @@ def conversation_list(request):
 @login_required
 @require_http_methods(["GET"])
 def conversation_detail(request, conversation_id):
+    return _conversation_page(request, conversation_id)
+
+
+def _conversation_page(request, conversation_id, *, status: int = 200):
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     page = Paginator(selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50).get_page(
         request.GET.get("page")
@@ -192,8 +186,41 @@ def conversation_detail(request, conversation_id):
     return render(
         request,
         "agent/conversation_detail.html",
-        {"conversation": conversation, "page": page, "runs": [(r, selectors.run_lease_state(r)) for r in run_list]},
+        {
+            "conversation": conversation,
+            "page": page,
+            "runs": [(r, selectors.run_lease_state(r)) for r in run_list],
+            "settings_url": reverse("web:settings"),
+        },
+        status=status,
     )
+
+
+NO_MEMORY_CHOICES = {"on": True, "off": False}
+
+
+@login_required
+@require_http_methods(["POST"])
+def conversation_memory(request, conversation_id):
+    """Turn a conversation's "don't remember this chat" mode on or off (the owner only; anyone
+    else gets 404 from the service's lookup)."""
+    value = NO_MEMORY_CHOICES.get(request.POST.get("no_memory", ""))
+    if value is None:
+        selectors.conversation_get(user=request.user, conversation_id=conversation_id)  # 404 before 400
+        messages.error(request, _("Choose whether this chat should be remembered."))
+        return _conversation_page(request, conversation_id, status=400)
+    services.conversation_update(actor=request.user, conversation_id=conversation_id, no_memory=value)
+    if value:
+        messages.success(
+            request,
+            _(
+                "This chat will not be remembered: its runs get no memory, nothing is extracted from it, and "
+                "other chats cannot look it up."
+            ),
+        )
+    else:
+        messages.success(request, _("This chat is remembered again, from its next run on."))
+    return redirect("web:conversation_detail", conversation_id=conversation_id)
 
 
 @login_required
@@ -208,8 +235,8 @@ urlpatterns = [
     path("workspace/history/", workspace_history, name="workspace_history"),
     path("workspace/history/clear/", workspace_history_clear, name="workspace_history_clear"),
     path("workspace/history/<slug:change_id>/undo/", workspace_change_undo, name="workspace_change_undo"),
-    path("settings/", settings_page, name="settings"),
     path("conversations/", conversation_list, name="conversations"),
     path("conversations/<slug:conversation_id>/", conversation_detail, name="conversation_detail"),
+    path("conversations/<slug:conversation_id>/memory/", conversation_memory, name="conversation_memory"),
     path("runs/<slug:run_id>/", run_detail, name="run_detail"),
 ]

@@ -14,7 +14,7 @@ from config.api import (
     is_schema_generation,
 )
 from memory_app.agent.models import AgentRun
-from memory_app.automemory import selectors, services
+from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import (
     AUTO_MEMORY_LIMITS,
     MODEL_NAME_MAX,
@@ -59,6 +59,34 @@ class AutoMemorySettingsView(APIView):
         data.is_valid(raise_exception=True)
         row = services.auto_memory_settings_update(user=request.user, changes=dict(data.validated_data))
         return Response(AutoMemorySettingsOutput(row).data)
+
+
+class MemorySwitchesInput(StrictInputMixin, serializers.Serializer):
+    enable_memory = StrictBooleanField(required=False)
+    use = StrictBooleanField(required=False)
+    generate = StrictBooleanField(required=False)
+
+
+class MemorySwitchesOutput(serializers.Serializer):
+    enable_memory = serializers.BooleanField()
+    use = serializers.BooleanField()
+    generate = serializers.BooleanField()
+
+
+class MemorySwitchesView(APIView):
+    """The three memory switches together (the settings panel's API): ``enable_memory`` (the
+    notes file and memory tools for the main agent), auto-memory ``use`` and ``generate``."""
+
+    @extend_schema(responses=MemorySwitchesOutput)
+    def get(self, request):
+        return Response(switches.memory_switches_get(user=request.user).as_dict())
+
+    @extend_schema(request=MemorySwitchesInput, responses=MemorySwitchesOutput)
+    def put(self, request):
+        data = MemorySwitchesInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        state = switches.memory_switches_update(user=request.user, changes=dict(data.validated_data))
+        return Response(state.as_dict())
 
 
 class NullableStrictBooleanField(StrictBooleanField):
@@ -158,6 +186,7 @@ class AutoMemoryLogView(generics.ListAPIView):
 
 urlpatterns = [
     api_route(r"users/me/auto-memory-settings", AutoMemorySettingsView.as_view(), "auto-memory-settings"),
+    api_route(r"users/me/memory-switches", MemorySwitchesView.as_view(), "memory-switches"),
     api_route(r"tasks/(?P<run_id>[\w-]+)/auto-memory-flags", RunFlagsView.as_view(), "run-auto-memory-flags"),
     api_route(r"users/me/auto-memory/run", AutoMemoryRunView.as_view(), "auto-memory-run"),
     api_route(r"users/me/auto-memory-log", AutoMemoryLogView.as_view(), "auto-memory-log"),

@@ -1,5 +1,8 @@
 """The five gates a completed run passes before anything is extracted (docs/auto-memory.md), in this order.
 
+Before them, ``no_memory_gate`` stops every run of a "don't remember this chat" conversation
+without reading its messages; it has no threshold and cannot be turned off.
+
 Each gate is a small pure function of the values it compares and its threshold (0 disables
 it), returning a ``GateResult`` that names the gate and keeps the compared values for the log.
 """
@@ -17,6 +20,20 @@ class GateResult:
 
 def _result(gate: str, passed: bool, reason: str, **values) -> GateResult:
     return GateResult(gate=gate, passed=passed, reason="" if passed else reason, values=values)
+
+
+NO_MEMORY_GATE = "no_memory"
+
+
+def no_memory_gate(*, conversation_no_memory: bool) -> GateResult:
+    """The run's conversation is in "don't remember this chat" mode: nothing is taken from it.
+    Checked when the run is processed, so the mode at that moment counts."""
+    return _result(
+        NO_MEMORY_GATE,
+        not conversation_no_memory,
+        "the conversation is in “don't remember this chat” mode",
+        conversation_no_memory=conversation_no_memory,
+    )
 
 
 def idle_gate(*, idle_seconds: float | None, min_idle_minutes: int) -> GateResult:

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from config.errors import NotFound, PermissionDenied
-from memory_app.agent.models import RunKind, run_is_top_level
+from memory_app.agent.models import RunKind, run_gets_memory
 from memory_app.automemory.selectors import effective_flags
 from memory_app.memories.identity_context import render_identity_text
 from memory_app.memories.selectors import latest_active_project_memories, latest_active_user_memories
@@ -27,8 +27,8 @@ class Injection:
 def _injects(run, round_number: int) -> bool:
     # Only a new top-level run, on its first round: a resume continues a context that already
     # has the block; sub-agents, coordinators, checkpoints and any run with a parent never get
-    # the user's memories.
-    return round_number == 1 and run_is_top_level(run) and run.kind == RunKind.CHAT and effective_flags(run=run).use
+    # the user's memories; nor does a run in a "don't remember this chat" conversation.
+    return round_number == 1 and run_gets_memory(run) and run.kind == RunKind.CHAT and effective_flags(run=run).use
 
 
 def identity_injection_for_run(*, run, round_number: int) -> Injection | None:

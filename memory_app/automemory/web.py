@@ -1,17 +1,19 @@
-"""Auto-memory pages: settings, the log, a run's flags. Thin: forms → the same services."""
+"""Auto-memory pages: the memory switches panel, auto-memory settings, the log, a run's flags.
+Thin: forms → the same services."""
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from config.web import service_call
+from memory_app.agent import selectors as agent_selectors
 from memory_app.agent.selectors import run_get
-from memory_app.automemory import selectors, services
+from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
 
 LOG_PAGE_SIZE = 50
@@ -48,7 +50,9 @@ def auto_memory_settings(request):
                 messages.success(request, _("Auto-memory settings saved."))
                 return redirect("web:auto_memory_settings")
             status = call.status
-    return render(request, "automemory/settings.html", {"form": form}, status=status)
+    return render(
+        request, "automemory/settings.html", {"form": form, "settings_url": reverse("web:settings")}, status=status
+    )
 
 
 @login_required
@@ -104,7 +108,27 @@ def run_auto_memory_flags(request, run_id):
     )
 
 
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_page(request):
+    """The one panel of the three memory switches (docs/auto-memory.md, "Switches"). A checkbox
+    left out of the form is off, as browsers send only checked boxes."""
+    if request.method == "POST":
+        changes = {name: request.POST.get(name) == "on" for name in switches.SWITCH_FIELDS}
+        switches.memory_switches_update(user=request.user, changes=changes)
+        messages.success(request, _("Memory switches saved."))
+        return redirect("web:settings")
+    state = switches.memory_switches_get(user=request.user)
+    private_chats = agent_selectors.conversations_visible(user=request.user).filter(no_memory=True).count()
+    return render(
+        request,
+        "agent/settings.html",
+        {"switches": state, "private_chats": private_chats},
+    )
+
+
 urlpatterns = [
+    path("settings/", settings_page, name="settings"),
     path("auto-memory/settings/", auto_memory_settings, name="auto_memory_settings"),
     path("auto-memory/log/", auto_memory_log, name="auto_memory_log"),
     path("runs/<slug:run_id>/auto-memory/", run_auto_memory_flags, name="run_auto_memory_flags"),

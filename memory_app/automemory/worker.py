@@ -1,5 +1,8 @@
 """Auto-memory extraction (docs/auto-memory.md): sweep, claim, gate, redact, extract, write.
 
+A run of a "don't remember this chat" conversation is stopped before its messages are read
+(``no_memory_gate``), logged with that reason and marked processed.
+
 A round sweeps completed top-level runs whose effective ``generate`` is on and that carry no
 processed marker. Each run is claimed (``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL, then
 a unique claim row with an expiry); the conversation is read, gated, redacted and handed to
@@ -23,9 +26,18 @@ from config.errors import NotFound, PermissionDenied
 from config.metrics import AUTOMEMORY_RUNS
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
-from memory_app.agent.models import TOP_LEVEL_RUN_KINDS, AgentRun, Message, MessageRole, MessageType, RunKind, RunStatus
+from memory_app.agent.models import (
+    TOP_LEVEL_RUN_KINDS,
+    AgentRun,
+    Conversation,
+    Message,
+    MessageRole,
+    MessageType,
+    RunKind,
+    RunStatus,
+)
 from memory_app.automemory.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
-from memory_app.automemory.gates import GateInputs, GateResult, first_stop
+from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_memory_gate
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
@@ -294,6 +306,16 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
         if run is None:
             return RunResult(run_id=run_id, outcome="lost_claim")
         run = AgentRun.objects.select_related("user").get(pk=run.pk)
+        # The chat may have been put in "don't remember this chat" mode while the extractor
+        # ran: read under the conversation's row lock (the mode is set under the same lock).
+        private = Conversation.objects.select_for_update().filter(pk=run.conversation_id)
+        if private.values_list("no_memory", flat=True).first():
+            stop = no_memory_gate(conversation_no_memory=True)
+            _log(run, AutoMemoryOutcome.SKIPPED, gate=stop.gate, reason=stop.reason, details=stop.values)
+            _mark_processed(run)
+            return RunResult(
+                run_id=run_id, outcome=AutoMemoryOutcome.SKIPPED, gate=stop.gate, reason=stop.reason, values=stop.values
+            )
         for candidate in candidates:
             older = _older_auto_memory(project_id=run.project_id, subject_key=candidate.subject_key)
             if older is not None and normalize_key(older.content) == normalize_key(candidate.content):
@@ -367,6 +389,21 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
         _claim_release(run_id=run_id, token=token)  # switched off since the sweep
         return RunResult(run_id=run_id, outcome="deferred", reason="generate is off")
 
+    private = no_memory_gate(conversation_no_memory=run.conversation.no_memory)
+    if not private.passed:
+        # "Don't remember this chat": its messages are never read; the run is marked processed,
+        # so turning the mode off later does not extract it after all (docs/auto-memory.md).
+        return _finish_without_memories(
+            run_id=run_id,
+            token=token,
+            result=RunResult(
+                run_id=run_id,
+                outcome=AutoMemoryOutcome.SKIPPED,
+                gate=private.gate,
+                reason=private.reason,
+                values=private.values,
+            ),
+        )
     if run.conversation.owner_id != run.user_id:
         # Never read another user's thread on this user's behalf.
         foreign = RunResult(

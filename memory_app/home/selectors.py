@@ -32,7 +32,7 @@ from identity_app.selectors import profile_get, projects_with_my_role
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
 from memory_app.agent.selectors import conversations_visible, runs_visible, user_settings_get, workspace_file_get
 from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
-from memory_app.automemory.models import AutoMemoryLogEntry
+from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
 from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log_for_memories, auto_memory_settings_get
 from memory_app.memories.derived import scope_key
 from memory_app.memories.models import Memory, Origin, Status, Tier
@@ -199,6 +199,8 @@ class Overview:
 
 
 def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
+    """The three switches, each changed on the one settings panel (``web:settings``) and through
+    ``/api/users/me/memory-switches`` (docs/auto-memory.md, "Switches")."""
     memory = user_settings_get(user=user)
     auto = auto_memory_settings_get(user=user)
     return {
@@ -207,21 +209,21 @@ def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
             _("Memory (the notes file)"),
             memory.enable_memory,
             "web:settings",
-            "/api/users/me/settings",
+            "/api/users/me/memory-switches",
         ),
         "auto_memory_use": Switch(
             "auto_memory_use",
             _("Use my memories in new runs"),
             auto.use,
-            "web:auto_memory_settings",
-            "/api/users/me/auto-memory-settings",
+            "web:settings",
+            "/api/users/me/memory-switches",
         ),
         "auto_memory_generate": Switch(
             "auto_memory_generate",
             _("Generate memories from my finished runs"),
             auto.generate,
-            "web:auto_memory_settings",
-            "/api/users/me/auto-memory-settings",
+            "web:settings",
+            "/api/users/me/memory-switches",
         ),
     }
 
@@ -626,7 +628,8 @@ def _notes_hits(user, terms: list[str]) -> list[NotesHit]:
 
 # --- export ----------------------------------------------------------------------------------
 EXPORT_FORMAT = "memory-service-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: the profile's language and every auto-memory setting; version 1 files are still read
+EXPORT_READABLE_VERSIONS = (1, 2)
 EXPORT_MAX_MEMORIES = 5000  # rows per export, over all sources (oldest rows of a large source first left out)
 EXPORT_LOG_ENTRIES = 500
 EXPORT_ITEM_KEYS = (
@@ -755,11 +758,12 @@ def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
             "username": user.get_username(),
             "display_name": profile.display_name,
             "timezone": profile.timezone,
+            "language": profile.language,
             "preferences": profile.preferences,
         },
         "settings": {
             "enable_memory": user_settings_get(user=user).enable_memory,
-            "auto_memory": {"generate": auto.generate, "use": auto.use},
+            "auto_memory": {name: getattr(auto, name) for name in AUTO_MEMORY_DEFAULTS},
         },
         "notes_files": notes,
         "memories": {
