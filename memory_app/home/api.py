@@ -378,14 +378,31 @@ IMPORT_MEMORIES_SCHEMA = {
 
 class ImportInput(StrictInputMixin, serializers.Serializer):
     format = documented(StrictCharField, {"type": "string", "enum": [selectors.EXPORT_FORMAT]}, max_length=64)
-    version = documented(StrictIntegerField, {"type": "integer", "enum": [selectors.EXPORT_VERSION]})
+    version = documented(StrictIntegerField, {"type": "integer", "enum": list(selectors.EXPORT_READABLE_VERSIONS)})
     exported_at = StrictCharField(max_length=64, required=False)
     user = JSONObjectField(required=False)
     settings = JSONObjectField(required=False)
     notes_files = JSONObjectField(required=False)
-    memories = documented(JSONObjectField, IMPORT_MEMORIES_SCHEMA, help_text="Only memories.user is imported.")
+    memories = documented(
+        JSONObjectField,
+        IMPORT_MEMORIES_SCHEMA,
+        help_text="Only memories.user is imported; a file with memories.global is refused (400 global_not_allowed).",
+    )
     auto_memory_log = serializers.ListField(required=False)
     truncated = serializers.BooleanField(required=False)
+
+
+class ImportNotesFileOutput(serializers.Serializer):
+    name = serializers.CharField()
+    result = serializers.ChoiceField(
+        choices=[services.NOTES_WRITTEN, services.NOTES_IDENTICAL, services.NOTES_CONFLICT]
+    )
+    message = serializers.CharField(required=False)
+
+
+class ImportSettingOutput(serializers.Serializer):
+    field = serializers.CharField(help_text="settings.enable_memory, settings.auto_memory.<name> or user.<name>")
+    result = serializers.ChoiceField(choices=[services.APPLIED, services.UNCHANGED])
 
 
 class ImportOutput(serializers.Serializer):
@@ -393,6 +410,9 @@ class ImportOutput(serializers.Serializer):
     duplicates = serializers.IntegerField()
     not_active = serializers.IntegerField()
     results = serializers.ListField(child=serializers.DictField())
+    notes_files = ImportNotesFileOutput(many=True)
+    settings = ImportSettingOutput(many=True)
+    conflicts = serializers.ListField(child=serializers.CharField(), help_text="One sentence per conflict.")
 
 
 class ImportView(APIView):
@@ -400,8 +420,10 @@ class ImportView(APIView):
         request=ImportInput,
         responses=ImportOutput,
         description=(
-            "Import the user memories of an export (at most 1000, the same limits as POST "
-            "/api/users/me/memories); items whose text is already an active memory of yours are skipped."
+            "Import an export (version 1 or 2): its user memories (at most 1000, the same limits as POST "
+            "/api/users/me/memories; items whose text is already an active memory of yours are skipped), "
+            "its notes files (a file holding other text is reported in conflicts, never overwritten), "
+            "and the profile fields and settings it holds."
         ),
     )
     def post(self, request):

@@ -1,5 +1,6 @@
 """The readable form of an export (``home_export``): one Markdown document, the same data."""
 
+import json
 import re
 
 SECTION_LIMIT = 100_000  # characters of one notes file shown; the JSON holds it whole
@@ -15,6 +16,54 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _on(value) -> str:
+    return "on" if value else "off"
+
+
+def _profile(user: dict) -> list[str]:
+    preferences = user.get("preferences") or {}
+    lines = [
+        "## Profile",
+        "",
+        f"- Display name: {_one_line(user.get('display_name') or '') or '(none)'}",
+        f"- Time zone: {user.get('timezone') or 'UTC'}",
+        f"- Language: {user.get('language') or '(the browser’s)'}",
+    ]
+    if preferences:
+        lines.append(f"- Preferences: `{json.dumps(preferences, ensure_ascii=False, sort_keys=True)}`")
+    return [*lines, ""]
+
+
+# (key, label, unit) of each auto-memory setting, as the settings page names them.
+AUTO_MEMORY_LINES = (
+    ("use", "Use my memories in new runs", None),
+    ("generate", "Generate memories from my finished runs", None),
+    ("redact_contact_info", "Also redact emails and phone numbers", None),
+    ("extract_model", "Extraction model (stored)", ""),
+    ("consolidation_model", "Consolidation model (stored)", ""),
+    ("min_idle_minutes", "Wait after the conversation's last message", "minutes"),
+    ("min_duration_seconds", "Shortest run considered", "seconds"),
+    ("min_length_chars", "Shortest conversation considered", "characters"),
+    ("min_quota_remaining_pct", "Quota that must remain", "%"),
+)
+
+
+def _auto_memory(auto: dict) -> list[str]:
+    lines = []
+    for key, label, unit in AUTO_MEMORY_LINES:
+        if key not in auto:  # a version 1 export holds only the two switches
+            continue
+        value = auto[key]
+        if unit is None:
+            shown = _on(value)
+        elif unit == "":
+            shown = _one_line(str(value)) or "(default)"
+        else:
+            shown = f"{value}{unit}" if unit == "%" else f"{value} {unit}"
+        lines.append(f"- {label}: {shown}")
+    return lines
+
+
 def export_markdown(data: dict) -> str:
     lines = [
         f"# Memory export of {data['user']['username']}",
@@ -22,11 +71,11 @@ def export_markdown(data: dict) -> str:
         f"Exported {data['exported_at'][:19].replace('T', ' ')} UTC (format {data['format']}, version "
         f"{data['version']}). The JSON export holds the same data and is the one to import.",
         "",
+        *_profile(data["user"]),
         "## Switches",
         "",
-        f"- Memory (the notes file): {'on' if data['settings']['enable_memory'] else 'off'}",
-        f"- Use my memories in new runs: {'on' if data['settings']['auto_memory']['use'] else 'off'}",
-        f"- Generate memories from my finished runs: {'on' if data['settings']['auto_memory']['generate'] else 'off'}",
+        f"- Memory (the notes file): {_on(data['settings']['enable_memory'])}",
+        *_auto_memory(data["settings"]["auto_memory"]),
         "",
         "## My memories",
         "",

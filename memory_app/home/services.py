@@ -13,17 +13,30 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from config.errors import DomainError, InvalidInput, NotFound
-from config.validation import clean_text, json_nesting_depth, json_text_problem
+from config.validation import clean_text, json_nesting_depth, json_text_problem, validate_json_container
+from identity_app import services as identity_services
+from identity_app.models import Profile
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.agent import services as agent_services
-from memory_app.agent.workspace import MEMORY_FILE
+from memory_app.agent.models import WorkspaceChangeSource
+from memory_app.agent.notes_history import Author
+from memory_app.agent.selectors import user_settings_get, workspace_file_get
+from memory_app.agent.workspace import (
+    MEMORY_FILE,
+    WORKSPACE_FILES,
+    WorkspaceEditConflict,
+    validate_workspace_content,
+)
+from memory_app.automemory import services as automemory_services
+from memory_app.automemory.selectors import auto_memory_settings_get
 from memory_app.home.selectors import (
     EXPORT_FORMAT,
     EXPORT_ITEM_KEYS,
-    EXPORT_VERSION,
+    EXPORT_READABLE_VERSIONS,
     SOURCE_ALL,
     SOURCE_AUTO,
     SOURCE_CHAT,
@@ -35,9 +48,19 @@ from memory_app.home.selectors import (
     source_parse,
 )
 from memory_app.memories import services as memory_services
-from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Memory, Origin, Status, Tier
+from memory_app.memories.models import (
+    GLOBAL_SCOPE_ID,
+    IDENTITY_KINDS,
+    KIND_VALUES,
+    MAX_CONTENT_CHARS,
+    Memory,
+    Origin,
+    Status,
+    Tier,
+)
 from memory_app.memories.selectors import chat_is_bound_to
 from memory_app.scoped import services as scoped_services
+from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_CLUE_KEYS
 from memory_app.scoped.selectors import bound_chats
 
 logger = logging.getLogger(__name__)
@@ -168,6 +191,10 @@ MAX_IMPORT_ITEMS = 1000
 MAX_IMPORT_BYTES = 1024 * 1024
 IMPORT_DEDUPE_SCAN = 20_000
 IMPORTED_KEYS = ("id", "origin", "created_at")
+GLOBAL_SECTION = "global"  # memories.global: pre-isolation global items, read only by the operator's --legacy import
+PROFILE_FIELDS = ("display_name", "timezone", "language", "preferences")
+NOTES_WRITTEN, NOTES_IDENTICAL, NOTES_CONFLICT = "written", "identical", "conflict"
+APPLIED, UNCHANGED = "applied", "unchanged"
 
 
 @dataclass
@@ -176,50 +203,76 @@ class ImportReport:
     duplicates: int = 0
     not_active: int = 0
     results: list[dict] = field(default_factory=list)
+    # Pre-isolation global items brought in by the operator's --legacy import (ids; also in ``created``).
+    created_global: list[str] = field(default_factory=list)
+    # {"name", "result": written|identical|conflict, "message"?} per notes file in the file.
+    notes_files: list[dict] = field(default_factory=list)
+    # {"field": "settings.enable_memory" | "user.timezone" | …, "result": applied|unchanged}
+    settings: list[dict] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # one sentence each; nothing was overwritten
+    dry_run: bool = False
+
+    @property
+    def settings_applied(self) -> int:
+        return sum(1 for row in self.settings if row["result"] == APPLIED)
+
+    @property
+    def skipped(self) -> int:
+        unchanged = sum(1 for row in self.settings if row["result"] == UNCHANGED)
+        identical = sum(1 for row in self.notes_files if row["result"] == NOTES_IDENTICAL)
+        return self.duplicates + self.not_active + unchanged + identical
 
 
-def _import_error(index: int, message: str, code: str = "invalid_import") -> InvalidInput:
-    return InvalidInput(f"memories.user[{index}]: {message}", code=code, details={"index": index})
+def _import_error(section: str, index: int, message: str, code: str = "invalid_import") -> InvalidInput:
+    return InvalidInput(f"memories.{section}[{index}]: {message}", code=code, details={"index": index})
 
 
-def _import_items(data) -> list[dict]:
-    """The items of ``memories.user`` in an export, checked before anything is written:
-    the export's format and version, at most ``MAX_IMPORT_ITEMS`` items, known keys only, a
-    kind of the user tier, a content the API would take; metadata is checked by the service."""
+def _check_version(data) -> None:
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise InvalidInput(f"Not an export of this service (format must be {EXPORT_FORMAT!r}).", code="invalid_import")
-    if data.get("version") != EXPORT_VERSION or isinstance(data.get("version"), bool):
-        raise InvalidInput(f"Only version {EXPORT_VERSION} exports can be imported.", code="invalid_import")
+    version = data.get("version")
+    if isinstance(version, bool) or version not in EXPORT_READABLE_VERSIONS:
+        readable = " or ".join(str(v) for v in EXPORT_READABLE_VERSIONS)
+        raise InvalidInput(f"Only version {readable} exports can be imported.", code="invalid_import")
+
+
+def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required: bool = True) -> list[dict]:
+    """The items of ``memories.<section>`` in an export, checked before anything is written:
+    at most ``MAX_IMPORT_ITEMS`` items, known keys only, a kind of the tier, a content the API
+    would take; metadata and evidence are checked by the memory service."""
     memories = data.get("memories")
-    items = memories.get("user") if isinstance(memories, dict) else None
+    items = memories.get(section) if isinstance(memories, dict) else None
+    if items is None and not required:
+        return []
     if not isinstance(items, list):
-        raise InvalidInput("memories.user must be a list.", code="invalid_import")
+        raise InvalidInput(f"memories.{section} must be a list.", code="invalid_import")
     if len(items) > MAX_IMPORT_ITEMS:
         raise InvalidInput(f"At most {MAX_IMPORT_ITEMS} memories can be imported at once.", code="too_many")
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            raise _import_error(index, "must be an object.")
+            raise _import_error(section, index, "must be an object.")
         unknown = sorted(set(item) - set(EXPORT_ITEM_KEYS))
         if unknown:
-            raise _import_error(index, f"unknown keys {', '.join(map(str, unknown))}.")
-        if item.get("kind") not in IDENTITY_KINDS:
-            raise _import_error(index, f"kind must be one of {', '.join(sorted(IDENTITY_KINDS))}.", "invalid_kind")
+            raise _import_error(section, index, f"unknown keys {', '.join(map(str, unknown))}.")
+        if item.get("kind") not in kinds:
+            raise _import_error(section, index, f"kind must be one of {', '.join(sorted(kinds))}.", "invalid_kind")
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
-            raise _import_error(index, "content must be a non-empty string.", "invalid_content")
+            raise _import_error(section, index, "content must be a non-empty string.", "invalid_content")
         if len(content.strip()) > MAX_CONTENT_CHARS:
-            raise _import_error(index, f"content is longer than {MAX_CONTENT_CHARS} characters.", "too_large")
+            raise _import_error(section, index, f"content is longer than {MAX_CONTENT_CHARS} characters.", "too_large")
         try:
             clean_text(content, field="content")
         except DomainError as exc:
-            raise _import_error(index, exc.message, exc.code) from None
+            raise _import_error(section, index, exc.message, exc.code) from None
         if item.get("status", Status.ACTIVE) not in Status.values:
-            raise _import_error(index, "unknown status.")
-        if not isinstance(item.get("metadata", {}), dict):
-            raise _import_error(index, "metadata must be an object.")
+            raise _import_error(section, index, "unknown status.")
+        for key in ("metadata", "evidence"):
+            if item.get(key) is not None and not isinstance(item[key], dict):
+                raise _import_error(section, index, f"{key} must be an object.")
         for key in IMPORTED_KEYS:
             if key in item and item[key] is not None and not isinstance(item[key], str):
-                raise _import_error(index, f"{key} must be a string.")
+                raise _import_error(section, index, f"{key} must be a string.")
     return items
 
 
@@ -245,49 +298,265 @@ def import_parse(raw: bytes) -> dict:
     return data
 
 
-def home_import(*, actor: AbstractBaseUser, data, origin: str = Origin.API) -> ImportReport:
-    """Import the user memories of an export as memories of ``actor``; idempotent: an item
-    whose text (normalized as for duplicate items) is already an active memory of mine, or
-    came earlier in the file, is skipped, and so are versions that were not active (the chain's
-    active end holds the fact). All or nothing: an invalid item refuses the whole file (400,
-    naming the item) and nothing is written."""
-    items = _import_items(data)
-    report = ImportReport()
-    scope = (Tier.USER.value, str(actor.pk))
-    with transaction.atomic():
-        # Two imports of one file at once: the second waits and then finds every duplicate.
-        scoped_services.lock_scope(scope)
-        active = home_memories(user=actor).filter(scope_type=Tier.USER, status=Status.ACTIVE)
-        texts = list(active.order_by("-created_at", "-id").values_list("content", flat=True)[: IMPORT_DEDUPE_SCAN + 1])
-        scanned_all = len(texts) <= IMPORT_DEDUPE_SCAN
-        seen = {scoped_services.duplicate_key(text) for text in texts}
-        for index, item in enumerate(items):
-            if item.get("status", Status.ACTIVE) != Status.ACTIVE:
-                report.not_active += 1
-                report.results.append({"index": index, "result": "not_active"})
-                continue
-            key = scoped_services.duplicate_key(item["content"])
-            duplicate = key in seen or (
-                not scanned_all and active.filter(content__iexact=item["content"].strip()).exists()
+def _section(data: dict, name: str) -> dict:
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name} must be an object.", code="invalid_import")
+    return value
+
+
+def _notes_to_restore(data: dict) -> dict[str, str]:
+    """``notes_files`` of an export: a known file name → its text (``null``: the file did not
+    exist, and an entry the export could not read are left alone); every text within the
+    workspace limits."""
+    notes = {}
+    for name, content in _section(data, "notes_files").items():
+        if name not in WORKSPACE_FILES:
+            raise InvalidInput(
+                f"notes_files.{name}: only {', '.join(WORKSPACE_FILES)} can be imported.", code="invalid_import"
             )
-            if duplicate:
-                report.duplicates += 1
-                report.results.append({"index": index, "result": "duplicate"})
+        if content is None or isinstance(content, dict):
+            continue
+        try:
+            notes[name] = validate_workspace_content(content)
+        except DomainError as exc:
+            raise InvalidInput(f"notes_files.{name}: {exc.message}", code=exc.code) from None
+    return notes
+
+
+def _settings_to_restore(data: dict) -> tuple[dict, dict]:
+    """(``enable_memory`` if present, auto-memory fields present), checked by the rules the
+    settings pages use."""
+    settings_data = _section(data, "settings")
+    unknown = sorted(set(settings_data) - {"enable_memory", "auto_memory"})
+    if unknown:
+        raise InvalidInput(f"settings: unknown keys {', '.join(map(str, unknown))}.", code="invalid_import")
+    switch = {}
+    if "enable_memory" in settings_data:
+        if not isinstance(settings_data["enable_memory"], bool):
+            raise InvalidInput("settings.enable_memory must be true or false.", code="invalid_settings")
+        switch["enable_memory"] = settings_data["enable_memory"]
+    auto = settings_data.get("auto_memory") or {}
+    if not isinstance(auto, dict):
+        raise InvalidInput("settings.auto_memory must be an object.", code="invalid_import")
+    try:
+        auto = automemory_services.auto_memory_settings_validate(dict(auto))
+    except DomainError as exc:
+        raise InvalidInput(f"settings.auto_memory: {exc.message}", code=exc.code) from None
+    return switch, auto
+
+
+def _profile_to_restore(data: dict) -> dict:
+    """The profile fields present in ``user`` (never the username), each checked by the model's
+    own validators (time zone, language, no credentials in the preferences)."""
+    changes = {}
+    for name, value in _section(data, "user").items():
+        if name not in PROFILE_FIELDS:
+            continue  # the username and anything else are context, never imported
+        model_field = Profile._meta.get_field(name)
+        try:
+            if name != "preferences":
+                if not isinstance(value, str):
+                    raise ValidationError("must be a string.")
+                clean_text(value, field=name)
+            changes[name] = model_field.clean(value, None)
+        except ValidationError as exc:
+            raise InvalidInput(f"user.{name}: {' '.join(exc.messages)}", code="invalid_profile") from None
+        except DomainError as exc:
+            raise InvalidInput(f"user.{name}: {exc.message}", code=exc.code) from None
+    return changes
+
+
+def _evidence(item: dict, *, legacy: bool) -> dict:
+    imported = {k: item[k] for k in IMPORTED_KEYS if isinstance(item.get(k), str)}
+    kept = {}
+    if legacy:  # the clues scope migration reads, as the old system recorded them
+        kept = {k: v for k, v in (item.get("evidence") or {}).items() if str(k).strip().lower() in SCOPE_CLUE_KEYS}
+    return {**kept, "imported": imported}
+
+
+def _metadata(item: dict, *, legacy: bool) -> dict:
+    metadata = item.get("metadata") or {}
+    return metadata if legacy else scoped_services.strip_scope_clues(metadata)
+
+
+def _import_memories(
+    *, items: list[dict], section: str, scope: tuple[str, str], active, writer, report: ImportReport, **create
+) -> None:
+    """Create the active items of one section that are not duplicates in ``scope`` (``active``:
+    its active rows as the caller may read them). Runs inside the caller's transaction."""
+    scoped_services.lock_scope(scope)  # two imports of one file at once: the second finds every duplicate
+    texts = list(active.order_by("-created_at", "-id").values_list("content", flat=True)[: IMPORT_DEDUPE_SCAN + 1])
+    scanned_all = len(texts) <= IMPORT_DEDUPE_SCAN
+    seen = {scoped_services.duplicate_key(text) for text in texts}
+    author = None
+    for index, item in enumerate(items):
+        row = {"index": index} if section == "user" else {"section": section, "index": index}
+        if item.get("status", Status.ACTIVE) != Status.ACTIVE:
+            report.not_active += 1
+            report.results.append({**row, "result": "not_active"})
+            continue
+        key = scoped_services.duplicate_key(item["content"])
+        if key in seen or (not scanned_all and active.filter(content__iexact=item["content"].strip()).exists()):
+            report.duplicates += 1
+            report.results.append({**row, "result": "duplicate"})
+            continue
+        seen.add(key)
+        metadata, evidence = _metadata(item, legacy=create["legacy"]), _evidence(item, legacy=create["legacy"])
+        try:
+            for name, value in (("metadata", metadata), ("evidence", evidence)):
+                validate_json_container(value, field=name, max_bytes=memory_services.MAX_JSON_BYTES)
+            if report.dry_run:
+                report.results.append({**row, "result": "would_create"})
                 continue
-            imported = {k: item[k] for k in IMPORTED_KEYS if isinstance(item.get(k), str)}
+            author = author or writer()
+            memory = memory_services.memory_create(
+                actor=author,
+                kind=item["kind"],
+                content=item["content"],
+                metadata=metadata,
+                evidence=evidence,
+                tier=create["tier"],
+                origin=create["origin"],
+            )
+        except DomainError as exc:
+            raise _import_error(section, index, exc.message, exc.code) from None
+        report.created.append(memory.pk)
+        if section == GLOBAL_SECTION:
+            report.created_global.append(memory.pk)
+        report.results.append({**row, "result": "created", "id": memory.pk})
+
+
+def _changed(report: ImportReport, prefix: str, current, wanted: dict) -> dict:
+    changes = {}
+    for name, value in wanted.items():
+        same = getattr(current, name) == value
+        report.settings.append({"field": f"{prefix}{name}", "result": UNCHANGED if same else APPLIED})
+        if not same:
+            changes[name] = value
+    return changes
+
+
+def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin: str) -> None:
+    """Each notes file through the workspace service (the per-user lock and the publish path
+    every notes-file write takes): written when it is missing or empty, skipped when it already
+    holds the same text, reported as a conflict (and left alone) when it holds other text. The
+    emptiness is checked again under the lock (``base_sha256``), so a note the agent saves
+    meanwhile is never overwritten."""
+    source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
+    for name, content in notes.items():
+        current = workspace_file_get(user=actor, name=name)
+        if current.exists and current.content == content:
+            report.notes_files.append({"name": name, "result": NOTES_IDENTICAL})
+            continue
+        if current.exists and current.content:
+            message = f"{name} already holds other text; it was not overwritten."
+            report.notes_files.append({"name": name, "result": NOTES_CONFLICT, "message": message})
+            report.conflicts.append(message)
+            continue
+        if not report.dry_run:
             try:
-                memory = memory_services.memory_create(
-                    actor=actor,
-                    tier=Tier.USER,
-                    kind=item["kind"],
-                    content=item["content"],
-                    origin=origin,
-                    metadata=item.get("metadata") or {},
-                    evidence={"imported": imported},
+                agent_services.workspace_file_write(
+                    user=actor,
+                    name=name,
+                    content=content,
+                    base_sha256=current.sha256,
+                    author=Author(source, actor=actor),
                 )
-            except DomainError as exc:
-                raise _import_error(index, exc.message, exc.code) from None
-            seen.add(key)
-            report.created.append(memory.pk)
-            report.results.append({"index": index, "result": "created", "id": memory.pk})
+            except WorkspaceEditConflict:
+                message = f"{name} changed while it was being imported; it was not overwritten."
+                report.notes_files.append({"name": name, "result": NOTES_CONFLICT, "message": message})
+                report.conflicts.append(message)
+                continue
+        report.notes_files.append({"name": name, "result": NOTES_WRITTEN})
+
+
+def home_import(
+    *,
+    actor: AbstractBaseUser,
+    data,
+    origin: str = Origin.API,
+    legacy: bool = False,
+    global_writer=None,
+    dry_run: bool = False,
+) -> ImportReport:
+    """Import an export (version 1 or 2) for ``actor`` (docs/home.md):
+
+    - ``memories.user`` as memories of ``actor``; idempotent: an item whose text (normalized as
+      for duplicate items) is already an active memory of mine, or came earlier in the file, is
+      skipped, and so are versions that were not active (the chain's active end holds the fact);
+    - the notes files (``_restore_notes``: never overwritten, conflicts reported);
+    - the profile fields and settings present in the file (the username never).
+
+    Everything in the file is checked before anything is written: an invalid part refuses the
+    whole file (400, naming it) and nothing changes. The scope-migration clue keys are dropped
+    from metadata; project and chat memories are context only. ``legacy`` (the operator's
+    ``import_memories --legacy``, never the API) keeps those clue keys (also the ones of
+    ``evidence``) and brings ``memories.global`` in as pre-isolation global items, written
+    by ``global_writer()`` so that ``migrate_memory_scope inspect`` can judge them. ``dry_run``
+    reports what would happen and writes nothing."""
+    _check_version(data)
+    items = _import_items(data)
+    memories = data.get("memories")
+    if not legacy and isinstance(memories, dict) and memories.get(GLOBAL_SECTION) not in (None, []):
+        raise InvalidInput(
+            "memories.global holds pre-isolation global items, which only an operator can import "
+            "(manage.py import_memories --legacy); nothing was imported.",
+            code="global_not_allowed",
+        )
+    global_items = _import_items(data, section=GLOBAL_SECTION, kinds=KIND_VALUES, required=False)
+    notes = _notes_to_restore(data)
+    switch, auto = _settings_to_restore(data)
+    profile = _profile_to_restore(data)
+    if global_items and global_writer is None:
+        raise InvalidInput("memories.global needs the operator's writer; nothing was imported.", code="invalid_import")
+    report = ImportReport(dry_run=dry_run)
+    tiered = {"legacy": legacy, "origin": origin}
+    with transaction.atomic():
+        _import_memories(
+            items=items,
+            section="user",
+            scope=(Tier.USER.value, str(actor.pk)),
+            active=home_memories(user=actor).filter(scope_type=Tier.USER, status=Status.ACTIVE),
+            writer=lambda: actor,
+            report=report,
+            tier=Tier.USER,
+            **tiered,
+        )
+        if global_items:
+            _import_memories(
+                items=global_items,
+                section=GLOBAL_SECTION,
+                scope=GLOBAL_SCOPE,
+                active=Memory.objects.filter(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID, status=Status.ACTIVE),
+                writer=global_writer,
+                report=report,
+                tier=Tier.GLOBAL,
+                **tiered,
+            )
+        current_profile = Profile.objects.filter(user=actor).first() or Profile(user=actor)  # a dry run creates none
+        profile_changes = _changed(report, "user.", current_profile, profile)
+        auto_changes = _changed(report, "settings.auto_memory.", auto_memory_settings_get(user=actor), auto)
+        if not dry_run:
+            if profile_changes:
+                identity_services.profile_update(user=actor, **profile_changes)
+            if auto_changes:
+                automemory_services.auto_memory_settings_update(user=actor, changes=auto_changes)
+    # The switch and the notes files own their (durable) transactions and the per-user lock.
+    switch_changes = _changed(report, "settings.", user_settings_get(user=actor), switch)
+    if switch_changes and not dry_run:
+        agent_services.user_settings_update(user=actor, **switch_changes)
+    _restore_notes(actor=actor, notes=notes, report=report, origin=origin)
+    logger.info(
+        "home import",
+        extra={
+            "actor": actor.pk,
+            "created": len(report.created),
+            "global": len(report.created_global),
+            "conflicts": len(report.conflicts),
+            "dry_run": dry_run,
+        },
+    )
     return report

@@ -25,9 +25,28 @@ def export_of(client) -> dict:
 
 def test_export_holds_the_whole_home_with_provenance(api, home):
     data = export_of(api(home.alice))
-    assert (data["format"], data["version"], data["truncated"]) == ("memory-service-export", 1, False)
-    assert data["user"]["username"] == "alice"
-    assert data["settings"] == {"enable_memory": True, "auto_memory": {"generate": False, "use": False}}
+    assert (data["format"], data["version"], data["truncated"]) == ("memory-service-export", 2, False)
+    assert data["user"] == {
+        "username": "alice",
+        "display_name": "",
+        "timezone": "UTC",
+        "language": "",
+        "preferences": {},
+    }
+    assert data["settings"] == {
+        "enable_memory": True,
+        "auto_memory": {
+            "generate": False,
+            "use": False,
+            "extract_model": "",
+            "consolidation_model": "",
+            "min_idle_minutes": 10,
+            "min_duration_seconds": 30,
+            "min_length_chars": 200,
+            "min_quota_remaining_pct": 20,
+            "redact_contact_info": True,
+        },
+    }
     assert data["notes_files"]["MEMORY.md"] == NOTES and data["notes_files"]["AGENTS.md"] is None
     assert [m["content"] for m in data["memories"]["user"]] == ["I like green tea"]
     assert data["memories"]["user"][0]["provenance"]["sentence"] == "You wrote it by hand."
@@ -138,7 +157,7 @@ def valid_export(*items) -> dict:
     ("body", "code"),
     [
         ({"format": "something-else", "version": 1, "memories": {"user": []}}, "invalid_import"),
-        ({"format": "memory-service-export", "version": 2, "memories": {"user": []}}, "invalid_import"),
+        ({"format": "memory-service-export", "version": 3, "memories": {"user": []}}, "invalid_import"),
         ({"format": "memory-service-export", "version": True, "memories": {"user": []}}, "invalid"),
         ({"format": "memory-service-export", "version": 1, "memories": {"user": "x"}}, "invalid_import"),
         ({"format": "memory-service-export", "version": 1}, "invalid"),
