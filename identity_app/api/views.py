@@ -22,6 +22,7 @@ from identity_app.api.serializers import (
     TokenIssuedOutput,
     TokenOutput,
 )
+from identity_app.filters import ProjectFilter
 from identity_app.models import ApiToken, Invitation, Membership, Project
 from identity_app.permissions import READ, project_require_permission
 
@@ -41,6 +42,7 @@ class ProfileView(APIView):
 
 class ProjectListView(generics.ListAPIView):
     serializer_class = ProjectOutput
+    filterset_class = ProjectFilter
 
     def get_queryset(self):
         if is_schema_generation(self):

@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
 from identity_app import chat_bindings
+from identity_app.filters import ChatBindingFilter
 from identity_app.models import ChatBinding
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
@@ -186,6 +187,7 @@ class ChatBindingInput(StrictInputMixin, serializers.Serializer):
 
 class ChatBindingListView(generics.ListAPIView):
     serializer_class = ChatBindingOutput
+    filterset_class = ChatBindingFilter
 
     def get_queryset(self):
         if is_schema_generation(self):

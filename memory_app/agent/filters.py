@@ -1,0 +1,93 @@
+"""List filters and ordering of the conversations and runs APIs (docs/API.md).
+
+A filter set only narrows the queryset its view takes from the selector (what the caller may
+see); no filter value can widen it. A value that is not valid is a 400 naming the filter.
+"""
+
+import django_filters
+from django.db.models import Q
+
+from identity_app.filters import MAX_TEXT_FILTER_CHARS, StableOrderingFilter
+from memory_app.agent import selectors
+from memory_app.agent.models import (
+    AgentRun,
+    Conversation,
+    ConversationSource,
+    ConversationStatus,
+    RunKind,
+    RunStatus,
+    top_level_runs_q,
+)
+
+BOOLEAN_CHOICES = [("true", "true"), ("false", "false")]
+MAX_QUERY_WORDS = 8
+
+
+class ConversationFilter(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=ConversationStatus.choices, help_text="Repeatable.")
+    source = django_filters.MultipleChoiceFilter(choices=ConversationSource.choices, help_text="Repeatable.")
+    project = django_filters.CharFilter(
+        field_name="project_id", max_length=40, help_text="Conversations of the project with this id."
+    )
+    user = django_filters.CharFilter(
+        field_name="owner__username", max_length=150, help_text="Conversations of the user with this username."
+    )
+    q = django_filters.CharFilter(
+        method="filter_q",
+        max_length=MAX_TEXT_FILTER_CHARS,
+        help_text="Conversations whose title contains every word (any letter case).",
+    )
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    updated_after = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="gte")
+    updated_before = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+    ordering = StableOrderingFilter(fields=("updated_at", "created_at", "title"))
+
+    class Meta:
+        model = Conversation
+        fields = []
+
+    def filter_q(self, queryset, name, value):
+        words = Q()
+        for word in value.split()[:MAX_QUERY_WORDS]:
+            words &= Q(title__icontains=word)
+        return queryset.filter(words)
+
+
+class RunFilter(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=RunStatus.choices, help_text="Repeatable.")
+    kind = django_filters.MultipleChoiceFilter(choices=RunKind.choices, help_text="Repeatable.")
+    lease_state = django_filters.ChoiceFilter(
+        method="filter_lease_state",
+        choices=[("held", "held"), ("expired", "expired"), ("released", "released")],
+        help_text="As `lease_state` in the run.",
+    )
+    conversation = django_filters.CharFilter(
+        field_name="conversation_id", max_length=40, help_text="Runs of the conversation with this id."
+    )
+    project = django_filters.CharFilter(field_name="project_id", max_length=40, help_text="Runs of this project.")
+    parent_run = django_filters.CharFilter(
+        field_name="parent_run_id", max_length=40, help_text="Runs started by the run with this id."
+    )
+    top_level = django_filters.ChoiceFilter(
+        method="filter_top_level",
+        choices=BOOLEAN_CHOICES,
+        help_text="`true`: main-agent runs (chat or resume, no parent run); `false`: all others.",
+    )
+    user = django_filters.CharFilter(
+        field_name="user__username", max_length=150, help_text="Runs of the user with this username."
+    )
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    ordering = StableOrderingFilter(fields=("created_at", "updated_at"))
+
+    class Meta:
+        model = AgentRun
+        fields = []
+
+    def filter_lease_state(self, queryset, name, value):
+        return selectors.runs_with_lease_state(queryset, value)
+
+    def filter_top_level(self, queryset, name, value):
+        top_level = top_level_runs_q()
+        return queryset.filter(top_level if value == "true" else ~top_level)
