@@ -127,6 +127,12 @@ if DATABASE_URL:
     if _db["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must be a postgres:// URL (unset it for SQLite)")
     _db["CONN_HEALTH_CHECKS"] = True
+    # DB_POOL_SIZE > 0: a psycopg connection pool per process (of at most that many
+    # connections, shared by the process's threads) instead of one persistent connection per
+    # thread (docs/deploy.md).
+    if env_int("DB_POOL_SIZE", 0) > 0:
+        _db["CONN_MAX_AGE"] = 0  # the pool keeps the connections; health checks run on checkout
+        _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env_int("DB_POOL_SIZE", 0), "timeout": 10}
     if env_str("DATABASE_TEST_NAME"):
         _db["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME")}
 else:

@@ -120,3 +120,24 @@ def test_schema_and_docs_work_offline(client, alice):
     external = re.findall(r'(?:src|href)=["\'](https?://[^"\']+)', html)
     assert external == []
     assert "swagger-ui" in html
+
+
+@pytest.mark.postgres_only
+def test_db_pool_size_gives_each_process_a_checked_pool():
+    """DB_POOL_SIZE > 0: a psycopg pool shared by the threads of a process, no persistent
+    per-thread connections; the pool's connections work."""
+    code = (
+        "import threading; from django.db import connection, connections; "
+        "opts = connection.settings_dict; "
+        "print(opts['OPTIONS']['pool']['max_size'], opts['CONN_MAX_AGE']); "
+        "c = connection.cursor(); c.execute('select 1'); print(c.fetchone()[0]); "
+        "print(type(connection.pool).__name__, connection.pool.max_size)"
+    )
+    url = os.environ["DATABASE_URL"]
+    result = run_manage("shell", "-c", code, env_overrides={**PRODUCTION_ENV, "DATABASE_URL": url, "DB_POOL_SIZE": "3"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-5:] == ["3", "0", "1", "ConnectionPool", "3"]
+    result = run_manage(
+        "shell", "-c", code.split("; c =", maxsplit=1)[0], env_overrides={**PRODUCTION_ENV, "DATABASE_URL": url}
+    )
+    assert result.returncode != 0 and "KeyError: 'pool'" in result.stderr  # off by default
