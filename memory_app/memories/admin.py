@@ -2,39 +2,48 @@
 
 Memories are read-only here: every change is an action that calls the memory services
 (``memory_supersede`` / ``memory_forget`` with ``staff_review=True``), so the admin keeps the
-chain and the derived data consistent exactly like the API and the web pages.
+chain and the derived data consistent exactly like the API and the web pages. The list shows
+the content first and wide; the page of one memory shows its provenance, its correction chain
+(a link to each version) and the two actions, which lead to the same confirmation pages as the
+list's actions.
 """
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.template.response import TemplateResponse
 from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy
 
 from config.errors import DomainError, NotFound
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, ProjectSummary
+from memory_app.memories.selectors import memory_chain
 
 MAX_ACTION_ROWS = 20
+PREVIEW_CHARS = 160
 
 
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
-    list_display = ["id", "scope_type", "kind", "status", "origin", "preview", "owner", "project", "created_at"]
-    list_filter = ["scope_type", "kind", "status", "origin"]
+    list_display = ["preview", "scope_type", "scope", "kind", "status", "origin", "owner", "created_at", "updated_at"]
+    list_display_links = ["preview"]
+    list_filter = ["scope_type", "kind", "status", "origin", "created_at"]
     search_fields = ["id", "content", "scope_id", "owner__username", "project__name", "source_thread_id"]
     list_select_related = ["owner", "project"]
     raw_id_fields = ["owner", "project", "superseded_by", "created_by"]
     readonly_fields = [
+        "content",
         "id",
         "scope_type",
         "scope_id",
         "owner",
         "project",
         "kind",
-        "content",
         "status",
         "superseded_by",
         # provenance
         "origin",
+        "origin_label",
         "source_thread_id",
         "created_by",
         "metadata",
@@ -45,10 +54,34 @@ class MemoryAdmin(admin.ModelAdmin):
     ordering = ["-created_at", "-id"]
     show_full_result_count = False
     actions = ["supersede_memories", "forget_memories"]
+    change_form_template = "admin/memory_app/memory/change_form.html"
 
-    @admin.display(description="content")
+    class Media:
+        css = {"all": ["css/admin-memory.css"]}
+
+    @admin.display(description=gettext_lazy("content"))
     def preview(self, obj):
-        return Truncator(obj.content).chars(80)
+        return Truncator(obj.content).chars(PREVIEW_CHARS)
+
+    @admin.display(description=gettext_lazy("scope"))
+    def scope(self, obj):
+        # The project's name (selected with the row), else the chat key or the user's id.
+        return obj.project.name if obj.project_id else obj.scope_id
+
+    @admin.display(description=gettext_lazy("origin, in words"))
+    def origin_label(self, obj):
+        return obj.origin_label
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        memory = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if memory is not None and self.has_view_permission(request, memory):
+            extra.update(
+                chain=memory_chain(memory=memory),
+                may_review=self.has_review_permission(request),
+                action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+            )
+        return super().change_view(request, object_id, form_url, extra)
 
     # Rows change only through the actions below (services), never through the change form.
     def has_add_permission(self, request):

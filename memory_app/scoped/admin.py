@@ -14,32 +14,109 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import Truncator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from config.admin import ServiceModelAdmin
 from config.errors import DomainError
 from identity_app.chat_bindings import chat_binding_create, chat_binding_delete
 from identity_app.models import ChatBinding
-from memory_app.scoped import migration
+from memory_app.scoped import migration, review
 from memory_app.scoped.consolidation import system_actor
-from memory_app.scoped.models import MemoryCandidate, MigrationApproval, ScopeMigrationEntry, ScopeMigrationPlan
+from memory_app.scoped.models import (
+    MemoryCandidate,
+    MigrationApproval,
+    MigrationDecision,
+    ScopeMigrationEntry,
+    ScopeMigrationPlan,
+)
 
 MAX_PLAN_UPLOAD_BYTES = 64 * 1024 * 1024
+MAX_REVIEW_ROWS = 50
+MAX_REPORT_ROWS = 500
 
 
 @admin.register(MemoryCandidate)
 class MemoryCandidateAdmin(admin.ModelAdmin):
-    list_display = ["id", "decision", "kind", "scope_type", "scope_id", "session_id", "source", "created_at"]
+    """Read-only records; approve and reject are actions that call ``scoped.review``."""
+
+    list_display = ["preview", "decision", "kind", "scope_type", "scope_id", "session_id", "source", "created_at"]
+    list_display_links = ["preview"]
     list_filter = ["decision", "source", "scope_type", "kind"]
     search_fields = ["id", "session_id", "scope_id", "content", "memory__id"]
     raw_id_fields = ["memory"]
     readonly_fields = [f.name for f in MemoryCandidate._meta.fields]
     list_select_related = ["memory"]
+    actions = ["approve_candidates", "reject_candidates"]
+    change_form_template = "admin/memory_app/memorycandidate/change_form.html"
+
+    class Media:
+        css = {"all": ["css/admin-memory.css"]}
+
+    @admin.display(description=gettext_lazy("content"))
+    def preview(self, obj):
+        return Truncator(obj.content).chars(160)
 
     def has_add_permission(self, request):
         return False
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def has_review_permission(self, request):
+        return review.staff_may_review_candidates(request.user)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra = {
+            **(extra_context or {}),
+            "may_review": self.has_review_permission(request),
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        }
+        return super().change_view(request, object_id, form_url, extra)
+
+    def _review(self, request, queryset, decide, done_message):
+        ids = list(queryset.order_by("created_at", "id").values_list("pk", flat=True)[: MAX_REVIEW_ROWS + 1])
+        if len(ids) > MAX_REVIEW_ROWS:
+            self.message_user(
+                request, _("Select at most %(n)s candidates at a time.") % {"n": MAX_REVIEW_ROWS}, messages.ERROR
+            )
+            return
+        done = []
+        for candidate_id in ids:
+            try:
+                done.append(decide(actor=request.user, candidate_id=candidate_id))
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+        if done:
+            self.message_user(request, done_message(done), messages.SUCCESS)
+
+    @admin.action(
+        description=gettext_lazy("Approve selected candidates (consolidate them now)"), permissions=["review"]
+    )
+    def approve_candidates(self, request, queryset):
+        def message(done):
+            return ngettext(
+                "Approved %(n)s candidate: %(outcomes)s.", "Approved %(n)s candidates: %(outcomes)s.", len(done)
+            ) % {
+                "n": len(done),
+                "outcomes": ", ".join(
+                    f"{o.candidate.pk} → {o.candidate.decision} {o.candidate.memory_id}" for o in done
+                ),
+            }
+
+        self._review(request, queryset, review.candidate_approve, message)
+
+    @admin.action(description=gettext_lazy("Reject selected candidates"), permissions=["review"])
+    def reject_candidates(self, request, queryset):
+        def message(done):
+            archived = [o.archived for o in done if o.archived]
+            text = ngettext("Rejected %(n)s candidate.", "Rejected %(n)s candidates.", len(done)) % {"n": len(done)}
+            if archived:
+                text += " " + _("Archived the items they had written: %(ids)s.") % {"ids": ", ".join(archived)}
+            return text
+
+        self._review(request, queryset, review.candidate_reject, message)
 
 
 @admin.register(ChatBinding)
@@ -201,17 +278,20 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
                 messages.error(request, exc.message)
                 return self._changelist()
             counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
-            prefix = (
-                "Dry run, nothing changed"
-                if report["dry_run"]
-                else f"Applied (backup: {report['backup'] or 'none needed'})"
-            )
+            if report["dry_run"]:
+                messages.success(request, _("Dry run, nothing changed: %(counts)s.") % {"counts": counts})
+                return self._apply_page(request, plan, ApplyForm(), report=dry_run_report(plan, report))
+            prefix = f"Applied (backup: {report['backup'] or 'none needed'})"
             messages.success(request, f"{prefix}: {counts}")
             return HttpResponseRedirect(reverse("admin:memory_app_scopemigrationplan_change", args=[plan.pk]))
+        return self._apply_page(request, plan, form)
+
+    def _apply_page(self, request, plan, form, report=None):
         context = {
             **self.admin_site.each_context(request),
             "form": form,
             "plan": plan,
+            "report": report,
             "title": f"Apply plan {plan.name}",
             "opts": self.model._meta,
             "approved": plan.entries.filter(approval=MigrationApproval.APPROVED).count(),
@@ -219,28 +299,98 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/memory_app/scope_migration_form.html", context)
 
 
+# Why apply left an entry out, in words (the other reasons are already sentences from apply).
+SKIP_REASONS = {
+    "rejected": gettext_lazy("it was rejected on review"),
+    "keep": gettext_lazy("inspect decided it stays global (keep)"),
+    "not approved": gettext_lazy("it is not approved yet (still pending)"),
+}
+
+
+def dry_run_report(plan: ScopeMigrationPlan, report: dict) -> dict:
+    """What a dry run would move and, for each entry left out, why — with the entry's text and a
+    link to it (at most ``MAX_REPORT_ROWS`` rows of each; the counts cover everything)."""
+    would, skipped = [], []
+    for row in report["results"]:
+        (would if row["result"] == "would_apply" else skipped).append(row)
+    shown = would[:MAX_REPORT_ROWS] + skipped[:MAX_REPORT_ROWS]
+    entries = {
+        e.item_id: e
+        for e in plan.entries.filter(item_id__in=[row["item_id"] for row in shown]).only(
+            "id", "item_id", "content_preview", "decision"
+        )
+    }
+
+    def line(row):
+        entry = entries.get(row["item_id"])
+        return {
+            "item_id": row["item_id"],
+            "result": row["result"],
+            "why": SKIP_REASONS.get(row["detail"], row["detail"]),
+            "preview": entry.content_preview if entry else "",
+            "decision": entry.decision if entry else "",
+            "url": reverse("admin:memory_app_scopemigrationentry_change", args=[entry.pk]) if entry else "",
+        }
+
+    return {
+        "would_apply": [line(row) for row in would[:MAX_REPORT_ROWS]],
+        "skipped": [line(row) for row in skipped[:MAX_REPORT_ROWS]],
+        "more_would_apply": max(0, len(would) - MAX_REPORT_ROWS),
+        "more_skipped": max(0, len(skipped) - MAX_REPORT_ROWS),
+        "note": report["note"],
+    }
+
+
 class EntryForm(forms.ModelForm):
+    """The target is chosen from the entry's candidate chats (a select, never free text): a
+    posted value outside them is refused by the field itself."""
+
+    target_scope_id = forms.ChoiceField(required=False, label=gettext_lazy("target chat"))
+
     class Meta:
         model = ScopeMigrationEntry
         fields = ["approval", "target_scope_id"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        entry = self.instance
+        if entry.decision == MigrationDecision.MANUAL_REVIEW:
+            choices = [("", _("— choose one of the candidate chats —"))]
+            choices += [(c, c) for c in entry.candidate_scope_ids or [] if isinstance(c, str)]
+        elif entry.decision == MigrationDecision.MIGRATE:
+            choices = [(entry.target_scope_id, entry.target_scope_id)]  # the target inspect found
+        else:
+            choices = [("", _("— none: the item stays global —"))]
+        self.fields["target_scope_id"].choices = choices
+
     def clean(self):
         data = super().clean()
-        target = data.get("target_scope_id") or ""
         entry = self.instance
-        if entry.decision == "manual_review" and target and target not in (entry.candidate_scope_ids or []):
-            raise ValidationError("Choose the target among the entry's candidate chats.")
-        if entry.decision == "migrate" and target != entry.target_scope_id:
-            raise ValidationError("A 'migrate' entry keeps the target found by inspect.")
-        if entry.decision == "keep" and data.get("approval") == MigrationApproval.APPROVED:
-            raise ValidationError("'keep' entries never move.")
+        approval, target = data.get("approval"), data.get("target_scope_id") or ""
+        if entry.decision == MigrationDecision.KEEP and approval == MigrationApproval.APPROVED:
+            raise ValidationError(_("A 'keep' entry never moves, so it cannot be approved."))
+        if approval == MigrationApproval.APPROVED and migration.entry_needs_target(
+            decision=entry.decision, target_scope_id=target, candidate_scope_ids=entry.candidate_scope_ids
+        ):
+            raise ValidationError(_("Choose the target among the entry's candidate chats before approving it."))
         return data
 
 
 @admin.register(ScopeMigrationEntry)
 class ScopeMigrationEntryAdmin(admin.ModelAdmin):
     form = EntryForm
-    list_display = ["item_id", "kind", "decision", "target_scope_id", "approval", "result", "content_preview", "plan"]
+    list_display = [
+        "content_preview",
+        "item_id",
+        "kind",
+        "decision",
+        "target_scope_id",
+        "approval",
+        "result",
+        "result_detail",
+        "plan",
+    ]
+    list_display_links = ["content_preview", "item_id"]
     list_filter = ["decision", "approval", "result", "plan"]
     search_fields = ["item_id", "target_scope_id", "content_preview"]
     list_select_related = ["plan"]
@@ -258,30 +408,55 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
     ]
     actions = ["approve", "reject", "reset"]
 
+    class Media:
+        css = {"all": ["css/admin-memory.css"]}
+
     def has_add_permission(self, request):
         return False
 
     def _set(self, request, queryset, approval):
         by_plan: dict = {}
-        for entry in queryset.exclude(decision="keep").only("id", "plan_id"):
+        for entry in queryset.exclude(decision=MigrationDecision.KEEP).only("id", "plan_id"):
             by_plan.setdefault(entry.plan_id, []).append(entry.pk)
-        changed = sum(
-            migration.plan_set_approval(plan=ScopeMigrationPlan(pk=plan_id), entry_ids=ids, approval=approval)
-            for plan_id, ids in by_plan.items()
-        )
+        changed, refused = 0, []
+        for plan_id, ids in by_plan.items():
+            n, refused_here = migration.plan_set_approval(
+                plan=ScopeMigrationPlan(pk=plan_id), entry_ids=ids, approval=approval
+            )
+            changed += n
+            refused += refused_here
+        if refused:
+            names = ", ".join(e.item_id for e in refused[:20]) + (" …" if len(refused) > 20 else "")
+            self.message_user(
+                request,
+                ngettext(
+                    "%(n)s manual_review entry was not approved because it has no target yet: %(names)s. "
+                    "Open it and choose the target among its candidate chats first.",
+                    "%(n)s manual_review entries were not approved because they have no target yet: %(names)s. "
+                    "Open each and choose the target among its candidate chats first.",
+                    len(refused),
+                )
+                % {"n": len(refused), "names": names},
+                messages.WARNING,
+            )
         self.message_user(
             request,
-            f"{changed} entr{'y' if changed == 1 else 'ies'} marked {approval} ('keep' entries are left alone).",
+            ngettext(
+                "%(n)s entry marked %(approval)s ('keep' entries are left alone).",
+                "%(n)s entries marked %(approval)s ('keep' entries are left alone).",
+                changed,
+            )
+            % {"n": changed, "approval": approval},
         )
 
-    @admin.action(description="Approve selected entries")
+    @admin.action(description=gettext_lazy("Approve selected entries"), permissions=["change"])
     def approve(self, request, queryset):
         self._set(request, queryset, MigrationApproval.APPROVED)
 
-    @admin.action(description="Reject selected entries")
+    @admin.action(description=gettext_lazy("Reject selected entries"), permissions=["change"])
     def reject(self, request, queryset):
         self._set(request, queryset, MigrationApproval.REJECTED)
 
-    @admin.action(description="Reset selected entries to pending")
+    @admin.action(description=gettext_lazy("Reset selected entries to pending"), permissions=["change"])
     def reset(self, request, queryset):
         self._set(request, queryset, MigrationApproval.PENDING)

@@ -92,7 +92,7 @@ def _redacted(candidate: Candidate, *, contact_info: bool) -> Candidate:
     )
 
 
-def _apply_candidate(
+def apply_candidate(
     *, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate
 ) -> MemoryCandidate:
     valid = candidate.kind in KIND_VALUES and bool(candidate.content.strip())
@@ -187,7 +187,7 @@ def consolidate_text(
     report = ConsolidationReport(session_id=session_id)
     for candidate in candidates:
         report.candidates.append(
-            _apply_candidate(
+            apply_candidate(
                 actor=actor, session_id=session_id, source=source, extractor_name=extractor.name, candidate=candidate
             )
         )

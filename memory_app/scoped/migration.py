@@ -216,9 +216,16 @@ def _selected(entry: dict, apply_all_safe: bool) -> tuple[bool, str]:
     return False, "not approved"
 
 
+def entry_needs_target(*, decision: str, target_scope_id: str, candidate_scope_ids) -> bool:
+    """A ``manual_review`` entry moves only to a target chosen among its candidate chats."""
+    return decision == MigrationDecision.MANUAL_REVIEW and (target_scope_id or "") not in (candidate_scope_ids or [])
+
+
 def _target(entry: dict) -> str:
     target = entry.get("target_scope_id") or ""
-    if entry["decision"] == MigrationDecision.MANUAL_REVIEW and target not in (entry.get("candidate_scope_ids") or []):
+    if entry_needs_target(
+        decision=entry["decision"], target_scope_id=target, candidate_scope_ids=entry.get("candidate_scope_ids")
+    ):
         raise InvalidInput("a manual_review entry needs a target chosen from its candidate chats", code="needs_target")
     try:
         return ChatAddress.parse(target).chat_key
@@ -384,10 +391,31 @@ def plan_entries_as_dicts(plan: ScopeMigrationPlan) -> list[dict]:
     ]
 
 
-def plan_set_approval(*, plan: ScopeMigrationPlan, entry_ids, approval: str) -> int:
+def entries_needing_target(entries) -> list[ScopeMigrationEntry]:
+    """The ``manual_review`` entries of a queryset that have no target among their candidates."""
+    rows = entries.filter(decision=MigrationDecision.MANUAL_REVIEW).only(
+        "id", "item_id", "decision", "target_scope_id", "candidate_scope_ids"
+    )
+    return [
+        e
+        for e in rows.order_by("id")
+        if entry_needs_target(
+            decision=e.decision, target_scope_id=e.target_scope_id, candidate_scope_ids=e.candidate_scope_ids
+        )
+    ]
+
+
+def plan_set_approval(*, plan: ScopeMigrationPlan, entry_ids, approval: str) -> tuple[int, list[ScopeMigrationEntry]]:
+    """Set ``approval`` on the plan's entries among ``entry_ids``; returns (how many changed,
+    the entries refused). Approval is refused for a ``manual_review`` entry without a target
+    chosen among its candidates: apply would only skip it."""
     if approval not in MigrationApproval.values:
         raise InvalidInput("Unknown approval.", code="invalid_approval")
-    return ScopeMigrationEntry.objects.filter(plan=plan, pk__in=list(entry_ids)).update(approval=approval)
+    with transaction.atomic():
+        entries = ScopeMigrationEntry.objects.select_for_update().filter(plan=plan, pk__in=list(entry_ids))
+        refused = entries_needing_target(entries) if approval == MigrationApproval.APPROVED else []
+        changed = entries.exclude(pk__in=[e.pk for e in refused]).update(approval=approval)
+    return changed, refused
 
 
 def plan_apply(*, plan: ScopeMigrationPlan, actor, apply_all_safe: bool = False, dry_run: bool = False) -> dict:
