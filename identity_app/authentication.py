@@ -5,7 +5,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from identity_app.models import ApiToken, hash_token
-from identity_app.permissions import token_reach_attach
+from identity_app.permissions import service_principal_attach, service_principal_exists, token_reach_attach
 
 # ``last_used_at`` is at most this stale: a token is touched once per interval, not per request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -31,9 +31,15 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             key = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(key)).first()
+        token = (
+            ApiToken.objects.select_related("user")
+            .annotate(user_runs_agents=service_principal_exists("user_id"))
+            .filter(key_hash=hash_token(key))
+            .first()
+        )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")
+        service_principal_attach(token.user, token.user_runs_agents)
         now = timezone.now()
         state = token.state(now)
         if state != "active":

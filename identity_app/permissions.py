@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import is_valid_id
@@ -41,14 +41,28 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
         return False
     cached = getattr(user, "_is_service_principal", None)
     if cached is None:
-        app_label, codename = RUN_AGENTS_PERM.split(".")
-        cached = (
-            Permission.objects.filter(content_type__app_label=app_label, codename=codename)
-            .filter(Q(user=user) | Q(group__user=user))
-            .exists()
-        )
+        cached = _run_agents_grants(user).exists()
         user._is_service_principal = cached
     return cached
+
+
+def _run_agents_grants(user_ref) -> QuerySet[Permission]:
+    app_label, codename = RUN_AGENTS_PERM.split(".")
+    return Permission.objects.filter(content_type__app_label=app_label, codename=codename).filter(
+        Q(user=user_ref) | Q(group__user=user_ref)
+    )
+
+
+def service_principal_exists(user_field: str) -> Exists:
+    """``is_service_principal`` of the row's user (``user_field``) as a query expression, so an
+    authentication lookup reads it with the user; pass the value to
+    ``service_principal_attach``."""
+    return Exists(_run_agents_grants(OuterRef(user_field)))
+
+
+def service_principal_attach(user: AbstractBaseUser, value: bool) -> None:
+    """Keep the grant read with the user for ``is_service_principal`` (one request's user object)."""
+    user._is_service_principal = bool(value)
 
 
 def service_principal_ids(user_ids) -> set[int]:

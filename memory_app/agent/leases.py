@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from config.errors import PermissionDenied
+from identity_app.permissions import service_principal_attach, service_principal_exists
 from memory_app.agent.models import AgentRun, RunStatus
 
 FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
@@ -58,12 +59,18 @@ def run_authenticate(token: str):
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 300:
         return None
     run_id, generation = parts[0], int(parts[1])
-    run = AgentRun.objects.select_related("user", "conversation", "project").filter(pk=run_id).first()
+    run = (
+        AgentRun.objects.select_related("user", "conversation", "project")
+        .annotate(user_runs_agents=service_principal_exists("user_id"))
+        .filter(pk=run_id)
+        .first()
+    )
     if run is None or run.lease_generation != generation:
         return None
     token_hash = hash_run_token(token)
     if not run.run_token_hash or not hmac.compare_digest(run.run_token_hash, token_hash):
         return None
+    service_principal_attach(run.user, run.user_runs_agents)
     credential = RunCredential(
         run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash, run=run
     )

@@ -81,6 +81,28 @@ def test_a_fresh_token_costs_no_write_per_request(alice):
     assert not [q for q in queries.captured_queries if "identity_app_apitoken" in q["sql"] and "UPDATE" in q["sql"]]
 
 
+@pytest.mark.parametrize("holder", ["alice", "svc"])
+def test_the_service_principal_grant_is_read_with_the_token(holder, request):
+    """One lookup reads the token, its user and whether the user runs agents; no request
+    asks for the grant again, and the grant still decides what the caller sees."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from identity_app.permissions import is_service_principal
+
+    user = request.getfixturevalue(holder)
+    _, key = token_issue(user=user)
+    client = client_for(key)
+    client.get("/api/conversations")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get("/api/conversations")
+    assert response.status_code == 200
+    permission_reads = [q["sql"] for q in queries.captured_queries if '"auth_permission"' in q["sql"]]
+    assert len(permission_reads) == 1 and "identity_app_apitoken" in permission_reads[0]
+    assert response.wsgi_request.user.pk == user.pk
+    assert is_service_principal(response.wsgi_request.user) is (holder == "svc")
+
+
 def test_the_touch_is_a_conditional_update(alice):
     """Two requests that both loaded a stale value: only one UPDATE changes the row."""
     from identity_app.authentication import token_touch
