@@ -4,6 +4,7 @@ takes a uid, path, worker or thread-owner argument."""
 import copy
 import logging
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 
@@ -135,8 +136,40 @@ def _normalized_lines(text: str) -> list[str]:
 
 
 def _contains_lines(haystack: list[str], needle: list[str]) -> bool:
-    size = len(needle)
-    return any(haystack[i : i + size] == needle for i in range(len(haystack) - size + 1))
+    """Whether ``needle`` occurs as consecutive lines of ``haystack``."""
+    if not needle:
+        return True
+    size, start = len(needle), 0
+    while True:
+        try:
+            index = haystack.index(needle[0], start)
+        except ValueError:
+            return False
+        if haystack[index : index + size] == needle:
+            return True
+        start = index + 1
+
+
+# The normalized lines of each user's MEMORY.md as last seen, so an append does not normalize
+# the whole file again: valid for exactly that text (a pure function of it, never stale).
+_LINES_CACHE: dict[int, tuple[str, list[str]]] = {}
+_LINES_CACHE_MAX = 512
+_lines_lock = threading.Lock()
+
+
+def _file_lines(user_id: int, text: str) -> list[str]:
+    cached = _LINES_CACHE.get(user_id)
+    if cached is not None and cached[0] == text:
+        return cached[1]
+    return _normalized_lines(text)
+
+
+def _keep_file_lines(user_id: int, text: str, lines: list[str]) -> None:
+    with _lines_lock:
+        _LINES_CACHE.pop(user_id, None)
+        while len(_LINES_CACHE) >= _LINES_CACHE_MAX:
+            _LINES_CACHE.pop(next(iter(_LINES_CACHE)))
+        _LINES_CACHE[user_id] = (text, lines)
 
 
 def _count_occurrences(text: str, part: str) -> int:
@@ -233,9 +266,12 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
                         current_read = workspace.read_file(MEMORY_FILE, max_bytes=MEMORY_FILE_MAX_BYTES)
                         current, file_error = _memory_file_text(current_read)
                         data, exists = current_read.content, current_read.exists
+                        lines = _file_lines(user_id, current) if file_error is None else []
                     if file_error is not None:
                         raise copy.copy(file_error)
-                    result, updated = _apply(current=current, content=write.content, replaces=write.replaces)
+                    result, updated, new_lines = _apply(
+                        current=current, lines=lines, content=write.content, replaces=write.replaces
+                    )
                     if updated is not None:
                         new_data = updated.encode("utf-8")
                         if len(new_data) > MEMORY_FILE_MAX_BYTES:
@@ -246,7 +282,7 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
                         action = WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE
                         author = notes_history.Author(WorkspaceChangeSource.AGENT, run=run)
                         steps.append(notes_history.ChangeStep(action, author, data, exists, new_data))
-                        current, data, exists = updated, new_data, True
+                        current, data, exists, lines = updated, new_data, True, new_lines
                     outcomes[index] = {"result": result, "bytes": len(data)}
                 except DomainError as exc:
                     logger.info("remember_memory refused for run %s: %s", write.credential.run_id, exc.code)
@@ -255,6 +291,8 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
                 # Recorded first: if the publish fails, the transaction takes the records back.
                 notes_history.changes_record(user_id=user_id, name=MEMORY_FILE, steps=steps)
                 workspace.replace_authorized_file(MEMORY_FILE, data)
+            if current_read is not None and file_error is None:
+                _keep_file_lines(user_id, current, lines)
     except DomainError as exc:
         logger.info("remember_memory refused for user %s (%d calls): %s", user_id, len(writes), exc.code)
         raise
@@ -285,12 +323,16 @@ def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
 _notes_writes = GroupCommitter(_remember_batch)
 
 
-def _apply(*, current: str, content: str, replaces: str | None) -> tuple[str, str | None]:
+def _apply(*, current: str, lines: list[str], content: str, replaces: str | None) -> tuple[str, str | None, list[str]]:
+    """``(result, updated text or None, normalized lines of the result)``; ``lines`` are the
+    normalized lines of ``current`` (never changed in place)."""
     if replaces is None:
-        if _contains_lines(_normalized_lines(current), _normalized_lines(content)):
-            return "unchanged", None
+        added = _normalized_lines(content)
+        if _contains_lines(lines, added):
+            return "unchanged", None, lines
         prefix = current if not current or current.endswith("\n") else current + "\n"
-        return "appended", f"{prefix}{content}\n"
+        # The prefix ends a line, so the new text's lines are the old ones then the content's.
+        return "appended", f"{prefix}{content}\n", lines + added
     matches = _count_occurrences(current, replaces)
     if matches != 1:
         raise Conflict(
@@ -300,7 +342,9 @@ def _apply(*, current: str, content: str, replaces: str | None) -> tuple[str, st
             details={"matches": "0" if matches == 0 else "many"},
         )
     updated = current.replace(replaces, content, 1)
-    return ("unchanged", None) if updated == current else ("replaced", updated)
+    if updated == current:
+        return "unchanged", None, lines
+    return "replaced", updated, _normalized_lines(updated)
 
 
 # --- history tools --------------------------------------------------------------------------

@@ -225,3 +225,24 @@ def test_a_failed_publish_refuses_the_whole_batch_and_records_nothing(make_run, 
         tools._remember_batch(alice.pk, writes)
     assert memory_path(workspace_root, alice).read_bytes() == before
     assert WorkspaceChange.objects.filter(user=alice).count() == changes_before
+
+
+def test_the_kept_normalized_lines_are_those_of_the_new_text():
+    """An append extends the file's normalized lines instead of normalizing it again; the
+    result must equal a full normalization, whatever the file ends with."""
+    import random
+
+    rng = random.Random(20261130)
+    pieces = ["- Likes tea", "* likes TEA", "1. Walks", "  ", "咖啡 每天", "end\r", "x\u3000y", "", "- "]
+    for _ in range(300):
+        current = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) + rng.choice(["", "\n", "\r\n"])
+        content = "\n".join(rng.choice(pieces[:7]) for _ in range(rng.randint(1, 3))).strip() or "note"
+        lines = tools._normalized_lines(current)
+        result, updated, new_lines = tools._apply(current=current, lines=lines, content=content, replaces=None)
+        expected_text = updated if updated is not None else current
+        assert new_lines == tools._normalized_lines(expected_text), (current, content)
+        # "unchanged" exactly when the content's lines already appear consecutively.
+        wanted = tools._normalized_lines(content)
+        size = len(wanted)
+        present = any(lines[i : i + size] == wanted for i in range(len(lines) - size + 1))
+        assert (result == "unchanged") is present
