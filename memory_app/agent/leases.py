@@ -16,6 +16,7 @@ from django.utils import timezone
 from config.errors import PermissionDenied
 from identity_app.permissions import service_principal_attach, service_principal_exists
 from memory_app.agent.models import AgentRun, RunStatus
+from memory_app.agent.selectors import enable_memory_subquery
 
 FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
@@ -61,7 +62,7 @@ def run_authenticate(token: str):
     run_id, generation = parts[0], int(parts[1])
     run = (
         AgentRun.objects.select_related("user", "conversation", "project")
-        .annotate(user_runs_agents=service_principal_exists("user_id"))
+        .annotate(user_runs_agents=service_principal_exists("user_id"), stored_enable_memory=enable_memory_subquery())
         .filter(pk=run_id)
         .first()
     )

@@ -73,6 +73,14 @@ def memory_enabled_from(value) -> bool:
     return UserSettings._meta.get_field("enable_memory").default if value is None else bool(value)
 
 
+def run_memory_enabled(run) -> bool:
+    """The run user's ``enable_memory``, as read with the run by authentication when it was
+    (``stored_enable_memory``), else read now."""
+    if hasattr(run, "stored_enable_memory"):
+        return memory_enabled_from(run.stored_enable_memory)
+    return memory_enabled_for(user_id=run.user_id)
+
+
 def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
     """Conversations a caller may read in the API/UI: their own; service principals read all
     within the reach of their token."""

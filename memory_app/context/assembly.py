@@ -20,7 +20,7 @@ from config.validation import clean_text
 from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.models import AgentRun, run_gets_memory, run_is_top_level
-from memory_app.agent.selectors import memory_enabled_for
+from memory_app.agent.selectors import run_memory_enabled
 from memory_app.agent.tools import TOOL_SCHEMAS
 from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.automemory import injection as identity_injection
@@ -110,7 +110,7 @@ def run_context_build(*, credential: RunCredential, query: str = "", round_numbe
     # Read fresh at each assembly; sub-agents and other non-top-level runs never get it, nor
     # does a run in a "don't remember this chat" conversation (2 to 5 all stay out).
     gets_memory = run_gets_memory(run)
-    memory_enabled = gets_memory and memory_enabled_for(user_id=run.user_id)
+    memory_enabled = gets_memory and run_memory_enabled(run)
     if memory_enabled:
         content = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
         if content:
