@@ -4,6 +4,13 @@
 # PostgreSQL: $DATABASE_URL if set; else the server on 127.0.0.1:5432 if one answers; else a
 # throwaway cluster started from the installed PostgreSQL binaries (installed with apt-get
 # when missing and we are root). Chromium the same way (Debian package `chromium`).
+#
+# The two passes run at the same time, each into its own log, printed whole (PostgreSQL first)
+# once both have finished; the exit status is the first failing pass's. The PostgreSQL pass, the
+# longer one, is split over pytest-xdist workers (TEST_PG_WORKERS, default 2; 0 runs it in one
+# process), so that its two workers and the SQLite pass keep two cores busy until the end; the
+# SQLite pass runs in one process (TEST_SQLITE_WORKERS, default 0). TEST_SERIAL=1 runs the
+# passes one after the other, printing as they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -32,13 +39,23 @@ export CHROMIUM_PATH
 
 # --- PostgreSQL -------------------------------------------------------------------------
 PG_TMP=""
+LOGS=""
+PASSES=()
 cleanup() {
+  # Passes still running (the script was interrupted) stop before their database does.
+  if [ ${#PASSES[@]} -gt 0 ]; then
+    kill "${PASSES[@]}" 2>/dev/null || true
+    wait "${PASSES[@]}" 2>/dev/null || true
+  fi
+  if [ -n "$LOGS" ]; then rm -rf "$LOGS"; fi
   if [ -n "$PG_TMP" ]; then
     run_pg "$PG_BIN/pg_ctl" -D "$PG_TMP/data" -m immediate stop >/dev/null 2>&1 || true
     rm -rf "$PG_TMP"
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT  # background passes ignore SIGINT: the EXIT trap stops them
+trap 'exit 143' TERM
 
 run_pg() {  # initdb/postgres refuse to run as root
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -79,9 +96,38 @@ fi
 DATABASE_TEST_NAME=${DATABASE_TEST_NAME:-test_memsvc_$(echo "$ROOT" | sha256sum | cut -c1-10)}
 export DATABASE_TEST_NAME
 
-status=0
-echo "=== PostgreSQL ($(echo "$DATABASE_URL" | sed -E 's#://[^@]*@#://#')) ==="
-DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "$@" || status=$?
+PG_LABEL="PostgreSQL ($(echo "$DATABASE_URL" | sed -E 's#://[^@]*@#://#'))"
+xdist_args() {  # loadgroup: the tests of one xdist_group (tests/conftest.py) share a worker
+  if [ "$1" != 0 ]; then echo "-n $1 --dist loadgroup"; fi
+}
+read -r -a PG_ARGS <<<"$(xdist_args "${TEST_PG_WORKERS:-2}")"
+read -r -a SQLITE_ARGS <<<"$(xdist_args "${TEST_SQLITE_WORKERS:-0}")"
+
+if [ "${TEST_SERIAL:-0}" = 1 ]; then
+  status=0
+  echo "=== $PG_LABEL ==="
+  DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" || status=$?
+  echo "=== SQLite ==="
+  env -u DATABASE_URL .venv/bin/python -m pytest "${SQLITE_ARGS[@]}" "$@" || status=$((status ? status : $?))
+  exit $status
+fi
+
+LOGS=$(mktemp -d /tmp/memsvc-test-logs.XXXXXX)
+started=$SECONDS
+echo "Running the PostgreSQL and SQLite passes at the same time; their output follows when both are done."
+DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" >"$LOGS/postgresql.log" 2>&1 &
+PASSES+=($!)
+env -u DATABASE_URL .venv/bin/python -m pytest "${SQLITE_ARGS[@]}" "$@" >"$LOGS/sqlite.log" 2>&1 &
+PASSES+=($!)
+pg_status=0
+sqlite_status=0
+wait "${PASSES[0]}" || pg_status=$?
+wait "${PASSES[1]}" || sqlite_status=$?
+PASSES=()
+
+echo "=== $PG_LABEL ==="
+cat "$LOGS/postgresql.log"
 echo "=== SQLite ==="
-env -u DATABASE_URL .venv/bin/python -m pytest "$@" || status=$((status ? status : $?))
-exit $status
+cat "$LOGS/sqlite.log"
+echo "=== PostgreSQL: exit $pg_status; SQLite: exit $sqlite_status; $((SECONDS - started)) s ==="
+exit $((pg_status ? pg_status : sqlite_status))

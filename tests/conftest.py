@@ -16,11 +16,21 @@ from memory_app.agent.models import Conversation
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.memory_app.agent.helpers import RunHandle
 
+# Modules whose module-scoped fixtures start servers: with pytest-xdist (``--dist loadgroup``,
+# scripts/test.sh) each runs whole on one worker, so its servers start once, not once per worker.
+ONE_WORKER_MODULES = ("tests/test_serve.py", "tests/test_two_nodes.py")
 
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """PostgreSQL-only tests are deselected (not skipped) when the suite runs on SQLite."""
     import os
 
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            module = item.nodeid.split("::", 1)[0]
+            if module in ONE_WORKER_MODULES:
+                item.add_marker(pytest.mark.xdist_group(module))
     if os.environ.get("DATABASE_URL"):
         return
     keep, drop = [], []

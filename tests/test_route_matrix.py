@@ -41,7 +41,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.contenttypes.models import ContentType
 from django.core.cache import cache
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 from django.urls import reverse
 from drf_spectacular.generators import SchemaGenerator
 
@@ -594,11 +594,19 @@ def _request(kind: str, route: str, method: str, target: str, world: World) -> R
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):
+def world(django_db_setup, django_db_blocker, tmp_path_factory):
+    # Built before any test's own workspace root exists: its notes file goes to a folder of its
+    # own, so that a second build in one process (pytest-xdist may run the module in parts, and
+    # SQLite hands out the rolled-back ids again) writes a change of its own.
     with django_db_blocker.unblock():
         outer = world_transaction()
         outer.__enter__()
-        built = build_world()
+        try:
+            with override_settings(WORKSPACE_ROOT=tmp_path_factory.mktemp("matrix-world")):
+                built = build_world()
+        except BaseException:
+            outer.__exit__(None, None, None)  # never leave the transaction open for later tests
+            raise
     yield built
     with django_db_blocker.unblock():
         outer.__exit__(None, None, None)

@@ -103,7 +103,7 @@ def test_home_search_bulk_forget_and_forget_everything(page, live_server):
     # The chat's items: select all (a script), leave one out, forget the rest after a look.
     chat_section.locator("h2 a").click()
     expect(page.locator("tr.home-item")).to_have_count(3)
-    page.check("input[data-select-all=ids]")
+    page.check("thead input[data-select-all=ids]")  # the table header box (wide screens)
     for item in (passport, seats, tea):
         expect(page.locator(f'input[name=ids][value="{item.pk}"]')).to_be_checked()
     page.uncheck(f'input[name=ids][value="{tea.pk}"]')
