@@ -81,7 +81,7 @@ class GroupCommitter:
                     if failure is not None:
                         # Each waiter raises its own copy: one exception object must not be
                         # raised (and get its traceback rewritten) in several threads at once.
-                        ticket.error = failure if index == 0 else copy.copy(failure)
+                        ticket.error = failure if index == 0 else _copy_error(failure)
                     elif isinstance(outcomes[index], BaseException):
                         ticket.error = outcomes[index]
                     else:
@@ -91,3 +91,12 @@ class GroupCommitter:
                 if not queue.pending and self._queues.get(key) is queue:
                     del self._queues[key]
                 self._changed.notify_all()
+
+
+def _copy_error(error: BaseException) -> BaseException:
+    """A copy of ``error`` for another waiter; one that cannot be copied becomes a plain error
+    with its message (the queue must be released whatever happens)."""
+    try:
+        return copy.copy(error)
+    except Exception:
+        return RuntimeError(str(error))

@@ -195,6 +195,10 @@ class AgentRun(models.Model):
     auto_memory_generate = models.BooleanField(null=True, blank=True)
     auto_memory_use = models.BooleanField(null=True, blank=True)
     auto_memory_processed_at = models.DateTimeField(null=True, blank=True)
+    # Part of a stretch of its chat in "don't remember this chat" mode: set when the run starts
+    # in that mode, and on every run not yet processed when the mode is turned on. Nothing is
+    # ever extracted from such a run, whatever the mode says later (``run_never_extracted``).
+    not_remembered = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -230,6 +234,12 @@ def run_gets_memory(run: AgentRun) -> bool:
     "don't remember this chat" mode. Each switch (``enable_memory``, auto-memory ``use``) then
     gates its own source on top of this (docs/runs.md)."""
     return run_is_top_level(run) and not run.conversation.no_memory
+
+
+def run_never_extracted(run: AgentRun) -> bool:
+    """The one rule for "nothing is extracted from this run": it ran in "don't remember this
+    chat" mode (stamped), or its chat is in that mode now."""
+    return run.not_remembered or run.conversation.no_memory
 
 
 class WorkspaceChangeSource(models.TextChoices):

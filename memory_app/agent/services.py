@@ -348,8 +348,9 @@ def conversation_update(
     no_memory: bool | None = None,
 ) -> Conversation:
     """Rename or archive/delete/restore a conversation, or turn its "don't remember this chat"
-    mode on or off (``no_memory``; it applies from the next context assembly and extraction on,
-    never retroactively): its owner or a service principal."""
+    mode on or off (``no_memory``; it applies from the next context assembly on; turned on, it
+    also keeps every run of the chat not extracted yet from ever being extracted): its owner or
+    a service principal."""
     if status is not None and status not in ConversationStatus.values:
         raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
     if no_memory is not None:
@@ -369,6 +370,12 @@ def conversation_update(
             conversation.no_memory, fields = no_memory, [*fields, "no_memory"]
         if fields:
             conversation.save(update_fields=[*fields, "updated_at"])
+        if no_memory:
+            # Runs of the chat not yet extracted are never extracted, even if the mode is
+            # turned off before the worker gets to them.
+            AgentRun.objects.filter(conversation=conversation, auto_memory_processed_at__isnull=True).update(
+                not_remembered=True
+            )
     return conversation
 
 
@@ -497,6 +504,7 @@ def _running_run(*, actor, user, conversation, lease_seconds: int, **fields) -> 
         user=user,
         created_by=actor,
         conversation=conversation,
+        not_remembered=conversation.no_memory,
         status=RunStatus.RUNNING,
         lease_expires_at=now + timedelta(seconds=lease_seconds),
         lease_generation=1,

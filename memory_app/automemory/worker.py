@@ -35,6 +35,7 @@ from memory_app.agent.models import (
     MessageType,
     RunKind,
     RunStatus,
+    run_never_extracted,
 )
 from memory_app.automemory.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_memory_gate
@@ -309,7 +310,9 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
         # The chat may have been put in "don't remember this chat" mode while the extractor
         # ran: read under the conversation's row lock (the mode is set under the same lock).
         private = Conversation.objects.select_for_update().filter(pk=run.conversation_id)
-        if private.values_list("no_memory", flat=True).first():
+        chat_not_remembered = private.values_list("no_memory", flat=True).first()
+        run.refresh_from_db(fields=["not_remembered"])  # stamped under that same lock
+        if chat_not_remembered or run.not_remembered:
             stop = no_memory_gate(conversation_no_memory=True)
             _log(run, AutoMemoryOutcome.SKIPPED, gate=stop.gate, reason=stop.reason, details=stop.values)
             _mark_processed(run)
@@ -385,11 +388,12 @@ def _clean_candidates(candidates: list[Candidate], *, contact_info: bool) -> lis
 def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, now: datetime) -> RunResult:
     run = AgentRun.objects.select_related("user", "conversation").get(pk=run_id)
     user_settings = auto_memory_settings_get(user=run.user)
-    if not effective_flags(run=run, user_settings=user_settings).generate:
+    # Before the generate switch: a run of a chat not remembered is closed for good either way.
+    private = no_memory_gate(conversation_no_memory=run_never_extracted(run))
+    if private.passed and not effective_flags(run=run, user_settings=user_settings).generate:
         _claim_release(run_id=run_id, token=token)  # switched off since the sweep
         return RunResult(run_id=run_id, outcome="deferred", reason="generate is off")
 
-    private = no_memory_gate(conversation_no_memory=run.conversation.no_memory)
     if not private.passed:
         # "Don't remember this chat": its messages are never read; the run is marked processed,
         # so turning the mode off later does not extract it after all (docs/auto-memory.md).

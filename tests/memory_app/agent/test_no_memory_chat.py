@@ -11,15 +11,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory_app.agent import services
-from memory_app.agent.models import Conversation
+from memory_app.agent.models import AgentRun, Conversation, MessageRole
 from memory_app.automemory.extraction import DeterministicExtractor
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.automemory.worker import round_run
 from memory_app.scoped.services import scoped_item_create
-from tests.factories import ProjectMemoryFactory, UserMemoryFactory
+from tests.factories import MessageFactory, ProjectMemoryFactory, UserMemoryFactory
 from tests.memory_app.agent.helpers import memory_path
-from tests.memory_app.automemory.helpers import auto_memories, enable, finished_run
+from tests.memory_app.automemory.helpers import LONG_TALK, auto_memories, enable, finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -310,3 +310,47 @@ def test_the_mode_turned_on_during_extraction_still_stops_the_write(alice, proje
     assert result.outcome == "skipped" and result.gate == "no_memory"
     assert not auto_memories().exists()
     assert AutoMemoryLogEntry.objects.filter(run_ref=run.pk, gate="no_memory").count() == 1
+
+
+def _finished_in(make_run, alice, conversation):
+    """A run started and finished through the services, with a long user message."""
+    handle = make_run(alice, conversation=conversation)
+    MessageFactory(run=handle.run, role=MessageRole.USER, content=LONG_TALK)
+    services.run_finish(credential=handle.credential, status="completed")
+    AgentRun.objects.filter(pk=handle.id).update(finished_at=timezone.now() - timedelta(hours=2))
+    return handle.run
+
+
+def test_a_run_of_a_private_stretch_is_never_extracted_once_generate_is_on_and_the_mode_off(
+    svc, make_run, alice, project
+):
+    """generate off while the chat was not remembered: the sweep leaves the run alone; turning
+    the mode off and generate on later must not extract it."""
+    conversation = services.conversation_create(
+        actor=svc, username="alice", title="t", project_id=project.pk, no_memory=True
+    )
+    run = _finished_in(make_run, alice, conversation)
+    assert AgentRun.objects.get(pk=run.pk).not_remembered is True
+    assert round_run(worker_id="t") == []  # generate is off: nothing swept
+    services.conversation_update(actor=alice, conversation_id=conversation.pk, no_memory=False)
+    enable(alice, min_idle_minutes=0, min_duration_seconds=0)
+    [result] = round_run(worker_id="t")
+    assert result.run_id == run.pk and result.outcome == "skipped" and result.gate == "no_memory"
+    assert not auto_memories().exists()
+
+
+def test_runs_not_yet_extracted_when_the_mode_is_turned_on_stay_unextracted(svc, make_run, alice, project):
+    """Turned on, then off again before the worker came: the runs of that stretch stay private;
+    a run started after the mode went off is extracted as usual."""
+    conversation = services.conversation_create(actor=svc, username="alice", title="t", project_id=project.pk)
+    before = _finished_in(make_run, alice, conversation)
+    assert AgentRun.objects.get(pk=before.pk).not_remembered is False
+    services.conversation_update(actor=alice, conversation_id=conversation.pk, no_memory=True)
+    services.conversation_update(actor=alice, conversation_id=conversation.pk, no_memory=False)
+    enable(alice, min_idle_minutes=0, min_duration_seconds=0)
+    [result] = round_run(worker_id="t")
+    assert result.run_id == before.pk and result.outcome == "skipped" and not auto_memories().exists()
+    after = _finished_in(make_run, alice, conversation)
+    [result] = round_run(worker_id="t")
+    assert result.run_id == after.pk and (result.outcome, result.gate, result.reason) == ("extracted", "", ""), result
+    assert auto_memories().exists()
