@@ -32,6 +32,11 @@ class ConversationFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(
         field_name="owner__username", max_length=150, help_text="Conversations of the user with this username."
     )
+    no_memory = django_filters.ChoiceFilter(
+        method="filter_no_memory",
+        choices=BOOLEAN_CHOICES,
+        help_text='`true`: chats in "don\'t remember this chat" mode; `false`: the others.',
+    )
     q = django_filters.CharFilter(
         method="filter_q",
         max_length=MAX_TEXT_FILTER_CHARS,
@@ -46,6 +51,9 @@ class ConversationFilter(django_filters.FilterSet):
     class Meta:
         model = Conversation
         fields = []
+
+    def filter_no_memory(self, queryset, name, value):
+        return queryset.filter(no_memory=value == "true")
 
     def filter_q(self, queryset, name, value):
         words = Q()

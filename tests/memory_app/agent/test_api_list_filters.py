@@ -113,6 +113,10 @@ def test_conversation_filters_narrow_alices_list(api, alice, convs, project):
     assert get(created_before=at(20).isoformat()) == pks(convs, "alice1")
     assert get(updated_after=at(2).isoformat(), updated_before=at(1).isoformat()) == pks(convs, "alice2")
     assert get(user="alice", status="deleted", source="cron", q="notes") == pks(convs, "alice3")
+    Conversation.objects.filter(pk=convs["alice2"].pk).update(no_memory=True)
+    Conversation.objects.filter(pk=convs["bob2"].pk).update(no_memory=True)
+    assert get(no_memory="true") == pks(convs, "alice2")
+    assert get(no_memory="false") == pks(convs, "alice3", "alice1")
 
 
 def test_conversation_ordering_is_stable(api, alice, bob):
@@ -139,6 +143,8 @@ def test_conversation_ordering_is_stable(api, alice, bob):
         ("status=open", "status"),
         ("status=active&status=gone", "status"),
         ("source=email", "source"),
+        ("no_memory=yes", "no_memory"),
+        ("no_memory=", "no_memory"),
         ("created_after=yesterday", "created_after"),
         ("updated_before=2026-13-01", "updated_before"),
         ("created_after=", "created_after"),
