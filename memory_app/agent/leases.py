@@ -9,7 +9,7 @@ the stored hash, so a token from before a take-over no longer authenticates anyt
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
@@ -49,8 +49,9 @@ class RunCredential:
     user_id: int
     generation: int
     token_hash: str
-    # The run row as authentication read it (with user, conversation and project), so the
-    # request that follows need not read it again; lease checks still run on it.
+    # The run row as this request's authentication read it (with user, conversation, project
+    # and the memory switch), for that same request only; a credential kept across requests
+    # (the MCP session's) must drop it (``without_row``): the row would go stale.
     run: AgentRun | None = field(default=None, compare=False, repr=False)
 
 
@@ -76,6 +77,11 @@ def run_authenticate(token: str):
         run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash, run=run
     )
     return run.user, credential
+
+
+def without_row(credential: RunCredential) -> RunCredential:
+    """The credential without the run row read at authentication, to keep beyond the request."""
+    return replace(credential, run=None)
 
 
 def run_credential_from_token(token: str) -> RunCredential | None:

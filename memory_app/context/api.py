@@ -19,11 +19,13 @@ class RunContextView(RunTokenView):
         responses={200: dict},
     )
     def get(self, request, run_id):
+        credential = self.credential(request, run_id)
         return Response(
             context.run_context_build(
-                credential=self.credential(request, run_id),
+                credential=credential,
                 query=request.query_params.get("query", ""),
                 round_number=context.context_round(request.query_params.get("round")),
+                run=credential.run,  # read by this request's authentication
             )
         )
 

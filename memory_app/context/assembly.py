@@ -87,11 +87,14 @@ def _memory_off_reason(run: AgentRun, *, gets_memory: bool, memory_enabled: bool
     return "conversation_no_memory" if not gets_memory else "memory_disabled"
 
 
-def run_context_build(*, credential: RunCredential, query: str = "", round_number: int = 1) -> dict:
+def run_context_build(
+    *, credential: RunCredential, query: str = "", round_number: int = 1, run: AgentRun | None = None
+) -> dict:
+    """``run``: the run row as this same request's authentication read it (the API view passes
+    it, saving a query); anything else reads the run here, fresh."""
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
     clean_text(query, field="query")
-    run = credential.run  # read with its user, conversation and project by authentication
     if run is None or run.pk != credential.run_id:
         run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
     if run is None:

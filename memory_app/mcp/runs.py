@@ -20,7 +20,7 @@ import uuid
 from django.db import DatabaseError, connection
 
 from config.errors import DomainError, PermissionDenied
-from memory_app.agent.leases import LeaseLost, RunCredential, run_credential_from_token
+from memory_app.agent.leases import LeaseLost, RunCredential, run_credential_from_token, without_row
 from memory_app.agent.models import RunStatus
 from memory_app.agent.services import assistant_run_open, run_finish, run_heartbeat
 from memory_app.mcp.auth import Principal
@@ -99,7 +99,8 @@ class SessionRun:
             lease_seconds=self.lease_seconds,
             request_id=f"mcp-{uuid.uuid4().hex}",
         )
-        self._credential = run_credential_from_token(issued.run_token)
+        # Kept for the whole session: without the row read now, which would go stale.
+        self._credential = without_row(run_credential_from_token(issued.run_token))
         logger.info("MCP session %s opened run %s for %s", self.worker_id, issued.run.pk, self.principal.label)
         if self._heartbeat is not None:
             self._heartbeat.start_once()

@@ -246,6 +246,23 @@ def test_remember_memory_runs_in_a_leased_top_level_run_of_the_session(alice, wo
     assert Conversation.objects.filter(owner=alice, source="api").count() == 1
 
 
+def test_the_session_reads_its_run_fresh_on_every_call(alice, workspace_root):
+    """The session keeps its run credential for its whole life; what the run may see (the
+    memory switch, the chat's mode) is read at each call, never taken from when it opened."""
+    ctx = as_user(alice)
+    call(ctx, "remember_memory", content="Alice's cat is called Miso.")
+    assert "Miso" in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
+    agent_services.user_settings_update(user=alice, enable_memory=False)
+    text = tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
+    assert "Miso" not in text and "turned off" in text
+    agent_services.user_settings_update(user=alice, enable_memory=True)
+    assert "Miso" in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
+    run = AgentRun.objects.get(pk=ctx.runs.run_id)
+    agent_services.conversation_update(actor=alice, conversation_id=run.conversation_id, no_memory=True)
+    assert "Miso" not in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
+    assert ctx.runs.credential().run is None  # no row kept beyond the request that read it
+
+
 def test_a_finished_run_refuses_writes_and_keeps_the_file(alice, workspace_root):
     ctx = as_user(alice)
     call(ctx, "remember_memory", content="First note.")
