@@ -5,71 +5,49 @@ violation on any page.
 Where another browser test already walks a flow at one width, this file walks it at the other:
 bulk forget and "forget everything" (tests/browser/test_home_browser.py, 1280 px) here at
 390 px; the notes file's undo and the language switch (tests/browser/test_mobile_browser.py,
-390 px) here at 1280 px. The rest runs at both widths. One browser serves the whole file."""
+390 px) here at 1280 px. The rest runs at both widths. One browser serves the whole file (``chromium``, tests/browser/conftest.py)."""
 
 import json
-import os
 
 import pytest
-from django.db import connections
 from django.urls import reverse
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from identity_app.models import Profile
 from identity_app.services import user_grant_service
 from memory_app.agent import services as agent_services
 from memory_app.agent import tools
-from memory_app.agent.models import WorkspaceChange
+from memory_app.agent.models import Conversation, UserSettings, WorkspaceChange
+from memory_app.automemory.models import AutoMemorySettings
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import Memory, Status, Tier
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import SearchDocument
-from tests.browser.phone import CHROMIUM_ARGS, PASSWORD, RECORD_VIOLATIONS, log_in, no_violations
+from tests.browser.phone import PASSWORD, PHONE, RECORD_VIOLATIONS, log_in, no_violations
 from tests.factories import ChatBindingFactory, UserFactory, UserMemoryFactory
 from tests.memory_app.agent.helpers import memory_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
 BOTH = [pytest.param(DESKTOP, id="1280px"), pytest.param(PHONE, id="390px")]
 CHAT = "milky:private:10001"
 OTHER_CHAT = "milky:private:20002"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    # Playwright's sync API runs an event loop in this thread for the whole module; the ORM
-    # calls in these tests are plain synchronous test code.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"), args=CHROMIUM_ARGS
-            )
-            try:
-                yield chromium
-            finally:
-                chromium.close()
-                connections.close_all()
-
-
 @pytest.fixture
-def open_page(browser):
-    """``open_page(viewport, locale=...)`` → a page in a fresh context (own cookies)."""
-    contexts = []
+def open_page(chromium):
+    """``open_page(viewport, locale=...)`` → a page in a fresh context (own cookies), closed
+    after the test (the ``chromium`` fixture)."""
 
     def make(viewport, *, locale="en-US"):
-        context = browser.new_context(viewport=viewport, locale=locale, accept_downloads=True)
+        context = chromium.new_context(viewport=viewport, locale=locale, accept_downloads=True)
         context.add_init_script(RECORD_VIOLATIONS)
-        contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(20000)
         return page
 
-    yield make
-    for context in contexts:
-        context.close()
+    return make
 
 
 def fits(page):
@@ -344,3 +322,53 @@ def test_switch_to_chinese_and_back_at_1280_px(open_page, live_server):
     assert Profile.objects.get(user__username="jon").language == "en"
     expect(page.locator("header.topbar nav")).to_contain_text("My memories")
     fits(page)
+
+
+@pytest.mark.parametrize("viewport", BOTH)
+def test_the_switch_panel_and_a_chat_that_is_not_remembered(open_page, live_server, viewport):
+    """The three switches change together on one panel; a chat is put out of memory from its
+    page and back; another user's chat page is refused and left as it was."""
+    gina = UserFactory(username="gina", password=PASSWORD)
+    bot = service_principal()
+    chat = agent_services.conversation_create(actor=bot, username="gina", title="Holiday plans")
+    hank = UserFactory(username="hank")
+    hanks = agent_services.conversation_create(actor=bot, username="hank", title="Hank's chat")
+    page = open_page(viewport)
+    log_in(page, live_server.url, "gina")
+
+    page.goto(live_server.url + reverse("web:settings"))
+    expect(page.locator("#switch-enable_memory")).to_be_checked()
+    expect(page.locator("#switch-use")).not_to_be_checked()
+    fits(page)
+    page.uncheck("#switch-enable_memory")
+    page.check("#switch-use")
+    page.check("#switch-generate")
+    save = page.locator("#memory-switches button[type=submit]")
+    in_view(page, save)
+    save.click()
+    expect(page.locator(".messages")).to_contain_text("Memory switches saved.")
+    assert UserSettings.objects.get(user=gina).enable_memory is False
+    auto = AutoMemorySettings.objects.get(user=gina)
+    assert (auto.use, auto.generate) == (True, True)
+    assert not UserSettings.objects.filter(user=hank).exists()
+    expect(page.locator("#switch-enable_memory")).not_to_be_checked()
+    fits(page)
+
+    page.goto(live_server.url + reverse("web:conversation_detail", args=[chat.pk]))
+    button = page.locator("#conversation-memory button[type=submit]")
+    expect(button).to_have_text("Don't remember this chat")
+    in_view(page, button)
+    button.click()
+    expect(page.locator("#conversation-memory")).to_contain_text("This chat is not remembered.")
+    assert Conversation.objects.get(pk=chat.pk).no_memory is True
+    fits(page)
+    page.goto(live_server.url + reverse("web:settings"))
+    expect(page.locator("#no-memory-chats")).to_contain_text("1 of your chats is in this mode.")
+    page.goto(live_server.url + reverse("web:conversation_detail", args=[chat.pk]))
+    page.locator("#conversation-memory button[type=submit]").click()
+    expect(page.locator("#conversation-memory button[type=submit]")).to_have_text("Don't remember this chat")
+    assert Conversation.objects.get(pk=chat.pk).no_memory is False
+
+    response = page.goto(live_server.url + reverse("web:conversation_detail", args=[hanks.pk]))
+    assert response.status == 404
+    assert Conversation.objects.get(pk=hanks.pk).no_memory is False
