@@ -31,6 +31,7 @@ from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from search_common import percentile  # noqa: E402 (bench/ is on the path when run as a script)
 
 from tests.serving import call, manage, serve_env, start, stop_all  # noqa: E402
 
@@ -44,12 +45,6 @@ user_grant_service(user=svc)
 users = [User.objects.create_user(f"user{i}") for i in range(COUNT)]
 print(json.dumps({"svc": token_issue(user=svc)[1], "users": [[u.username, token_issue(user=u)[1]] for u in users]}))
 """
-
-
-def percentile(values, pct):
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def report(label, latencies, wall):

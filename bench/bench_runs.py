@@ -26,17 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from search_common import percentile  # noqa: E402 (bench/ is on the path when run as a script)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 os.environ["WORKSPACE_ROOT"] = tempfile.mkdtemp(prefix="memsvc-bench-ws-")
 os.environ.setdefault("DATABASE_TEST_NAME", f"bench_memsvc_{os.getpid()}")
-
-
-def percentile(values, pct):
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def report(label, latencies, wall):
