@@ -19,7 +19,13 @@ from memory_app.agent.budgets import utf8_len
 from memory_app.agent.groupcommit import GroupCommitter
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.locks import LockFailed, user_lock_acquire
-from memory_app.agent.models import AgentRun, WorkspaceChangeAction, WorkspaceChangeSource, run_is_top_level
+from memory_app.agent.models import (
+    AgentRun,
+    WorkspaceChangeAction,
+    WorkspaceChangeSource,
+    run_gets_memory,
+    run_is_top_level,
+)
 from memory_app.agent.selectors import enable_memory_subquery, memory_enabled_for, memory_enabled_from
 from memory_app.agent.workspace import MEMORY_FILE, FileRead, Workspace
 
@@ -106,7 +112,7 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: 
     run_check_lease(run=run, credential=credential, now=timezone.now())
     if not run_is_top_level(run):
         raise NotTopLevelRun("Memory tools are only available to top-level chat and resume runs.")
-    if run.conversation.no_memory:  # "don't remember this chat": no memory read or written
+    if not run_gets_memory(run):  # top level, so: a chat in "don't remember this chat" mode
         raise MemoryDisabled("Memory is turned off for this conversation.")
     # Optional assertions from the runtime about the context it is executing in.
     claims = claims or {}

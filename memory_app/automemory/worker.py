@@ -306,13 +306,12 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
         run = _lock_for_finish(run_id, token)
         if run is None:
             return RunResult(run_id=run_id, outcome="lost_claim")
-        run = AgentRun.objects.select_related("user").get(pk=run.pk)
         # The chat may have been put in "don't remember this chat" mode while the extractor
-        # ran: read under the conversation's row lock (the mode is set under the same lock).
-        private = Conversation.objects.select_for_update().filter(pk=run.conversation_id)
-        chat_not_remembered = private.values_list("no_memory", flat=True).first()
-        run.refresh_from_db(fields=["not_remembered"])  # stamped under that same lock
-        if chat_not_remembered or run.not_remembered:
+        # ran: the mode is set, and the chat's runs stamped, under the conversation's row lock,
+        # so the run and its chat are read again once that lock is ours.
+        list(Conversation.objects.select_for_update().filter(pk=run.conversation_id).values_list("pk"))
+        run = AgentRun.objects.select_related("user", "conversation").get(pk=run.pk)
+        if run_never_extracted(run):
             stop = no_memory_gate(conversation_no_memory=True)
             _log(run, AutoMemoryOutcome.SKIPPED, gate=stop.gate, reason=stop.reason, details=stop.values)
             _mark_processed(run)
