@@ -11,6 +11,7 @@ import difflib
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 
 from config.errors import Conflict
 from memory_app.agent.budgets import truncate_utf8
@@ -164,8 +165,20 @@ def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[
     else:
         WorkspaceChange.objects.bulk_create(changes)
     if seq > HISTORY_KEEP:
-        WorkspaceChange.objects.filter(user_id=user_id, name=name, seq__lte=seq - HISTORY_KEEP).delete()
+        _history_trim(user_id=user_id, name=name, upto_seq=seq - HISTORY_KEEP)
     return changes
+
+
+def _history_trim(*, user_id: int, name: str, upto_seq: int) -> None:
+    """Drop the changes of one file up to ``upto_seq``: a kept undo that reverses a dropped
+    change loses the link (``reverts`` is SET_NULL), then the rows go. Two plain statements:
+    ``QuerySet.delete()`` would also read the rows first to collect that reference, on every
+    write once a file has a full history."""
+    table = connection.ops.quote_name(WorkspaceChange._meta.db_table)
+    stale = f"SELECT id FROM {table} WHERE user_id = %s AND name = %s AND seq <= %s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET reverts_id = NULL WHERE reverts_id IN ({stale})", [user_id, name, upto_seq])
+        cursor.execute(f"DELETE FROM {table} WHERE user_id = %s AND name = %s AND seq <= %s", [user_id, name, upto_seq])
 
 
 # --- undo ------------------------------------------------------------------------------------

@@ -183,6 +183,30 @@ def test_undo_twice_is_refused_and_undoing_the_undo_redoes(api, alice, make_run,
     assert memory_path(workspace_root, alice).read_bytes() == b"- tea\nremember me\n"
 
 
+def test_only_the_last_changes_of_a_file_are_kept_and_a_kept_undo_loses_its_dropped_link(
+    api, alice, bob, make_run, workspace_root, monkeypatch
+):
+    monkeypatch.setattr(notes_history, "HISTORY_KEEP", 3)
+    client = api(alice)
+    client.put(FILE, {"content": "- tea\n"}, format="json")  # seq 1
+    credential = make_run(alice).credential
+    tools.remember_memory(credential=credential, content="first note")  # seq 2
+    note = WorkspaceChange.objects.get(user=alice, seq=2)
+    undo = _undo(client, note.pk).json()["change"]  # seq 3, reverts seq 2
+    api(alice).put("/api/users/me/workspace/USER.md", {"content": "Name: A\n"}, format="json")
+    api(bob).put(FILE, {"content": "- coffee\n"}, format="json")
+    for text in ("second note", "third note"):  # seq 4 and 5: seq 1 and 2 are dropped
+        tools.remember_memory(credential=credential, content=text)
+
+    kept = list(WorkspaceChange.objects.filter(user=alice, name="MEMORY.md").order_by("seq"))
+    assert [change.seq for change in kept] == [3, 4, 5]
+    assert kept[0].pk == undo["id"] and kept[0].reverts_id is None  # what it reversed is gone
+    assert WorkspaceChange.objects.filter(user=alice, name="USER.md").count() == 1
+    assert WorkspaceChange.objects.filter(user=bob).count() == 1
+    assert memory_path(workspace_root, alice).read_bytes() == b"- tea\nsecond note\nthird note\n"
+    assert client.get(HISTORY, {"name": "MEMORY.md"}).json()["count"] == 3
+
+
 def test_undo_of_a_creation_removes_the_file_and_of_a_deletion_restores_it(api, alice, workspace_root):
     client = api(alice)
     client.put(FILE, {"content": "- only line\n"}, format="json")
