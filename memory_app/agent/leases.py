@@ -6,6 +6,7 @@ or claiming a run issues a new token bound to (run, worker, lease generation) an
 the stored hash, so a token from before a take-over no longer authenticates anything.
 """
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from django.utils import timezone
 
 from config.errors import PermissionDenied
-from identity_app.permissions import service_principal_attach, service_principal_exists
 from memory_app.agent.models import AgentRun, RunStatus
 from memory_app.agent.selectors import enable_memory_subquery
 
@@ -61,22 +61,28 @@ def run_authenticate(token: str):
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 300:
         return None
     run_id, generation = parts[0], int(parts[1])
-    run = (
-        AgentRun.objects.select_related("user", "conversation", "project")
-        .annotate(user_runs_agents=service_principal_exists("user_id"), stored_enable_memory=enable_memory_subquery())
-        .filter(pk=run_id)
-        .first()
-    )
+    run = _run_lookup().filter(pk=run_id).first()
     if run is None or run.lease_generation != generation:
         return None
     token_hash = hash_run_token(token)
     if not run.run_token_hash or not hmac.compare_digest(run.run_token_hash, token_hash):
         return None
-    service_principal_attach(run.user, run.user_runs_agents)
     credential = RunCredential(
         run_id=run_id, user_id=run.user_id, generation=generation, token_hash=token_hash, run=run
     )
     return run.user, credential
+
+
+@functools.cache
+def _run_lookup():
+    """The run with its user, conversation, project and the user's memory switch, built once
+    per process (resolving the subquery costs more than running it); only filtered clones of it
+    are evaluated. The user's ``run_agents`` grant is not read here: the run's user is the
+    person it works for, and the paths a run token reaches (tools, context) do not ask for it;
+    ``is_service_principal`` reads it if one does."""
+    return AgentRun.objects.select_related("user", "conversation", "project").annotate(
+        stored_enable_memory=enable_memory_subquery()
+    )
 
 
 def without_row(credential: RunCredential) -> RunCredential:

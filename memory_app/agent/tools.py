@@ -2,6 +2,7 @@
 takes a uid, path, worker or thread-owner argument."""
 
 import copy
+import functools
 import logging
 import re
 import threading
@@ -252,13 +253,7 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
     try:
         with transaction.atomic(durable=True):
             user_lock_acquire(user_id=user_id)
-            runs = {
-                run.pk: run
-                for run in AgentRun.objects.select_for_update(of=("self",))
-                .select_related("conversation")
-                .annotate(stored_enable_memory=enable_memory_subquery())
-                .filter(pk__in={write.credential.run_id for write in writes})
-            }
+            runs = {run.pk: run for run in _batch_runs().filter(pk__in={write.credential.run_id for write in writes})}
             workspace, current_read, steps = Workspace(user_id), None, []
             for index, write in enumerate(writes):
                 try:
@@ -311,6 +306,17 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
         )
         raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
     return outcomes
+
+
+@functools.cache
+def _batch_runs():
+    """The runs of a batch, locked, with their chat and the user's memory switch (built once per
+    process; only filtered clones of it are evaluated)."""
+    return (
+        AgentRun.objects.select_for_update(of=("self",))
+        .select_related("conversation")
+        .annotate(stored_enable_memory=enable_memory_subquery())
+    )
 
 
 def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
