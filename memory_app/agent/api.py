@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from config.api import (
     NOT_ONLY_SPACE,
     DefaultPagination,
+    PlannedListSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictInputMixin,
@@ -136,6 +137,7 @@ class ConversationOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Conversation
+        list_serializer_class = PlannedListSerializer
         fields = [
             "id",
             "owner",
@@ -270,6 +272,7 @@ class RunOutput(serializers.ModelSerializer):
 
     class Meta:
         model = AgentRun
+        list_serializer_class = PlannedListSerializer
         fields = [
             "id",
             "user",
@@ -562,7 +565,8 @@ class ConversationListView(generics.ListAPIView):
     def get_queryset(self):
         if is_schema_generation(self):
             return Conversation.objects.none()
-        return selectors.conversations_visible(user=self.request.user).order_by("-updated_at", "-id")
+        conversations = selectors.conversations_visible(user=self.request.user)
+        return conversations.select_related(None).select_related("owner").order_by("-updated_at", "-id")
 
     @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})
     def post(self, request):
@@ -629,7 +633,8 @@ class RunListView(generics.ListAPIView):
     def get_queryset(self):
         if is_schema_generation(self):
             return AgentRun.objects.none()
-        return selectors.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
+        runs = selectors.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
+        return runs.select_related(None).select_related("user")  # the only related row the output reads
 
     @extend_schema(request=RunCreateInput, responses={201: RunOutput})
     def post(self, request):

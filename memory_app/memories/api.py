@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from config.api import (
     ApiFilterBackend,
     JSONObjectField,
+    PlannedListSerializer,
     StrictCharField,
     StrictInputMixin,
     api_route,
@@ -27,6 +28,7 @@ from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, 
 class MemoryOutput(serializers.ModelSerializer):
     class Meta:
         model = Memory
+        list_serializer_class = PlannedListSerializer
         fields = [
             "id",
             "scope_type",
@@ -86,7 +88,8 @@ class MyMemoryListView(generics.ListAPIView):
     def get_queryset(self):
         if is_schema_generation(self):
             return Memory.objects.none()
-        return selectors.user_memories(user=self.request.user).order_by("-created_at", "-id")
+        # The output reads no related row (``project_id``, ``superseded_by`` as its id).
+        return selectors.user_memories(user=self.request.user).select_related(None).order_by("-created_at", "-id")
 
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
     def post(self, request):
@@ -131,9 +134,8 @@ class ProjectMemoryListView(generics.ListAPIView):
     def get_queryset(self):
         if is_schema_generation(self):
             return Memory.objects.none()
-        return selectors.project_memories(user=self.request.user, project_id=self.kwargs["project_id"]).order_by(
-            "-created_at", "-id"
-        )
+        memories = selectors.project_memories(user=self.request.user, project_id=self.kwargs["project_id"])
+        return memories.select_related(None).order_by("-created_at", "-id")
 
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
     def post(self, request, project_id):

@@ -126,6 +126,8 @@ class Memory(models.Model):
                 name="memory_scope_latest_idx",
             ),
             models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_idx"),
+            # A user's own memories newest first: the memory list's page and its count.
+            models.Index(fields=["owner", "scope_type", "-created_at", "-id"], name="memory_owner_recent_idx"),
             models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
         ]
         constraints = [

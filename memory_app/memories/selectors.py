@@ -44,23 +44,28 @@ def chat_keys_readable_by(*, user: AbstractBaseUser):
     return chat_keys_bound_to(user=user)
 
 
-def memory_visibility_q(*, user: AbstractBaseUser) -> Q:
-    """The read rule (docs/tiers.md) for all four tiers, as one filter."""
+def memory_visibility_q(*, user: AbstractBaseUser, tier: str | None = None) -> Q:
+    """The read rule (docs/tiers.md) for all four tiers, as one filter; with ``tier``, only that
+    tier's part (a simpler query that its indexes answer)."""
     if not user or not user.is_authenticated:
         return Q(pk__in=[])
-    rule = Q(scope_type=Tier.USER, owner=user)
-    rule |= Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
-    chats = chat_keys_readable_by(user=user)
-    rule |= Q(scope_type=Tier.CHAT) if chats is ALL_CHATS else Q(scope_type=Tier.CHAT, scope_id__in=chats)
-    rule |= Q(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID)
+    rule = Q()
+    if tier in (None, Tier.USER):
+        rule |= Q(scope_type=Tier.USER, owner=user)
+    if tier in (None, Tier.PROJECT):
+        rule |= Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
+    if tier in (None, Tier.CHAT):
+        chats = chat_keys_readable_by(user=user)
+        rule |= Q(scope_type=Tier.CHAT) if chats is ALL_CHATS else Q(scope_type=Tier.CHAT, scope_id__in=chats)
+    if tier in (None, Tier.GLOBAL):
+        rule |= Q(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID)
+    if not rule:
+        raise ValueError(f"unknown tier {tier!r}")
     return rule
 
 
 def memories_visible(*, user: AbstractBaseUser, tier: str | None = None) -> QuerySet[Memory]:
-    qs = Memory.objects.filter(memory_visibility_q(user=user)).select_related("project", "superseded_by")
-    if tier:
-        qs = qs.filter(scope_type=tier)
-    return qs
+    return Memory.objects.filter(memory_visibility_q(user=user, tier=tier)).select_related("project", "superseded_by")
 
 
 def user_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
