@@ -115,7 +115,9 @@ def memory_chain(*, memory: Memory) -> list[Memory]:
 
 
 def latest_active(qs: QuerySet[Memory], limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
-    return list(qs.filter(status=Status.ACTIVE).order_by("-created_at", "-id")[:limit])
+    """The newest active ``limit`` of ``qs``, without its related rows (the identity block and
+    its API output read the memories' own fields)."""
+    return list(qs.filter(status=Status.ACTIVE).select_related(None).order_by("-created_at", "-id")[:limit])
 
 
 def latest_active_user_memories(*, user, limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
