@@ -56,6 +56,11 @@ REMEMBER_MEMORY = Counter(
     "remember_memory calls by result: appended, unchanged, replaced, or the error code of a refusal.",
     ["result"],
 )
+NOTES_WRITE_BATCH = Histogram(
+    "memsvc_notes_write_batch_size",
+    "remember_memory calls applied together by one group commit (one lock, one read, one publish).",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+)
 USER_LOCK_WAIT_SECONDS = Histogram(
     "memsvc_user_lock_wait_seconds",
     "Time to take the per-user lock (PostgreSQL advisory lock; SQLite waits inside BEGIN IMMEDIATE).",

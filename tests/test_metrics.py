@@ -74,6 +74,7 @@ def test_remember_memory_outcomes_and_lock_waits(make_run, run_api, alice, is_po
     url = f"/api/runs/{handle.run.pk}/tools/remember_memory"
     counts = {r: sample("memsvc_remember_memory_total", result=r) for r in ("appended", "unchanged", "conflict")}
     waits = sample("memsvc_user_lock_wait_seconds_count")
+    batches, batched = sample("memsvc_notes_write_batch_size_count"), sample("memsvc_notes_write_batch_size_sum")
     assert client.post(url, {"content": "Prefers tea"}, format="json").json()["result"] == "appended"
     assert client.post(url, {"content": "Prefers tea"}, format="json").json()["result"] == "unchanged"
     assert client.post(url, {"content": "x", "replaces": "absent"}, format="json").status_code == 409
@@ -81,6 +82,9 @@ def test_remember_memory_outcomes_and_lock_waits(make_run, run_api, alice, is_po
         assert sample("memsvc_remember_memory_total", result=result) - before == 1, result
     # PostgreSQL takes an advisory lock per call; SQLite's lock is BEGIN IMMEDIATE itself.
     assert sample("memsvc_user_lock_wait_seconds_count") - waits == (3 if is_postgres else 0)
+    # One caller at a time: three group commits of one call each.
+    assert sample("memsvc_notes_write_batch_size_count") - batches == 3
+    assert sample("memsvc_notes_write_batch_size_sum") - batched == 3
 
 
 def test_extraction_outcomes_are_counted_per_gate(alice, project):

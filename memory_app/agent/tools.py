@@ -13,7 +13,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
-from config.metrics import REMEMBER_MEMORY
+from config.metrics import NOTES_WRITE_BATCH, REMEMBER_MEMORY
 from config.validation import clean_text
 from memory_app.agent import history, notes_history
 from memory_app.agent.budgets import utf8_len
@@ -250,6 +250,7 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
     published once before any caller is answered. A failure of the lock, the read or the publish
     refuses every call of the batch and leaves the file as it was."""
     outcomes: list = [None] * len(writes)
+    NOTES_WRITE_BATCH.observe(len(writes))
     try:
         with transaction.atomic(durable=True):
             user_lock_acquire(user_id=user_id)

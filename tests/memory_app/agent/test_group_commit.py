@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.db import connections, transaction
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from memory_app.agent import leases, services, tools, workspace
 from memory_app.agent.groupcommit import GroupCommitter
@@ -164,6 +165,10 @@ def test_remember_calls_queued_behind_the_lock_share_one_publish(make_run, alice
         return answer
 
     committer = tools._notes_writes
+    batches_before = {
+        name: REGISTRY.get_sample_value(f"memsvc_notes_write_batch_size_{name}", labels) or 0.0
+        for name, labels in (("bucket", {"le": "1.0"}), ("count", {}), ("sum", {}))
+    }
     with ThreadPoolExecutor(max_workers=8) as pool:
         holder = pool.submit(hold)
         assert holding.wait(timeout=10)
@@ -197,6 +202,12 @@ def test_remember_calls_queued_behind_the_lock_share_one_publish(make_run, alice
     text = memory_path(workspace_root, alice).read_text("utf-8")
     assert text == "# Memory\nfirst fact\nsecond fact\nthird fact\n"
     assert len(published) == 2 and published[-1] == text  # the leader alone, then one batch of five
+    # The batch-size histogram saw two group commits: the leader alone, then five calls.
+    seen = {
+        name: REGISTRY.get_sample_value(f"memsvc_notes_write_batch_size_{name}", labels) - batches_before[name]
+        for name, labels in (("bucket", {"le": "1.0"}), ("count", {}), ("sum", {}))
+    }
+    assert seen == {"bucket": 1, "count": 2, "sum": 6}
     changes = list(WorkspaceChange.objects.filter(user=alice).order_by("seq"))[changes_before:]
     assert [(c.action, c.run_id, c.lines_added) for c in changes] == [
         ("append", one.id, 1),
