@@ -29,6 +29,10 @@ with everything it started. Per scenario it prints p50/p95/p99, throughput and e
     directory) on the workspace disk, before and after the scenarios: the physical floor of an
     acknowledged write.
 
+Each scenario also prints the CPU the server's processes and PostgreSQL used per request
+(from ``/proc``), and each remember_memory scenario the group commits it took (from the
+server's ``/metrics``): where the cores went, and how many calls one publish carried.
+
 It ends with the issue's targets next to the measured figures. The client threads share the
 machine with the server: on a busy or small machine the figures are upper bounds.
 """
@@ -57,7 +61,7 @@ from search_common import (
     throwaway_database,
     vacuum_analyze,
 )
-from server_common import Client, Server, drive, durable_publish_floor
+from server_common import Client, Server, drive, durable_publish_floor, measured
 
 FULL = {
     "scoped_items": 1_000_000,
@@ -141,6 +145,7 @@ def main():
                     "MEMORY_EMBEDDING_PROVIDER": args.provider,
                     "MEMORY_EMBED_IN_BACKGROUND": original_env["MEMORY_EMBED_IN_BACKGROUND"] or "1",
                     "LOG_LEVEL": original_env["LOG_LEVEL"] or "INFO",
+                    "METRICS_TOKEN": METRICS_TOKEN,
                 },
                 log_path=temp / "server.log",
             )
@@ -303,6 +308,23 @@ def prepare(args, phases) -> SimpleNamespace:
 # --- scenarios --------------------------------------------------------------------------------
 
 
+METRICS_TOKEN = "bench-" + os.urandom(16).hex()
+
+
+def batch_totals(server) -> tuple[float, float]:
+    """``(group commits, calls they applied)`` so far, from the server's /metrics."""
+    client = Client(server.host, server.port, {"Authorization": f"Bearer {METRICS_TOKEN}"})
+    status, payload = client.request("GET", "/metrics")
+    client.close()
+    values = {"count": 0.0, "sum": 0.0}
+    if status == 200:
+        for line in payload.decode().splitlines():
+            for name in values:
+                if line.startswith(f"memsvc_notes_write_batch_size_{name} "):
+                    values[name] = float(line.split()[1])
+    return values["count"], values["sum"]
+
+
 def run_client(server, token: str) -> Client:
     return Client(server.host, server.port, {"Authorization": f"Run {token}"})
 
@@ -320,7 +342,10 @@ def remember(label: str, server, targets, per_client: int) -> tuple:
         run_id, _ = targets[index]
         return "POST", f"/api/runs/{run_id}/tools/remember_memory", {"content": marker(index, i)}
 
-    result = drive(f"remember_memory, {label}", clients, work, per_client=per_client)
+    commits_before, calls_before = batch_totals(server)
+    result = measured(server, lambda: drive(f"remember_memory, {label}", clients, work, per_client=per_client))
+    commits_after, calls_after = batch_totals(server)
+    result.batches = (commits_after - commits_before, calls_after - calls_before)
     acked, other = [], 0
     for index, answers in enumerate(result.answers):
         for i, payload in enumerate(answers):
@@ -394,6 +419,9 @@ def scenarios(args, server, fx, workspace: Path) -> dict:
     for label, users, targets, per_client, key in plans:
         result, acked, other = remember(label, server, targets, per_client)
         print(result.line(), flush=True)
+        commits, calls = result.batches
+        if commits:
+            print(f"    group commits: {commits:.0f} for {calls:.0f} calls ({calls / commits:.2f} calls per commit)")
         for sample in result.error_samples:
             print(f"    error: {sample}")
         lost = dup = hlost = hdup = dropped = 0
@@ -436,7 +464,9 @@ def scenarios(args, server, fx, workspace: Path) -> dict:
         query = fx.queries[i % len(fx.queries)].replace(" ", "+")
         return "GET", f"/api/runs/{run_id}/context?query={query}", None
 
-    figures["context"] = drive("context assembly", [client], context_work, per_client=args.context_calls)
+    figures["context"] = measured(
+        server, lambda: drive("context assembly", [client], context_work, per_client=args.context_calls)
+    )
     print(figures["context"].line(), flush=True)
     client.close()
 
@@ -454,7 +484,12 @@ def scenarios(args, server, fx, workspace: Path) -> dict:
         clients = [Client(server.host, server.port, headers) for _ in range(args.list_clients)]
         for c in clients:
             c.request("GET", path)
-        result = drive(f"GET {path}", clients, lambda index, i, p=path: ("GET", p, None), per_client=args.list_requests)
+        result = measured(
+            server,
+            lambda p=path, c=clients: drive(
+                f"GET {p}", c, lambda index, i: ("GET", p, None), per_client=args.list_requests
+            ),
+        )
         lists[name] = result
         print(result.line(), flush=True)
         for sample in result.error_samples:
@@ -516,11 +551,11 @@ def summary(args, figures) -> None:
         f"\ntargets of issue 14 (load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs)"
     )
     print(f"{'figure':44} {'target':>16} {'measured':>20}  verdict")
-    for name, target, measured, met in rows:
+    for name, target, figure, met in rows:
         verdict = "" if met is None else ("met" if met else "short")
         if name.startswith("remember_memory, lost"):
             verdict = "met" if figures["writes_ok"] else "short"
-        print(f"{name:44} {target:>16} {measured:>20}  {verdict}")
+        print(f"{name:44} {target:>16} {figure:>20}  {verdict}")
     if args.scoped_items < FULL["scoped_items"] or args.quick:
         print(f"(sizes smaller than the issue's: {args.scoped_items:,} scoped items)")
 

@@ -69,6 +69,14 @@ class Server:
             time.sleep(0.25)
         raise RuntimeError(f"the server was not ready within {timeout:.0f} s; see {self.log_path}")
 
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time used so far (user + system) by the server's processes (serve.sh, gunicorn
+        and its workers) and by every PostgreSQL process on the machine: to tell, per request,
+        where the cores went."""
+        if self.proc is None:
+            return 0.0, 0.0
+        return process_cpu(lambda comm, pgrp: pgrp == self.proc.pid), process_cpu(lambda comm, pgrp: comm == "postgres")
+
     def get_once(self, path: str) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=5)
         try:
@@ -100,6 +108,24 @@ class Server:
             self.proc.wait(timeout=10)
         self.proc = None
         return clean
+
+
+def process_cpu(wanted) -> float:
+    """Summed user + system CPU seconds of the processes for which ``wanted(comm, pgrp)``
+    (Linux ``/proc``; 0 elsewhere). Processes that end in between are not counted."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = entry.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        # After the name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+        if wanted(comm, int(fields[2])):
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 class Client:
@@ -142,6 +168,9 @@ class Result:
     errors: int = 0
     wall_s: float = 0.0
     error_samples: list[str] = field(default_factory=list)
+    # CPU of the server's processes and of PostgreSQL during the run, in seconds (see ``measured``).
+    server_cpu_s: float | None = None
+    database_cpu_s: float | None = None
 
     @property
     def count(self) -> int:
@@ -157,10 +186,25 @@ class Result:
     def line(self) -> str:
         if not self.latencies_ms:
             return f"{self.label:<44} n={self.count:<5} errors={self.errors}"
-        return (
+        line = (
             f"{self.label:<44} n={self.count:<5} p50 {self.p(50):7.2f}  p95 {self.p(95):7.2f}  p99 {self.p(99):7.2f} ms  "
             f"mean {statistics.fmean(self.latencies_ms):7.2f}  {self.throughput:8.1f}/s  errors {self.errors}"
         )
+        if self.server_cpu_s is not None and self.count:
+            line += (
+                f"\n{'':<44} CPU per request: server {self.server_cpu_s * 1000 / self.count:.2f} ms, "
+                f"PostgreSQL {self.database_cpu_s * 1000 / self.count:.2f} ms"
+            )
+        return line
+
+
+def measured(server: "Server", run) -> Result:
+    """``run()`` (a ``drive``) with the CPU the server and PostgreSQL used meanwhile."""
+    server_before, database_before = server.cpu_seconds()
+    result = run()
+    server_after, database_after = server.cpu_seconds()
+    result.server_cpu_s, result.database_cpu_s = server_after - server_before, database_after - database_before
+    return result
 
 
 def drive(label: str, clients: list[Client], work, *, per_client: int, expect=(200,)) -> Result:
