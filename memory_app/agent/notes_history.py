@@ -68,6 +68,18 @@ def line_hunks(before: list[str], after: list[str]) -> list[dict]:
     ]
 
 
+def text_hunks(old_text: str, new_text: str) -> list[dict]:
+    """``line_hunks`` of two texts. An append after the last full line (what ``remember_memory``
+    does) is found without splitting either text: one insertion after the old lines."""
+    if (not old_text or old_text.endswith("\n")) and new_text.startswith(old_text):
+        added = split_lines(new_text[len(old_text) :])
+        if not added:
+            return []
+        at = old_text.count("\n")
+        return [{"old_start": at, "old": [], "new_start": at, "new": added}]
+    return line_hunks(split_lines(old_text), split_lines(new_text))
+
+
 @dataclass(frozen=True)
 class Author:
     """Who makes a change: ``source`` (web, api, agent), the signed-in user or token holder, the
@@ -130,7 +142,7 @@ def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[
         old_text = _decode(step.before) if step.before is not None else None
         new_text = _decode(after_bytes)
         complete = old_text is not None and new_text is not None
-        hunks = line_hunks(split_lines(old_text), split_lines(new_text)) if complete else []
+        hunks = text_hunks(old_text, new_text) if complete else []
         author = step.author
         changes.append(
             WorkspaceChange(

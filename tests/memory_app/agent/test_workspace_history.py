@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memory_app.agent import notes_history, services, tools
 from memory_app.agent.models import WorkspaceChange
-from memory_app.agent.notes_history import Author, line_hunks, split_lines
+from memory_app.agent.notes_history import Author, line_hunks, split_lines, text_hunks
 from tests.memory_app.agent.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
@@ -389,6 +389,20 @@ def test_hunks_reproduce_the_new_version_for_random_edits():
         hunks = line_hunks(old, new)
         assert _apply(old, hunks) == new
         assert "".join(_apply(old, hunks)) == after
+
+
+def test_text_hunks_are_the_line_hunks_of_the_split_texts():
+    rng = random.Random(11)
+    words = ["tea", "coffee", "", "- note", "佛跳墙", "\r"]
+    cases = []
+    for _ in range(400):
+        before = "".join(rng.choice(words) + rng.choice(["\n", "\n", ""]) for _ in range(rng.randint(0, 10)))
+        added = "".join(rng.choice(words) + rng.choice(["\n", "\n", ""]) for _ in range(rng.randint(0, 4)))
+        cases.append((before, before + added))  # appends, at a line end or in the middle of one
+        cases.append((before, "".join(rng.choice(words) + "\n" for _ in range(rng.randint(0, 10)))))
+    cases += [("", ""), ("", "a\n"), ("a\n", "a\n"), ("a\n", "a\nb"), ("a", "ab\n"), ("a\n", "a\n\n")]
+    for before, after in cases:
+        assert text_hunks(before, after) == line_hunks(split_lines(before), split_lines(after)), (before, after)
 
 
 def test_big_rewrites_fall_back_to_one_replacement():
