@@ -49,8 +49,8 @@ class RunCredential:
     user_id: int
     generation: int
     token_hash: str
-    # The run row as this request's authentication read it (with user, conversation, project
-    # and the memory switch), for that same request only; a credential kept across requests
+    # The run row as this request's authentication read it (with user, conversation and the
+    # memory switch), for that same request only; a credential kept across requests
     # (the MCP session's) must drop it (``without_row``): the row would go stale.
     run: AgentRun | None = field(default=None, compare=False, repr=False)
 
@@ -75,12 +75,12 @@ def run_authenticate(token: str):
 
 @functools.cache
 def _run_lookup():
-    """The run with its user, conversation, project and the user's memory switch, built once
+    """The run with its user, conversation and the user's memory switch, built once
     per process (resolving the subquery costs more than running it); only filtered clones of it
     are evaluated. The user's ``run_agents`` grant is not read here: the run's user is the
     person it works for, and the paths a run token reaches (tools, context) do not ask for it;
     ``is_service_principal`` reads it if one does."""
-    return AgentRun.objects.select_related("user", "conversation", "project").annotate(
+    return AgentRun.objects.select_related("user", "conversation").annotate(
         stored_enable_memory=enable_memory_subquery()
     )
 
