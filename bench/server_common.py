@@ -111,8 +111,8 @@ class Server:
 
 
 def process_cpu(wanted) -> float:
-    """Summed user + system CPU seconds of the processes for which ``wanted(comm, pgrp)``
-    (Linux ``/proc``; 0 elsewhere). Processes that end in between are not counted."""
+    """Summed user + system CPU seconds of the processes for which ``wanted(comm, pgrp)`` and of
+    their ended children (Linux ``/proc``; 0 elsewhere)."""
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     total = 0
     for entry in Path("/proc").glob("[0-9]*/stat"):
@@ -122,9 +122,11 @@ def process_cpu(wanted) -> float:
             continue
         comm = text[text.index("(") + 1 : text.rindex(")")]
         fields = text[text.rindex(")") + 2 :].split()
-        # After the name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
+        # After the name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12) cutime(13) cstime(14);
+        # the children's part keeps the CPU of processes that ended (a gunicorn worker
+        # restarted after max_requests, a PostgreSQL backend that closed).
         if wanted(comm, int(fields[2])):
-            total += int(fields[11]) + int(fields[12])
+            total += sum(int(value) for value in fields[11:15])
     return total / ticks
 
 
