@@ -32,8 +32,11 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             key = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token.") from None
-        token = _token_lookup().filter(key_hash=hash_token(key)).first()
-        if token is None or not token.user.is_active:
+        try:
+            token = _token_lookup().get(key_hash=hash_token(key))  # unique: no ORDER BY as first() adds
+        except ApiToken.DoesNotExist:
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
+        if not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")
         service_principal_attach(token.user, token.user_runs_agents)
         now = timezone.now()

@@ -61,8 +61,11 @@ def run_authenticate(token: str):
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 300:
         return None
     run_id, generation = parts[0], int(parts[1])
-    run = _run_lookup().filter(pk=run_id).first()
-    if run is None or run.lease_generation != generation:
+    try:
+        run = _run_lookup().get(pk=run_id)  # get(), not first(): no ORDER BY to build and plan
+    except AgentRun.DoesNotExist:
+        return None
+    if run.lease_generation != generation:
         return None
     token_hash = hash_run_token(token)
     if not run.run_token_hash or not hmac.compare_digest(run.run_token_hash, token_hash):

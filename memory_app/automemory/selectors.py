@@ -25,8 +25,10 @@ def auto_memory_log_for_memories(*, user, memory_ids: list[str]) -> QuerySet[Aut
 
 def auto_memory_settings_get(*, user) -> AutoMemorySettings:
     """The user's settings; an unsaved row with the defaults when they never saved any."""
-    found = AutoMemorySettings.objects.filter(user=user).first()
-    return found if found is not None else AutoMemorySettings(user=user)
+    try:
+        return AutoMemorySettings.objects.get(user=user)  # one row per user
+    except AutoMemorySettings.DoesNotExist:
+        return AutoMemorySettings(user=user)
 
 
 @dataclass(frozen=True)
