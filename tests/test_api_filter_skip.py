@@ -1,0 +1,63 @@
+"""``ApiFilterBackend`` skips a filter set when a list request has no parameter but the page's.
+That is only right if such a set, given no data, leaves the queryset exactly as it was: checked
+here for every filter set of an API list view, found through the URL configuration."""
+
+import django_filters
+import pytest
+from django.http import QueryDict
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from config.api import ApiFilterBackend
+from tests.factories import UserMemoryFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _views(patterns):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _views(pattern.url_patterns)
+        elif isinstance(pattern, URLPattern):
+            view_class = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
+            if view_class is not None:
+                yield view_class
+
+
+def _api_filter_sets():
+    found = {}
+    for view_class in _views(get_resolver().url_patterns):
+        filterset_class = getattr(view_class, "filterset_class", None)
+        backends = getattr(view_class, "filter_backends", ())
+        if filterset_class is not None and any(issubclass(b, ApiFilterBackend) for b in backends):
+            found[filterset_class.__name__] = filterset_class
+    return found
+
+
+def test_every_api_filter_set_it_may_skip_changes_nothing_without_data(alice):
+    filter_sets = _api_filter_sets()
+    assert {"ConversationFilter", "RunFilter", "MemoryFilter", "ProjectFilter"} <= set(filter_sets)
+    skippable = 0
+    for name, filterset_class in filter_sets.items():
+        if filterset_class.filter_queryset is not django_filters.FilterSet.filter_queryset:
+            continue  # it has a default of its own: the backend always runs it
+        queryset = filterset_class._meta.model.objects.all()
+        filtered = filterset_class(data=QueryDict(""), queryset=queryset).qs
+        assert str(filtered.query) == str(queryset.query), name
+        skippable += 1
+    assert skippable >= 3
+
+
+def test_the_memory_list_keeps_its_active_only_default_without_parameters(api, alice):
+    active = UserMemoryFactory(owner=alice)
+    UserMemoryFactory(owner=alice, status="archived")
+    client = api(alice)
+    assert [row["id"] for row in client.get("/api/users/me/memories").json()["results"]] == [active.pk]
+    assert [row["id"] for row in client.get("/api/users/me/memories", {"page": 1}).json()["results"]] == [active.pk]
+    assert client.get("/api/users/me/memories", {"status": "all"}).json()["count"] == 2
+
+
+def test_a_bad_filter_value_is_still_refused_and_unknown_parameters_ignored(api, alice):
+    client = api(alice)
+    assert client.get("/api/runs", {"lease_state": "nonsense"}).status_code == 400
+    assert client.get("/api/runs", {"status": ""}).status_code == 400
+    assert client.get("/api/runs", {"page": 1, "nonsense": "x"}).status_code == 200
