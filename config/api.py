@@ -310,20 +310,19 @@ class ApiFilterBackend(DjangoFilterBackend):
     documents its dates and choices), unless it takes free text, where empty means no search.
     The web pages' forms send empty values and use the filter sets directly.
 
-    A request with no parameter but the page's skips a filter set that keeps django-filter's
-    own ``filter_queryset``: every filter leaves the rows alone without a value, and building the
-    set and its form (deep copies of every filter and field) is most of a list's filtering cost.
-    A set with its own ``filter_queryset`` (a default, like the memories' active-only) always
-    runs."""
+    A request with no parameter but the page's does not build the filter set (deep copies of
+    every filter and form field, most of a list's filtering cost): every filter leaves the rows
+    alone without a value, so the rows are the set's ``unfiltered(queryset)`` when it has a
+    default of its own (the memories' active-only), else the queryset as it is. A set with its
+    own ``filter_queryset`` and no ``unfiltered`` is always built."""
 
     def filter_queryset(self, request, queryset, view):
         filterset_class = self.get_filterset_class(view, queryset)
-        if (
-            filterset_class is not None
-            and filterset_class.filter_queryset is django_filters.FilterSet.filter_queryset
-            and not set(request.query_params) - PAGINATION_PARAMS
-        ):
-            return queryset
+        if filterset_class is not None and not set(request.query_params) - PAGINATION_PARAMS:
+            if hasattr(filterset_class, "unfiltered"):
+                return filterset_class.unfiltered(queryset)
+            if filterset_class.filter_queryset is django_filters.FilterSet.filter_queryset:
+                return queryset
         return super().filter_queryset(request, queryset, view)
 
     def get_filterset(self, request, queryset, view):
