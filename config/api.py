@@ -314,14 +314,17 @@ class ApiFilterBackend(DjangoFilterBackend):
     every filter and form field, most of a list's filtering cost): every filter leaves the rows
     alone without a value, so the rows are the set's ``unfiltered(queryset)`` when it has a
     default of its own (the memories' active-only), else the queryset as it is. A set with its
-    own ``filter_queryset`` and no ``unfiltered`` is always built."""
+    own ``__init__``, ``qs`` or ``filter_queryset`` and no ``unfiltered`` is always built."""
 
     def filter_queryset(self, request, queryset, view):
         filterset_class = self.get_filterset_class(view, queryset)
         if filterset_class is not None and not set(request.query_params) - PAGINATION_PARAMS:
             if hasattr(filterset_class, "unfiltered"):
                 return filterset_class.unfiltered(queryset)
-            if filterset_class.filter_queryset is django_filters.FilterSet.filter_queryset:
+            if all(
+                getattr(filterset_class, name) is getattr(django_filters.FilterSet, name)
+                for name in ("__init__", "qs", "filter_queryset")
+            ):
                 return queryset
         return super().filter_queryset(request, queryset, view)
 
@@ -408,19 +411,31 @@ def _datetime_output(field):
 def _field_reader(field):
     """``instance -> output value`` of one bound readable field."""
     if isinstance(field, serializers.SerializerMethodField):
-        return getattr(field.parent, field.method_name)
+        method = getattr(field.parent, field.method_name)
+        return lambda instance: None if instance is None else method(instance)
     attrs = field.source_attrs
-    if not attrs:  # source="*"
-        return lambda instance: _drf_read(field, instance)
-    if isinstance(field, serializers.RelatedField) and field.use_pk_only_optimization() and len(attrs) == 1:
+    own_lookup = type(field).get_attribute
+    if (
+        isinstance(field, serializers.RelatedField)
+        and own_lookup is serializers.RelatedField.get_attribute
+        and field.use_pk_only_optimization()
+        and len(attrs) == 1
+    ):
 
         def read_pk(instance):
-            pk = instance.serializable_value(attrs[0])
-            if callable(pk):
+            try:
+                pk = instance.serializable_value(attrs[0])
+            except AttributeError:  # not a concrete field (a reverse relation, a property)
                 return _drf_read(field, instance)
-            return None if pk is None else field.to_representation(PKOnlyObject(pk=pk))
+            if pk is None:
+                return None
+            if not isinstance(pk, int | str):  # a callable, a model instance: DRF's own way
+                return _drf_read(field, instance)
+            return field.to_representation(PKOnlyObject(pk=pk))
 
         return read_pk
+    if not attrs or own_lookup is not serializers.Field.get_attribute:  # source="*", or a lookup of its own
+        return lambda instance: _drf_read(field, instance)
     getter = operator.attrgetter(".".join(attrs))
     convert = _PLAIN_OUTPUT.get(type(field), field.to_representation)
     if type(field) is serializers.JSONField and field.binary:

@@ -7,6 +7,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -14,17 +15,19 @@ from config.api import PlannedListSerializer
 from memory_app.agent import selectors as agent_selectors
 from memory_app.agent.api import RUN_LIST_TEXT_BYTES, ConversationOutput, RunListOutput
 from memory_app.agent.models import RunStatus
+from memory_app.automemory.models import AutoMemorySettings
 from memory_app.memories import selectors as memory_selectors
 from memory_app.memories.api import MemoryOutput
 from tests.factories import AgentRunFactory, ConversationFactory, ProjectFactory, UserMemoryFactory
 
+User = get_user_model()
 ZONES = ["UTC", "Asia/Shanghai", "America/St_Johns"]  # +00:00 becomes Z; a half-hour offset
 
 
 def _same_as_drf(serializer_class, items):
     listed = serializer_class(items, many=True).data
     assert isinstance(serializer_class(many=True), PlannedListSerializer)
-    one_by_one = [serializer_class(item).data for item in items]
+    one_by_one = [serializer_class().to_representation(item) for item in items]  # DRF's list, item by item
     assert [dict(row) for row in listed] == [dict(row) for row in one_by_one]
     assert [list(row) for row in listed] == [list(row) for row in one_by_one]  # same key order
     return listed
@@ -133,3 +136,51 @@ def test_a_missing_required_attribute_fails_as_it_does_for_one_item():
     with pytest.raises(AttributeError) as listed:
         _ = Shapes([item], many=True).data
     assert str(listed.value) == str(one.value)
+
+
+class UserShapes(serializers.ModelSerializer):
+    """Lookups of their own: a reverse one-to-one by its pk, a model field read whole, a
+    property that returns a model instance."""
+
+    settings = serializers.PrimaryKeyRelatedField(source="auto_memory_settings", read_only=True)
+    name = serializers.ModelField(model_field=User._meta.get_field("username"), read_only=True)
+    me = serializers.PrimaryKeyRelatedField(source="itself", read_only=True)
+    note = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = ["id", "settings", "name", "me", "note"]
+        list_serializer_class = PlannedListSerializer
+
+    def get_note(self, user) -> str:
+        return f"user {user.pk}"
+
+
+@pytest.mark.django_db
+def test_fields_with_a_lookup_of_their_own_list_as_the_serializer_outputs_them(alice, bob, monkeypatch):
+    AutoMemorySettings.objects.create(user=bob)
+    monkeypatch.setattr(User, "itself", property(lambda user: user), raising=False)
+    users = list(User.objects.filter(pk__in=[alice.pk, bob.pk]).order_by("pk"))
+    listed = _same_as_drf(UserShapes, users)
+    assert [row["settings"] for row in listed] == [None, bob.auto_memory_settings.pk]
+    assert [row["name"] for row in listed] == ["alice", "bob"]
+    assert [row["me"] for row in listed] == [alice.pk, bob.pk]
+
+
+class Sparse(serializers.Serializer):
+    optional = serializers.CharField(required=False)
+    note = serializers.SerializerMethodField()
+
+    class Meta:
+        list_serializer_class = PlannedListSerializer
+
+    def get_note(self, item) -> str:
+        return f"item {item.optional}"
+
+
+def test_a_missing_item_lists_as_the_serializer_outputs_it():
+    items = [None, SimpleNamespace(optional="x"), SimpleNamespace()]
+    listed = _same_as_drf(Sparse, items[:2])
+    assert listed == [{"note": None}, {"optional": "x", "note": "item x"}]
+    with pytest.raises(AttributeError):
+        _ = Sparse(items, many=True).data  # the method reads what is missing, as it would for one item
