@@ -295,8 +295,10 @@ def prepare(args, phases) -> SimpleNamespace:
         shared = [new_run(wshared, f"shared-{n}") for n in range(args.writers)]
         many = [new_run(user, f"many-{n}") for n, user in enumerate(wmany)]
     queries = [query_words(pool, rng) for _ in range(64)]
-    fresh = set()
-    while len(fresh) < args.context_calls:  # every one new to the server (its query vector too)
+    fresh = set()  # every one new to the server (its query vector too), as far as the pool allows
+    for _ in range(50 * args.context_calls):
+        if len(fresh) >= args.context_calls:
+            break
         fresh.add(f"{query_words(pool, rng)} {query_words(pool, rng)}")
     return SimpleNamespace(
         ctx_user=ctx_user,
