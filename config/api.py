@@ -301,10 +301,6 @@ class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
         return schema
 
 
-# Query parameters of the pagination, which no filter set reads.
-PAGINATION_PARAMS = frozenset({"page", "page_size"})
-
-
 class ApiFilterBackend(DjangoFilterBackend):
     """django-filter for the API: a filter sent with an empty value is a 400 (the schema
     documents its dates and choices), unless it takes free text, where empty means no search.
@@ -318,7 +314,9 @@ class ApiFilterBackend(DjangoFilterBackend):
 
     def filter_queryset(self, request, queryset, view):
         filterset_class = self.get_filterset_class(view, queryset)
-        if filterset_class is not None and not set(request.query_params) - PAGINATION_PARAMS:
+        paginator = getattr(view, "paginator", None)
+        page_params = {paginator.page_query_param, paginator.page_size_query_param} if paginator else set()
+        if filterset_class is not None and not set(request.query_params) - page_params:
             if hasattr(filterset_class, "unfiltered"):
                 return filterset_class.unfiltered(queryset)
             if all(
