@@ -199,6 +199,9 @@ class AgentRun(models.Model):
     # in that mode, and on every run not yet processed when the mode is turned on. Nothing is
     # ever extracted from such a run, whatever the mode says later (``run_never_extracted``).
     not_remembered = models.BooleanField(default=False)
+    # How many times the run's context was assembled: the server decides which call is the
+    # first round (identity injection), whatever the runtime sends (docs/runs.md, Context).
+    context_rounds = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -617,6 +617,23 @@ def run_heartbeat(*, credential: RunCredential, lease_seconds: int = 60) -> Agen
     return run
 
 
+def run_context_round_next(*, run_id: str) -> int:
+    """Count one more context assembly of the run and return its number (1 = the first).
+
+    One UPDATE and the read of its result in one transaction: the row lock the UPDATE takes
+    (PostgreSQL) or the write lock (SQLite) makes concurrent calls count one after the other, so
+    exactly one of them is round 1. A lost increment after a crash costs nothing, so PostgreSQL
+    does not wait for the commit to reach the disk.
+    """
+    with transaction.atomic():
+        connection = transaction.get_connection()
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        AgentRun.objects.filter(pk=run_id).update(context_rounds=F("context_rounds") + 1)
+        return AgentRun.objects.filter(pk=run_id).values_list("context_rounds", flat=True).get()
+
+
 def run_finish(*, credential: RunCredential, status: str, usage: dict | None = None) -> AgentRun:
     """Finish a run. The token must still be the run's current one; an expired lease that
     nobody took over may still report its outcome."""

@@ -14,7 +14,12 @@ class RunContextView(RunTokenView):
     @extend_schema(
         parameters=[
             OpenApiParameter("query", str, required=False),
-            OpenApiParameter("round", {"type": "integer", "minimum": 1, "maximum": context.MAX_ROUND}, required=False),
+            OpenApiParameter(
+                "round",
+                {"type": "integer", "minimum": 1, "maximum": context.MAX_ROUND},
+                required=False,
+                description="Optional: the server counts the run's context rounds itself (docs/runs.md, Context).",
+            ),
         ],
         responses={200: dict},
     )

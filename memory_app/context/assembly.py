@@ -21,6 +21,7 @@ from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.models import AgentRun, run_gets_memory, run_is_top_level
 from memory_app.agent.selectors import run_memory_enabled
+from memory_app.agent.services import run_context_round_next
 from memory_app.agent.tools import TOOL_SCHEMAS
 from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.automemory import injection as identity_injection
@@ -65,9 +66,10 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
         return ""
 
 
-def context_round(value) -> int:
+def context_round(value) -> int | None:
+    """An explicit ``round`` parameter, or None: the server counts the run's rounds itself."""
     if value in (None, ""):
-        return 1
+        return None
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -88,10 +90,12 @@ def _memory_off_reason(run: AgentRun, *, gets_memory: bool, memory_enabled: bool
 
 
 def run_context_build(
-    *, credential: RunCredential, query: str = "", round_number: int = 1, run: AgentRun | None = None
+    *, credential: RunCredential, query: str = "", round_number: int | None = None, run: AgentRun | None = None
 ) -> dict:
     """``run``: the run row as this same request's authentication read it (the API view passes
-    it, saving a query); anything else reads the run here, fresh."""
+    it, saving a query); anything else reads the run here, fresh. ``round_number``: an explicit
+    round from the runtime; every assembly is counted on the run all the same, and without one
+    the count decides (the first assembly of a run is round 1, whatever the runtime sends)."""
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
     clean_text(query, field="query")
@@ -101,6 +105,9 @@ def run_context_build(
         raise RunNotAuthorized("This run token is not valid for this run.")
     # The one lease-owner check: a finished run or an expired lease gets no context.
     run_check_lease(run=run, credential=credential)
+    counted = run_context_round_next(run_id=run.pk)
+    if round_number is None:
+        round_number = counted
 
     workspace = Workspace(run.user_id)
     warnings: list[str] = []

@@ -264,3 +264,23 @@ def test_lock_timeout_refuses_and_keeps_the_file(make_run, alice, workspace_root
             holder.result(timeout=10)
     assert info.value.code == "memory_lock_failed"
     assert memory_path(workspace_root, alice).read_bytes() == before
+
+
+def test_parallel_context_calls_count_exactly_one_first_round(make_run, alice):
+    """Runtimes that never send ``round`` and ask for context from several threads at once:
+    the server's count gives round 1 to exactly one call, and no round is lost."""
+    from memory_app.context.assembly import run_context_build
+
+    handle = make_run(alice)
+    calls = 12
+    barrier = threading.Barrier(calls)
+
+    @_in_thread
+    def work(_):
+        barrier.wait(timeout=30)
+        return run_context_build(credential=handle.credential)["round"]
+
+    with ThreadPoolExecutor(max_workers=calls) as pool:
+        rounds = sorted(pool.map(work, range(calls)))
+    assert rounds == list(range(1, calls + 1))
+    assert AgentRun.objects.get(pk=handle.id).context_rounds == calls

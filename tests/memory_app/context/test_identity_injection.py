@@ -61,13 +61,49 @@ def test_subagent_never_gets_identity_memories(run_api, make_run, alice, memorie
 
 
 def test_default_off_injects_nothing_and_run_flag_overrides(run_api, make_run, alice, memories):
+    # Each call names round 1: the switches are under test here, not the count.
     handle = make_run(alice, prompt=PROMPT)
-    assert context(run_api, handle)["prompt"] == PROMPT
+    assert context(run_api, handle, round=1)["prompt"] == PROMPT
     AgentRun.objects.filter(pk=handle.id).update(auto_memory_use=True)
-    assert "USER-MEM-6" in context(run_api, handle)["prompt"]
+    assert "USER-MEM-6" in context(run_api, handle, round=1)["prompt"]
     auto_memory_settings_update(user=alice, changes={"use": True})
     AgentRun.objects.filter(pk=handle.id).update(auto_memory_use=False)
-    assert context(run_api, handle)["prompt"] == PROMPT
+    assert context(run_api, handle, round=1)["prompt"] == PROMPT
+
+
+def test_the_server_counts_rounds_when_the_runtime_sends_none(run_api, make_run, alice, memories):
+    """A runtime that never sends ``round`` gets the identity block on its first context call
+    only: the run counts its own rounds."""
+    auto_memory_settings_update(user=alice, changes={"use": True})
+    handle = make_run(alice, prompt=PROMPT)
+    first = context(run_api, handle)
+    assert first["round"] == 1 and first["identity_injected"] and "USER-MEM-6" in first["prompt"]
+    for expected in (2, 3):
+        later = context(run_api, handle)
+        assert later["round"] == expected
+        assert not later["identity_injected"] and later["prompt"] == PROMPT
+    assert AgentRun.objects.get(pk=handle.id).context_rounds == 3
+
+
+def test_an_explicit_round_is_still_honoured_and_counted(run_api, make_run, alice, memories):
+    auto_memory_settings_update(user=alice, changes={"use": True})
+    handle = make_run(alice, prompt=PROMPT)
+    # An explicit later round on the first call injects nothing, and it counts as a round.
+    assert not context(run_api, handle, round=2)["identity_injected"]
+    assert not context(run_api, handle)["identity_injected"]
+    # A runtime that restarts its prompt may ask for round 1 again.
+    again = context(run_api, handle, round=1)
+    assert again["round"] == 1 and again["identity_injected"]
+    assert AgentRun.objects.get(pk=handle.id).context_rounds == 3
+
+
+def test_a_refused_context_call_counts_no_round(run_api, make_run, alice, memories):
+    auto_memory_settings_update(user=alice, changes={"use": True})
+    handle = make_run(alice, prompt=PROMPT)
+    assert run_api(handle.token + "x").get(f"/api/runs/{handle.id}/context").status_code == 401
+    assert run_api(handle.token).get(f"/api/runs/{handle.id}/context", {"round": "0"}).status_code == 400
+    assert AgentRun.objects.get(pk=handle.id).context_rounds == 0
+    assert context(run_api, handle)["identity_injected"]
 
 
 def test_other_users_and_other_projects_memories_are_never_injected(run_api, make_run, alice, bob, project, memories):
