@@ -27,7 +27,6 @@ from config.metrics import AUTOMEMORY_RUNS
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
 from memory_app.agent.models import (
-    TOP_LEVEL_RUN_KINDS,
     AgentRun,
     Conversation,
     Message,
@@ -36,6 +35,7 @@ from memory_app.agent.models import (
     RunKind,
     RunStatus,
     run_never_extracted,
+    top_level_runs_q,
 )
 from memory_app.automemory.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_memory_gate
@@ -92,8 +92,8 @@ def sweep_queryset(*, now: datetime, user=None):
     live_claim = AutoMemoryClaim.objects.filter(run=OuterRef("pk"), expires_at__gt=now)
     qs = AgentRun.objects.filter(
         Q(auto_memory_generate=True) | Q(auto_memory_generate__isnull=True, user_id__in=generating_users),
+        top_level_runs_q(),
         status=RunStatus.COMPLETED,
-        kind__in=list(TOP_LEVEL_RUN_KINDS),
         auto_memory_processed_at__isnull=True,
     ).filter(~Exists(live_claim))
     if user is not None:
@@ -189,8 +189,8 @@ def _starting_turn_id(run: AgentRun, start: datetime) -> int | None:
         return None
     answered_before = (
         AgentRun.objects.filter(
+            top_level_runs_q(),
             conversation_id=run.conversation_id,
-            kind__in=list(TOP_LEVEL_RUN_KINDS),
             created_at__gte=turn["created_at"],
             created_at__lt=run.created_at,
         )

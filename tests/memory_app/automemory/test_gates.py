@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from memory_app.agent.models import AgentRun, MessageType, RunKind
-from memory_app.automemory import gates
+from memory_app.automemory import gates, worker
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
 from tests.factories import CompletedRunFactory, MessageFactory
@@ -201,9 +201,12 @@ def test_coordinator_subtask_stops_run(alice, project):
 
 
 @pytest.mark.django_db
-def test_run_dispatched_by_a_coordinator_is_skipped(alice, project):
+def test_run_dispatched_by_a_coordinator_is_never_extracted(alice, project):
+    # It has a parent: not a top-level run, so the sweep never takes it (and nothing is logged
+    # for it); the external-context gate still sees a coordinator parent if it ever were taken.
     enable(alice)
     coordinator = CompletedRunFactory(user=alice, project=project, kind=RunKind.COORDINATOR)
     run = finished_run(user=alice, project=project, parent_run=coordinator)
-    assert [(r.outcome, r.gate) for r in _round()] == [("skipped", "external_context")]
-    assert _only_log(run).gate == "external_context"
+    assert _round() == []
+    assert not AutoMemoryLogEntry.objects.filter(run_id=run.pk).exists()
+    assert worker.gate_inputs(run, text="x", now=timezone.now()).coordinator_subtasks == 1

@@ -94,6 +94,20 @@ def test_only_completed_top_level_runs_are_swept(alice, project, fields):
     assert not auto_memories().exists()
 
 
+@pytest.mark.parametrize("kind", [RunKind.CHAT, RunKind.RESUME])
+def test_a_run_with_a_parent_is_never_swept_whatever_its_kind(alice, project, kind):
+    """The sweep asks the one top-level rule (no parent run), not the kind alone: a chat run
+    that has a parent is a sub-agent, and nothing is extracted from it."""
+    enable(alice)
+    parent = finished_run(user=alice, project=project, text="")
+    child = finished_run(user=alice, project=project, kind=kind, parent_run=parent)
+    AgentRun.objects.filter(pk=parent.pk).update(auto_memory_processed_at=timezone.now())
+    assert _round() == []
+    assert not auto_memories().exists()
+    assert not AutoMemoryLogEntry.objects.filter(run_id=child.pk).exists()
+    assert AgentRun.objects.get(pk=child.pk).auto_memory_processed_at is None
+
+
 def test_resume_runs_are_swept(alice, project):
     enable(alice)
     finished_run(user=alice, project=project, kind=RunKind.RESUME)
