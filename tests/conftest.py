@@ -19,6 +19,8 @@ from tests.memory_app.agent.helpers import RunHandle
 # Modules whose module-scoped fixtures start servers: with pytest-xdist (``--dist loadgroup``,
 # scripts/test.sh) each runs whole on one worker, so its servers start once, not once per worker.
 ONE_WORKER_MODULES = ("tests/test_serve.py", "tests/test_two_nodes.py")
+# Folders whose modules share one session-scoped server (tests/clients/conftest.py): one group.
+ONE_WORKER_FOLDERS = ("tests/clients/",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -31,6 +33,9 @@ def pytest_collection_modifyitems(config, items):
             module = item.nodeid.split("::", 1)[0]
             if module in ONE_WORKER_MODULES:
                 item.add_marker(pytest.mark.xdist_group(module))
+            for folder in ONE_WORKER_FOLDERS:
+                if module.startswith(folder):
+                    item.add_marker(pytest.mark.xdist_group(folder))
     if os.environ.get("DATABASE_URL"):
         return
     keep, drop = [], []

@@ -367,6 +367,15 @@ class RunFinishInput(StrictInputMixin, serializers.Serializer):
     )
 
 
+class RunIssuedOutput(RunOutput):
+    """A run with the token that acts for it (create and claim): the only time the token is shown."""
+
+    run_token = serializers.CharField(help_text="`Authorization: Run <run_token>` for this lease generation")
+
+    class Meta(RunOutput.Meta):
+        fields = [*RunOutput.Meta.fields, "run_token"]
+
+
 def _issued(issued: services.IssuedRun) -> dict:
     return {**RunOutput(issued.run).data, "run_token": issued.run_token}
 
@@ -636,7 +645,7 @@ class RunListView(generics.ListAPIView):
         runs = selectors.runs_list(user=self.request.user, text_chars=RUN_LIST_TEXT_BYTES + 1)
         return runs.select_related(None).select_related("user")  # the only related row the output reads
 
-    @extend_schema(request=RunCreateInput, responses={201: RunOutput})
+    @extend_schema(request=RunCreateInput, responses={201: RunIssuedOutput})
     def post(self, request):
         data = validated(RunCreateInput, request)
         issued = services.run_create(actor=request.user, username=data.pop("user"), **data)
@@ -650,7 +659,7 @@ class RunDetailView(APIView):
 
 
 class RunClaimView(APIView):
-    @extend_schema(request=RunClaimInput, responses=RunOutput)
+    @extend_schema(request=RunClaimInput, responses=RunIssuedOutput)
     def post(self, request, run_id):
         issued = services.run_claim(actor=request.user, run_id=run_id, **validated(RunClaimInput, request))
         return Response(_issued(issued))

@@ -553,7 +553,7 @@ def home_import(
         "home import",
         extra={
             "actor": actor.pk,
-            "created": len(report.created),
+            "imported": len(report.created),  # not "created": LogRecord reserves it
             "global": len(report.created_global),
             "conflicts": len(report.conflicts),
             "dry_run": dry_run,

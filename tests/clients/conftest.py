@@ -1,0 +1,75 @@
+"""One live server for the client's tests: ``scripts/serve.sh`` (what ``make serve`` runs) on
+a database of its own — a PostgreSQL database in the PostgreSQL pass, SQLite in the SQLite
+pass — with the rate limits on and the ``search`` scope lowered to a few requests a second, so
+that a 429 with ``Retry-After`` can be met and waited out in a test."""
+
+import json
+import os
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from tests.serving import seed, serve_env, start
+
+SEARCH_RATE = 5  # per second and user: GETs with q/query, POST /api/memory/search, history search
+
+SEED = """
+import json
+from django.contrib.auth import get_user_model
+from identity_app.services import project_create, token_issue, user_grant_service
+
+User = get_user_model()
+keys = {}
+for name in ("bob", "carol", "dana", "throttled"):
+    keys[name] = token_issue(user=User.objects.create_user(name))[1]
+print(json.dumps(keys))
+"""
+
+
+def _admin_url() -> str:
+    return os.environ["DATABASE_URL"]
+
+
+def _database_url(name: str) -> str:
+    parts = psycopg.conninfo.conninfo_to_dict(_admin_url())
+    auth = parts.get("user", "postgres") + (f":{parts['password']}" if parts.get("password") else "")
+    return f"postgresql://{auth}@{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{name}"
+
+
+def _drop(name: str) -> None:
+    with psycopg.connect(_admin_url(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory):
+    """The running server, with ``keys``: API keys of alice (a project owner), svc (a service
+    principal), bob, carol, dana and throttled (plain users); ``keys["project"]`` is alice's project."""
+    folder = tmp_path_factory.mktemp("client-server")
+    overrides = {
+        "API_THROTTLE": "on",
+        "API_THROTTLE_SEARCH": f"{SEARCH_RATE}/second",
+        "WEB_CONCURRENCY": "1",  # one process: the rate counters live in its memory
+        "GUNICORN_THREADS": "8",
+        "SERVE_WORKER": "0",  # no background embedding: searches rank by words
+        "WORKER_EXPECTED": "0",
+    }
+    name = None
+    if os.environ.get("DATABASE_URL"):
+        name = (os.environ.get("DATABASE_TEST_NAME") or "test_memsvc") + "_client"
+        _drop(name)
+        with psycopg.connect(_admin_url(), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        overrides["DATABASE_URL"] = _database_url(name)
+    server = start(serve_env(folder, **overrides), folder)
+    try:
+        server.wait_ready()
+        keys = seed(server)
+        keys.update(json.loads(server.manage("shell", "-c", SEED).strip().splitlines()[-1]))
+        server.keys = keys
+        yield server
+    finally:
+        server.stop()
+        if name:
+            _drop(name)
