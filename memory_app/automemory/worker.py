@@ -43,7 +43,7 @@ from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, Au
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
 from memory_app.memories import services
-from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Status, Tier
+from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Tier, live_q
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
 
@@ -286,12 +286,14 @@ def _finish_without_memories(*, run_id: str, token: str, result: RunResult) -> R
 
 
 def _older_auto_memory(*, project_id: str, subject_key: str) -> Memory | None:
-    """The latest active auto memory of the same target in this project (bounded: one row)."""
+    """The latest active, unexpired auto memory of the same target in this project (bounded:
+    one row); an expired one is not corrected but left to expire, and the new statement stands
+    on its own."""
     return (
         Memory.objects.filter(
+            live_q(),
             scope_type=Tier.PROJECT,
             project_id=project_id,
-            status=Status.ACTIVE,
             origin=Origin.AUTO,
             metadata__subject_key=subject_key,
         )

@@ -23,7 +23,7 @@ from memory_app.agent.models import Conversation, Message, MessageRole, MessageT
 from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.automemory.redaction import redact
 from memory_app.memories import services
-from memory_app.memories.models import KIND_VALUES, Memory, Origin, Status
+from memory_app.memories.models import KIND_VALUES, Memory, Origin, live_q
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
@@ -129,9 +129,9 @@ def apply_candidate(
         if duplicate is None and candidate.subject_key:
             same_subject = (
                 Memory.objects.filter(
+                    live_q(),
                     scope_type=scope[0],
                     scope_id=scope[1],
-                    status=Status.ACTIVE,
                     kind=candidate.kind,
                     metadata__subject_key=candidate.subject_key,
                 )
