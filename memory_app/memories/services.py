@@ -1,7 +1,7 @@
 """Every write to tiered memories goes through these functions."""
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -77,7 +77,7 @@ def validate_expires_at(value, *, now: datetime | None = None) -> datetime | Non
         )
     if value <= (now or timezone.now()):
         raise InvalidInput("expires_at must be in the future.", code="invalid_expires_at")
-    return value
+    return value.astimezone(UTC)
 
 
 def _validate_kind(kind, tier: str) -> str:
