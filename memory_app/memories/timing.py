@@ -8,7 +8,7 @@ from datetime import datetime, tzinfo
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
-from identity_app.models import Profile
+from identity_app.models import ChatBinding, Profile
 
 
 def zone_named(name: str | None) -> tzinfo:
@@ -24,6 +24,15 @@ def user_zone(user: AbstractBaseUser | None) -> tzinfo:
     if user is None or not getattr(user, "pk", None):
         return zone_named(None)
     return zone_named(Profile.objects.filter(user_id=user.pk).values_list("timezone", flat=True).first())
+
+
+def chat_zone(chat_key: str | None) -> tzinfo:
+    """The time zone of the user the chat ``chat_key`` is bound to (the server's when none)."""
+    if not chat_key:
+        return zone_named(None)
+    user_id = ChatBinding.objects.filter(chat_key=chat_key).values_list("user_id", flat=True).first()
+    name = Profile.objects.filter(user_id=user_id).values_list("timezone", flat=True).first() if user_id else None
+    return zone_named(name)
 
 
 def _day(value: datetime, zone: tzinfo, *, with_time: bool) -> str:

@@ -100,7 +100,7 @@ def test_lists_hide_an_item_at_its_exact_second_and_the_expired_filter_shows_it(
 
 
 def test_identity_context_and_injection_drop_it_at_its_exact_second(api, run_api, make_run, alice, world, clock):
-    project, mine, lasting, freeze, _chat = world
+    project, mine, lasting, _freeze, _chat = world
     auto_memory_settings_update(user=alice, changes={"use": True})
     client = api(alice)
 
@@ -315,7 +315,6 @@ def test_grace_zero_keeps_expired_items_listed_as_expired(api, alice, world, clo
 
 
 def test_export_then_import_keeps_the_expiry_and_skips_what_has_expired(api, alice, bob, world, clock):
-    _project, mine, lasting, *_ = world
     exported = api(alice).get("/api/users/me/export").json()
     items = {item["content"]: item for item in exported["memories"]["user"]}
     assert items["Alice is in Lisbon this week"]["expires_at"] == EXPIRES.isoformat()
