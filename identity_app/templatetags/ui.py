@@ -5,7 +5,7 @@ from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -32,7 +32,8 @@ def until(value, now=None):
         return ""
     current = timezone.localtime(now or timezone.now())
     local = timezone.localtime(value)
-    pattern = pgettext("expiry date", "l j M") if local.year == current.year else pgettext("expiry date", "l j M Y")
+    # A date format (django.utils.dateformat) each language orders its own way.
+    pattern = gettext("l j M") if local.year == current.year else gettext("l j M Y")
     if (local.hour, local.minute) not in ((0, 0), (23, 59)):
         pattern += " H:i"
     shown = date_format(local, pattern)

@@ -336,3 +336,12 @@ def test_import_refuses_a_naive_or_malformed_expiry(api, alice, clock):
         response = api(alice).post("/api/users/me/import", body, format="json")
         assert response.status_code == 400 and "expires_at" in response.content.decode()
     assert not Memory.objects.filter(owner=alice).exists()
+
+
+def test_the_home_speaks_of_time_in_chinese_for_a_chinese_profile(client, alice, world, clock):
+    from identity_app.services import profile_update
+
+    profile_update(user=alice, timezone="Asia/Shanghai", language="zh-hans")
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    assert "即将过期" in home and "有效至 12月8日 星期二 20:00" in home
