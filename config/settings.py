@@ -242,6 +242,13 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
         "AUTO_MEMORY_MANUAL_ROUND_LIMIT must be 1..50 and AUTO_MEMORY_MANUAL_ROUND_SECONDS 1..120"
     )
 
+# Expired memories (docs/tiers.md, "Expiry") leave every context, search and default list the
+# second they expire; the worker deletes them for good this many days later (0: never, they stay
+# listed as expired).
+MEMORY_EXPIRED_GRACE_DAYS = env_int("MEMORY_EXPIRED_GRACE_DAYS", 30)
+if not 0 <= MEMORY_EXPIRED_GRACE_DAYS <= 3650:
+    raise ImproperlyConfigured("MEMORY_EXPIRED_GRACE_DAYS must be 0..3650")
+
 # Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
 # OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
 MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "e5")

@@ -5,6 +5,7 @@ from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -19,4 +20,27 @@ def when(value, precision: str = "minutes"):
     shown = date_format(local, "Y-m-d H:i:s T" if precision == "seconds" else "Y-m-d H:i T")
     return format_html(
         '<time datetime="{}" title="{}">{}</time>', value.isoformat(), timezone.get_current_timezone_name(), shown
+    )
+
+
+@register.filter
+def until(value, now=None):
+    """``until Friday 12 Dec`` (the time too unless it is the end or start of a day; the year
+    when it is not this year), in the request's time zone, as a ``<time>`` element; "expired
+    Friday 12 Dec" once it has passed; empty for no value."""
+    if not value:
+        return ""
+    current = timezone.localtime(now or timezone.now())
+    local = timezone.localtime(value)
+    # A date format (django.utils.dateformat) each language orders its own way.
+    pattern = gettext("l j M") if local.year == current.year else gettext("l j M Y")
+    if (local.hour, local.minute) not in ((0, 0), (23, 59)):
+        pattern += " H:i"
+    shown = date_format(local, pattern)
+    text = gettext("expired %(date)s") if value <= current else gettext("until %(date)s")
+    return format_html(
+        '<time datetime="{}" title="{}" class="expiry">{}</time>',
+        value.isoformat(),
+        timezone.get_current_timezone_name(),
+        text % {"date": shown},
     )

@@ -11,6 +11,7 @@ import unicodedata
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from django.conf import settings
@@ -25,6 +26,9 @@ class Candidate:
     subject_key: str  # normalized target; the same key means "the same fact, newer words"
     confidence: float = 1.0
     evidence: dict = field(default_factory=dict)
+    # Set by ``timebound.with_expiry`` for a time-bounded statement, with the words that set it.
+    expires_at: datetime | None = None
+    expiry_phrase: str = ""
 
 
 class Extractor(Protocol):

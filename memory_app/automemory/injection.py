@@ -11,6 +11,7 @@ from memory_app.agent.models import RunKind, run_gets_memory
 from memory_app.automemory.selectors import effective_flags
 from memory_app.memories.identity_context import render_identity_text
 from memory_app.memories.selectors import latest_active_project_memories, latest_active_user_memories
+from memory_app.memories.timing import user_zone
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,9 @@ def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
             project_memories = []  # the user lost access to the project: nothing of it is shown
     if not user_memories and not project_memories:
         return None
-    block = render_identity_text(profile=None, user_memories=user_memories, project_memories=project_memories)
+    block = render_identity_text(
+        profile=None, user_memories=user_memories, project_memories=project_memories, zone=user_zone(run.user)
+    )
     prompt = f"{block}\n\n{run.prompt or ''}"
     goal = f"{block}\n\n{run.goal}" if run.goal else run.goal
     return Injection(prompt=prompt, goal=goal, block=block)

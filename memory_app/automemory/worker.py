@@ -42,8 +42,10 @@ from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_m
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
+from memory_app.automemory.timebound import expiry_details, with_expiry
 from memory_app.memories import services
-from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Status, Tier
+from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Tier, live_q
+from memory_app.memories.timing import user_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
 
@@ -286,12 +288,14 @@ def _finish_without_memories(*, run_id: str, token: str, result: RunResult) -> R
 
 
 def _older_auto_memory(*, project_id: str, subject_key: str) -> Memory | None:
-    """The latest active auto memory of the same target in this project (bounded: one row)."""
+    """The latest active, unexpired auto memory of the same target in this project (bounded:
+    one row); an expired one is not corrected but left to expire, and the new statement stands
+    on its own."""
     return (
         Memory.objects.filter(
+            live_q(),
             scope_type=Tier.PROJECT,
             project_id=project_id,
-            status=Status.ACTIVE,
             origin=Origin.AUTO,
             metadata__subject_key=subject_key,
         )
@@ -319,6 +323,17 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
                 run_id=run_id, outcome=AutoMemoryOutcome.SKIPPED, gate=stop.gate, reason=stop.reason, values=stop.values
             )
         for candidate in candidates:
+            expiry = expiry_details(candidate)
+            if candidate.expires_at is not None and candidate.expires_at <= timezone.now():
+                # Said while the run went on, no longer true by now: nothing to remember.
+                _log(
+                    run,
+                    AutoMemoryOutcome.SKIPPED,
+                    reason=f"already expired ({candidate.expiry_phrase})"[:300],
+                    details=expiry,
+                    content=candidate.content,
+                )
+                continue
             older = _older_auto_memory(project_id=run.project_id, subject_key=candidate.subject_key)
             if older is not None and normalize_key(older.content) == normalize_key(candidate.content):
                 result.unchanged += 1
@@ -337,10 +352,13 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
                     "confidence": candidate.confidence,
                 },
                 "source_thread_id": run.conversation_id,
+                "expires_at": candidate.expires_at,
             }
+            # The log says which words set the expiry ("this week", "到周五为止").
+            noted = {"details": expiry, "reason": f"expires: {candidate.expiry_phrase}"[:300]} if expiry else {}
             if older is None:
                 memory = services.memory_create(tier=Tier.PROJECT, project_id=run.project_id, **write)
-                _log(run, AutoMemoryOutcome.EXTRACTED, memory_id=memory.pk, content=memory.content)
+                _log(run, AutoMemoryOutcome.EXTRACTED, memory_id=memory.pk, content=memory.content, **noted)
             else:
                 memory = services.memory_supersede(
                     memory_id=older.pk, tier=Tier.PROJECT, project_id=run.project_id, **write
@@ -352,6 +370,7 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
                     memory_id=memory.pk,
                     superseded_memory_id=older.pk,
                     content=memory.content,
+                    **noted,
                 )
             result.memory_ids.append(memory.pk)
         if not candidates:
@@ -449,6 +468,8 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
     except Exception as exc:
         return _run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc)
     candidates = _clean_candidates(raw, contact_info=user_settings.redact_contact_info)
+    # "this week", "到周五为止": relative to when the run's conversation happened, in the user's zone.
+    candidates = with_expiry(candidates, now=run.finished_at or now, zone=user_zone(run.user))
     try:
         return _write_memories(run_id=run_id, token=token, candidates=candidates, extractor_name=extractor.name)
     except (NotFound, PermissionDenied):

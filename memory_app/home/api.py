@@ -22,6 +22,8 @@ from config.api import (
 from identity_app.session_keys import chat_key_pattern
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
+from memory_app.memories.api import ExpiresAtField
+from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
 
@@ -69,6 +71,8 @@ class HomeItemOutput(serializers.Serializer):
     superseded_by = serializers.CharField(source="superseded_by_id", allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="When it stops being true; null: never.")
+    expired = serializers.BooleanField(help_text="expires_at has passed: agents no longer see it.")
     can_change = serializers.BooleanField(help_text="Whether you may correct and forget it.")
     provenance = ProvenanceOutput
 
@@ -206,7 +210,7 @@ class HomeSearchView(APIView):
         )
 
 
-STATUS_CHOICES = [*Status.values, "all"]
+STATUS_CHOICES = [*Status.values, EXPIRED, "all"]
 
 
 class HomeItemListView(generics.GenericAPIView):
@@ -220,7 +224,13 @@ class HomeItemListView(generics.GenericAPIView):
                 required=True,
                 description="user, auto, project:<id> or chat:<key>",
             ),
-            OpenApiParameter("status", str, enum=STATUS_CHOICES, required=False, description="active by default"),
+            OpenApiParameter(
+                "status",
+                str,
+                enum=STATUS_CHOICES,
+                required=False,
+                description="active (and not expired) by default; expired: those whose expires_at has passed",
+            ),
         ],
         responses=HomeItemOutput(many=True),
     )
@@ -233,9 +243,9 @@ class HomeItemListView(generics.GenericAPIView):
         wanted = request.query_params.get("status", Status.ACTIVE)
         if wanted not in STATUS_CHOICES:
             raise serializers.ValidationError({"status": ["Unknown status."]})
-        qs = selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id")
-        if wanted != "all":
-            qs = qs.filter(status=wanted)
+        qs = status_filter(
+            selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"), wanted
+        )
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(item_data(list(page), user=request.user))
 
@@ -267,6 +277,10 @@ class HomeItemView(APIView):
 class HomeCorrectInput(StrictInputMixin, serializers.Serializer):
     content = StrictCharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=True)
     kind = serializers.ChoiceField(choices=Kind.choices, required=False, help_text="Defaults to the current kind.")
+    expires_at = ExpiresAtField(
+        help_text="The new version's expiry (ISO 8601 with a time zone, in the future; null: none). "
+        "Left out: the corrected item's."
+    )
 
 
 class HomeItemSupersedeView(APIView):

@@ -9,10 +9,11 @@ chat does not make another person's chat part of its home.
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -35,7 +36,7 @@ from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
 from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log_for_memories, auto_memory_settings_get
 from memory_app.memories.derived import scope_key
-from memory_app.memories.models import Memory, Origin, Status, Tier
+from memory_app.memories.models import Memory, Origin, Tier, live_q
 from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
 from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
@@ -50,6 +51,8 @@ SEARCH_LIMIT = 30
 MAX_QUERY_CHARS = 200
 NOTES_SEARCH_LINES = 10
 PROVENANCE_CHUNK = 500
+EXPIRING_SOON_DAYS = 7
+EXPIRING_SOON_LIMIT = 20
 
 SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO, SOURCE_ALL = "user", "notes", "auto", "all"
 SOURCE_PROJECT, SOURCE_CHAT = "project", "chat"
@@ -269,11 +272,22 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
 
 
 def _latest(qs: QuerySet[Memory]) -> list[Memory]:
-    return list(qs.filter(status=Status.ACTIVE).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
+    return list(qs.filter(live_q()).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
+
+
+def expiring_soon(*, user: AbstractBaseUser, now: datetime | None = None) -> list[Memory]:
+    """The home's items that expire within ``EXPIRING_SOON_DAYS``, soonest first (bounded)."""
+    now = now or timezone.now()
+    return list(
+        home_memories(user=user)
+        .filter(live_q(now=now), expires_at__lte=now + timedelta(days=EXPIRING_SOON_DAYS))
+        .select_related("project")
+        .order_by("expires_at", "id")[:EXPIRING_SOON_LIMIT]
+    )
 
 
 def home_overview(*, user: AbstractBaseUser) -> Overview:
-    """Every source with its count of active items, its latest items (own memories and
+    """Every source with its count of active (unexpired) items, its latest items (own memories and
     auto-extracted ones), the sentence on which agents see it and when, and its switches. A
     fixed number of queries, whatever the number of projects and chats (up to the caps)."""
     switches = switches_get(user=user)
@@ -283,7 +297,7 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
         Source(
             ref=SourceRef(SOURCE_USER),
             title=source_title(SourceRef(SOURCE_USER)),
-            count=mine.filter(status=Status.ACTIVE).count(),
+            count=mine.filter(live_q()).count(),
             latest=_latest(mine),
             sentence=_sentence(SOURCE_USER, switches),
             switches=[switches["auto_memory_use"]],
@@ -307,7 +321,7 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
     projects_qs = projects_with_my_role(user=user)
     projects = list(
         projects_qs.annotate(
-            active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE), distinct=True),
+            active_memories=Count("memories", filter=live_q(prefix="memories__"), distinct=True),
             member_count=Count("memberships", distinct=True),
         ).order_by("name", "id")[:MAX_PROJECTS]
     )
@@ -330,7 +344,7 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
     chats = list(bound_chats(user=user)[:MAX_CHATS])
     keys = [chat.chat_key for chat in chats]
     counts = dict(
-        memories.filter(scope_type=Tier.CHAT, scope_id__in=keys, status=Status.ACTIVE)
+        memories.filter(live_q(), scope_type=Tier.CHAT, scope_id__in=keys)
         .order_by()
         .values_list("scope_id")
         .annotate(n=Count("pk"))
@@ -348,7 +362,7 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
         Source(
             ref=SourceRef(SOURCE_AUTO),
             title=source_title(SourceRef(SOURCE_AUTO)),
-            count=auto.filter(status=Status.ACTIVE).count(),
+            count=auto.filter(live_q()).count(),
             latest=_latest(auto),
             sentence=_sentence(SOURCE_AUTO, switches),
             switches=[switches["auto_memory_generate"]],
@@ -589,8 +603,8 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
         m.pk: m
         for m in home_memories(user=user).filter(
             Q(scope_type=Tier.USER) | Q(project_id__in=project_ids) | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys),
+            live_q(),
             pk__in=found.refs,
-            status=Status.ACTIVE,
         )
     }
     hits = []
@@ -641,6 +655,7 @@ EXPORT_ITEM_KEYS = (
     "origin_label",
     "created_at",
     "updated_at",
+    "expires_at",
     "replaces",
     "superseded_by",
     "source_thread_id",
@@ -660,6 +675,7 @@ def export_item(memory: Memory, prov: Provenance) -> dict:
         "origin_label": memory.origin_label,
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
+        "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
         "replaces": prov.replaces or None,
         "superseded_by": memory.superseded_by_id,
         "source_thread_id": memory.source_thread_id,

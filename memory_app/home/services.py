@@ -15,6 +15,8 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from config.errors import DomainError, InvalidInput, NotFound
 from config.validation import clean_text, json_nesting_depth, json_text_problem, validate_json_container
@@ -57,6 +59,7 @@ from memory_app.memories.models import (
     Origin,
     Status,
     Tier,
+    live_q,
 )
 from memory_app.memories.selectors import chat_is_bound_to
 from memory_app.scoped import services as scoped_services
@@ -72,13 +75,26 @@ FORGET_ALL_LIMIT = 10_000  # memory rows per call; what is left is reported and 
 
 # --- one item --------------------------------------------------------------------------------
 def home_item_correct(
-    *, actor: AbstractBaseUser, memory_id: str, content: str, kind: str | None = None, origin: str = Origin.API
+    *,
+    actor: AbstractBaseUser,
+    memory_id: str,
+    content: str,
+    kind: str | None = None,
+    origin: str = Origin.API,
+    expires_at=memory_services.KEEP_EXPIRY,
 ) -> Memory:
     """Correct (supersede) an item of the home: the tier's write rule decides (a project
-    viewer gets 403; a chat item may be corrected by the user the chat is bound to)."""
+    viewer gets 403; a chat item may be corrected by the user the chat is bound to).
+    ``expires_at``: the new version's expiry (default: the old one's)."""
     memory = home_item_get(user=actor, memory_id=memory_id)
     return memory_services.memory_supersede(
-        actor=actor, memory_id=memory.pk, tier=memory.scope_type, content=content, kind=kind, origin=origin
+        actor=actor,
+        memory_id=memory.pk,
+        tier=memory.scope_type,
+        content=content,
+        kind=kind,
+        origin=origin,
+        expires_at=expires_at,
     )
 
 
@@ -273,7 +289,26 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
         for key in IMPORTED_KEYS:
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise _import_error(section, index, f"{key} must be a string.")
+        item["expires_at"] = _import_expiry(item.get("expires_at"), section=section, index=index)
     return items
+
+
+def _import_expiry(value, *, section: str, index: int):
+    """``expires_at`` of an exported item: null, or an ISO 8601 date-time with a time zone. One
+    that has passed is not an error: the item is skipped (``expired``) when the file is written."""
+    if value is None:
+        return None
+    parsed = None
+    if isinstance(value, str) and len(value) <= 64:
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise _import_error(section, index, "expires_at must be an ISO 8601 date-time or null.", "invalid_expires_at")
+    if timezone.is_naive(parsed):
+        raise _import_error(section, index, "expires_at needs a time zone.", "invalid_expires_at")
+    return parsed
 
 
 def import_parse(raw: bytes) -> dict:
@@ -398,6 +433,10 @@ def _import_memories(
             report.not_active += 1
             report.results.append({**row, "result": "not_active"})
             continue
+        if item.get("expires_at") is not None and item["expires_at"] <= timezone.now():
+            report.not_active += 1  # no longer true: like a replaced version, nothing to bring back
+            report.results.append({**row, "result": "expired"})
+            continue
         key = scoped_services.duplicate_key(item["content"])
         if key in seen or (not scanned_all and active.filter(content__iexact=item["content"].strip()).exists()):
             report.duplicates += 1
@@ -420,6 +459,7 @@ def _import_memories(
                 evidence=evidence,
                 tier=create["tier"],
                 origin=create["origin"],
+                expires_at=item.get("expires_at"),
             )
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None
@@ -519,7 +559,7 @@ def home_import(
             items=items,
             section="user",
             scope=(Tier.USER.value, str(actor.pk)),
-            active=home_memories(user=actor).filter(scope_type=Tier.USER, status=Status.ACTIVE),
+            active=home_memories(user=actor).filter(live_q(), scope_type=Tier.USER),
             writer=lambda: actor,
             report=report,
             tier=Tier.USER,
@@ -530,7 +570,7 @@ def home_import(
                 items=global_items,
                 section=GLOBAL_SECTION,
                 scope=GLOBAL_SCOPE,
-                active=Memory.objects.filter(scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID, status=Status.ACTIVE),
+                active=Memory.objects.filter(live_q(), scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID),
                 writer=global_writer,
                 report=report,
                 tier=Tier.GLOBAL,

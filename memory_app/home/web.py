@@ -22,11 +22,17 @@ from config.web import service_call
 from identity_app.permissions import CREATE_TASK, project_require_permission
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
+from memory_app.memories.filters import EXPIRED, status_filter
+from memory_app.memories.forms import ExpiresAtFormField
 from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier
 from memory_app.memories.selectors import memory_chain
 
 PAGE_SIZE = 25
-STATUS_CHOICES = [(Status.ACTIVE, gettext_lazy("Active")), ("all", gettext_lazy("All versions"))]
+STATUS_CHOICES = [
+    (Status.ACTIVE, gettext_lazy("Active")),
+    (EXPIRED, gettext_lazy("Expired")),
+    ("all", gettext_lazy("All versions")),
+]
 
 
 def _items_url(source: str, **params) -> str:
@@ -57,13 +63,21 @@ def memory_home(request):
     if query:
         found = selectors.home_search(user=request.user, query=query)
         _annotate([hit.memory for hit in found.hits], user=request.user)
+    expiring = _annotate(selectors.expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
         source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
     return render(
         request,
         "home/home.html",
-        {"overview": overview, "query": query, "found": found, "confirm_word": services.CONFIRM_WORD},
+        {
+            "overview": overview,
+            "query": query,
+            "found": found,
+            "expiring": expiring,
+            "expiring_days": selectors.EXPIRING_SOON_DAYS,
+            "confirm_word": services.CONFIRM_WORD,
+        },
     )
 
 
@@ -75,9 +89,9 @@ def source_items(request):
         return redirect("web:workspace")
     status = request.GET.get("status", Status.ACTIVE)
     status = status if status in dict(STATUS_CHOICES) else Status.ACTIVE
-    qs = selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id")
-    if status != "all":
-        qs = qs.filter(status=status)
+    qs = status_filter(
+        selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"), status
+    )
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = _annotate(page.object_list, user=request.user)
     project_name = page.object_list[0].project.name if page.object_list and page.object_list[0].project else ""
@@ -109,6 +123,7 @@ def item_detail(request, memory_id):
 class CorrectForm(forms.Form):
     kind = forms.ChoiceField(choices=Kind.choices)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label=gettext_lazy("Corrected content"))
+    expires_at = ExpiresAtFormField()
 
     def __init__(self, *args, tier: str, **kwargs):
         super().__init__(*args, **kwargs)
@@ -131,7 +146,9 @@ def _changeable(request, memory_id: str):
 def item_correct(request, memory_id):
     memory = _changeable(request, memory_id)
     form = CorrectForm(
-        request.POST or None, tier=memory.scope_type, initial={"kind": memory.kind, "content": memory.content}
+        request.POST or None,
+        tier=memory.scope_type,
+        initial={"kind": memory.kind, "content": memory.content, "expires_at": memory.expires_at},
     )
     status = 200
     if request.method == "POST":

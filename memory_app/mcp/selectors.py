@@ -64,6 +64,7 @@ def _memory_hit(memory: Memory, score: float, source: SourceRef) -> dict:
         "content": content,
         "truncated": cut,
         "created_at": memory.created_at.isoformat(),
+        "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
         "score": round(score, 4),
     }
     if memory.scope_type == Tier.PROJECT:
@@ -133,4 +134,5 @@ def memory_shown(memory: Memory) -> dict:
         "truncated": cut,
         "status": memory.status,
         "created_at": memory.created_at.isoformat(),
+        "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
     }

@@ -92,6 +92,15 @@ CONTENT = {
     "maxLength": MAX_CONTENT_CHARS,
     "description": "One self-contained statement, e.g. 'Prefers answers in British English.'",
 }
+EXPIRES_AT = {
+    "type": ["string", "null"],
+    "format": "date-time",
+    "maxLength": 64,
+    "description": (
+        "When the statement stops being true, as ISO 8601 with a time zone (e.g. 2026-12-12T18:00:00+01:00), "
+        "in the future; after it the memory is no longer used or found. Null or left out: it does not expire."
+    ),
+}
 KIND = {
     "type": "string",
     "enum": sorted(IDENTITY_KINDS),
@@ -104,16 +113,22 @@ def _search_memories(ctx: CallContext, *, query, limit=selectors.SEARCH_DEFAULT_
     return selectors.memory_search(user=ctx.principal.user, query=query, limit=limit)
 
 
-def _add_memory(ctx: CallContext, *, content, kind=Kind.FACT) -> dict:
+def _add_memory(ctx: CallContext, *, content, kind=Kind.FACT, expires_at=None) -> dict:
     memory = memory_services.memory_create(
-        actor=ctx.principal.user, tier=Tier.USER, kind=kind, content=content, origin=Origin.API
+        actor=ctx.principal.user, tier=Tier.USER, kind=kind, content=content, origin=Origin.API, expires_at=expires_at
     )
     return {"result": "created", "memory": selectors.memory_shown(memory)}
 
 
-def _correct_memory(ctx: CallContext, *, memory_id, content, kind=None) -> dict:
+def _correct_memory(ctx: CallContext, *, memory_id, content, kind=None, expires_at=memory_services.KEEP_EXPIRY) -> dict:
     new = memory_services.memory_supersede(
-        actor=ctx.principal.user, memory_id=memory_id, tier=Tier.USER, content=content, kind=kind, origin=Origin.API
+        actor=ctx.principal.user,
+        memory_id=memory_id,
+        tier=Tier.USER,
+        content=content,
+        kind=kind,
+        origin=Origin.API,
+        expires_at=expires_at,
     )
     return {"result": "corrected", "replaced_id": memory_id, "memory": selectors.memory_shown(new)}
 
@@ -212,7 +227,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "they want kept. Never store credentials, secrets, guesses or passing details. To change something "
             "already saved, use correct_memory instead of adding a near-duplicate."
         ),
-        input_schema=_schema({"content": CONTENT, "kind": {**KIND, "default": Kind.FACT.value}}, ["content"]),
+        input_schema=_schema(
+            {"content": CONTENT, "kind": {**KIND, "default": Kind.FACT.value}, "expires_at": EXPIRES_AT}, ["content"]
+        ),
         handler=_add_memory,
         read_only=False,
     ),
@@ -229,6 +246,12 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "memory_id": MEMORY_ID,
                 "content": CONTENT,
                 "kind": {**KIND, "description": "Change the kind too (default: keep it)."},
+                "expires_at": {
+                    **EXPIRES_AT,
+                    "description": EXPIRES_AT["description"].replace(
+                        "Null or left out: it does not expire.", "Null: no expiry; left out: the old version's."
+                    ),
+                },
             },
             ["memory_id", "content"],
         ),

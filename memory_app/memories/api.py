@@ -1,6 +1,7 @@
 """Identity memories over REST: a user's own (``/users/me/memories``), a project's
 (``/projects/{id}/identity-memories``) and the identity context."""
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -25,7 +26,32 @@ from memory_app.memories.identity_context import identity_context_build
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
 
 
+class ExpiresAtField(serializers.DateTimeField):
+    """``expires_at`` as input: an ISO 8601 date-time with a time zone (a naive one is refused,
+    never read in the server's zone), or null for "never expires". The services also refuse a
+    time that is not in the future (400 ``invalid_expires_at``)."""
+
+    default_error_messages = {
+        "naive": "expires_at needs a time zone (an offset such as +01:00, or Z for UTC).",
+    }
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault(
+            "help_text", "When the statement stops being true (ISO 8601 with a time zone, in the future); null: never."
+        )
+        super().__init__(**kwargs)
+
+    def enforce_timezone(self, value):
+        if timezone.is_naive(value):
+            self.fail("naive")
+        return super().enforce_timezone(value)
+
+
 class MemoryOutput(serializers.ModelSerializer):
+    expired = serializers.BooleanField(read_only=True, help_text="expires_at has passed (status stays active).")
+
     class Meta:
         model = Memory
         list_serializer_class = PlannedListSerializer
@@ -44,6 +70,8 @@ class MemoryOutput(serializers.ModelSerializer):
             "evidence",
             "created_at",
             "updated_at",
+            "expires_at",
+            "expired",
         ]
 
 
@@ -63,6 +91,7 @@ class MemoryCreateInput(StrictInputMixin, serializers.Serializer):
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
     source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True, default="")
+    expires_at = ExpiresAtField()
 
 
 class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
@@ -71,6 +100,10 @@ class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
     metadata = JSONObjectField(required=False)
     evidence = JSONObjectField(required=False)
     source_thread_id = StrictCharField(max_length=64, required=False, allow_blank=True)
+    expires_at = ExpiresAtField(
+        help_text="The new version's expiry (ISO 8601 with a time zone, in the future; null: none). "
+        "Left out: the corrected memory's."
+    )
 
 
 class IdentityContextOutput(serializers.Serializer):

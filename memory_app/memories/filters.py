@@ -1,5 +1,9 @@
 """List filters of identity memories (API and web), also used by the chat memories page.
 
+``status``: ``active`` (the default) lists rows that are active and not expired (``live_q``);
+``expired`` the active rows whose expiry has passed (until the purge deletes them);
+``superseded``, ``archived``; ``all`` every row.
+
 ``q`` (alias ``search``) ranks with the retrieval engine: active memories in the scopes of the
 listed rows, best first, the list's own queryset (visibility and the other filters) applied in
 the same SQL query. Rows of other statuses, which are not indexed, match when they contain every
@@ -10,20 +14,21 @@ import django_filters
 from django.db.models import Case, IntegerField, Q, Value, When
 
 from memory_app.memories.derived import scope_key
-from memory_app.memories.models import Kind, Memory, Origin, Status
+from memory_app.memories.models import Kind, Memory, Origin, Status, expired_q, live_q
 from memory_app.search import engine
 
 SEARCH_DEPTH = 100
+EXPIRED = "expired"
+STATUS_FILTER_CHOICES = [*Status.choices, (EXPIRED, "expired"), ("all", "all")]
 MAX_SCOPES = 50
 
 
 class MemoryFilter(django_filters.FilterSet):
-    """List filters. Without ``status`` only active memories are listed; ``status=all`` lists every row."""
+    """List filters. Without ``status`` only active, unexpired memories are listed;
+    ``status=expired`` the expired ones; ``status=all`` every row."""
 
     kind = django_filters.MultipleChoiceFilter(choices=Kind.choices)
-    status = django_filters.ChoiceFilter(
-        choices=[*Status.choices, ("all", "all")], method="filter_status", empty_label=None
-    )
+    status = django_filters.ChoiceFilter(choices=STATUS_FILTER_CHOICES, method="filter_status", empty_label=None)
     origin = django_filters.ChoiceFilter(choices=Origin.choices)
     q = django_filters.CharFilter(method="filter_q", max_length=200)
     search = django_filters.CharFilter(method="filter_q", max_length=200)
@@ -36,9 +41,9 @@ class MemoryFilter(django_filters.FilterSet):
 
     @staticmethod
     def unfiltered(queryset):
-        """The list without any filter: active memories only (``ApiFilterBackend`` uses this
-        instead of building the set when a request has no filter)."""
-        return queryset.filter(status=Status.ACTIVE)
+        """The list without any filter: active, unexpired memories only (``ApiFilterBackend``
+        uses this instead of building the set when a request has no filter)."""
+        return queryset.filter(live_q())
 
     def filter_queryset(self, queryset):
         if not self.form.cleaned_data.get("status"):
@@ -46,9 +51,7 @@ class MemoryFilter(django_filters.FilterSet):
         return super().filter_queryset(queryset)
 
     def filter_status(self, queryset, name, value):
-        if value == "all":
-            return queryset
-        return queryset.filter(status=value)
+        return status_filter(queryset, value)
 
     def filter_q(self, queryset, name, value):
         value = value.strip()
@@ -60,16 +63,28 @@ class MemoryFilter(django_filters.FilterSet):
         ]
         found = engine.search(scopes=scopes, query=value, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH)
         self.search_result = found
-        ranked = Q(pk__in=found.refs, status=Status.ACTIVE)
+        live = live_q()
+        ranked = Q(pk__in=found.refs) & live
         status = self.form.cleaned_data.get("status")
         if status and status != Status.ACTIVE:
             words = Q()
             for word in value.split()[:8]:
                 words &= Q(content__icontains=word)
-            ranked |= ~Q(status=Status.ACTIVE) & words
+            ranked |= ~live & words
         order = Case(
             *[When(pk=ref, then=Value(position)) for position, ref in enumerate(found.refs)],
             default=Value(len(found.refs)),
             output_field=IntegerField(),
         )
         return queryset.filter(ranked).order_by(order, "-created_at", "-id")
+
+
+def status_filter(queryset, value: str):
+    """One ``status`` value of the lists (API, web, home) applied to ``queryset``."""
+    if value == "all":
+        return queryset
+    if value == Status.ACTIVE:
+        return queryset.filter(live_q())
+    if value == EXPIRED:
+        return queryset.filter(expired_q())
+    return queryset.filter(status=value)

@@ -8,17 +8,33 @@ from identity_app.models import Project
 from memory_app.memories.models import IDENTITY_KINDS, Kind, Status
 
 IDENTITY_KIND_CHOICES = [(value, label) for value, label in Kind.choices if value in IDENTITY_KINDS]
-STATUS_FILTER_CHOICES = [*Status.choices, ("all", _("All"))]
+STATUS_FILTER_CHOICES = [*Status.choices, ("expired", _("Expired")), ("all", _("All"))]
+
+
+class ExpiresAtFormField(forms.DateTimeField):
+    """Optional "true until": a local date and time in the reader's time zone (the profile's,
+    activated for the request); empty means it does not expire. The services refuse a past one."""
+
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("label", _("True until (optional)"))
+        kwargs.setdefault("help_text", _("After this time agents no longer use or find it. Your time zone."))
+        kwargs.setdefault("input_formats", ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"])
+        super().__init__(**kwargs)
 
 
 class MemoryCreateForm(forms.Form):
     kind = forms.ChoiceField(choices=IDENTITY_KIND_CHOICES, initial=Kind.FACT)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    expires_at = ExpiresAtFormField()
 
 
 class MemoryCorrectForm(forms.Form):
     kind = forms.ChoiceField(choices=IDENTITY_KIND_CHOICES)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label=_("Corrected content"))
+    expires_at = ExpiresAtFormField()
 
 
 class MemoryFilterForm(forms.Form):

@@ -4,6 +4,7 @@ project summaries (docs/tiers.md)."""
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
@@ -72,6 +73,23 @@ def new_memory_id() -> str:
     return new_id("mem")
 
 
+def live_q(*, now=None, prefix: str = "") -> Q:
+    """The one rule for which rows agents, searches and default lists see: active and not
+    expired at ``now`` (docs/tiers.md, "Expiry"). An item leaves them the second it expires,
+    whatever the purge job has done. ``prefix`` reads the rule through a relation
+    (``"memories__"``)."""
+    now = now or timezone.now()
+    return Q(**{f"{prefix}status": Status.ACTIVE}) & (
+        Q(**{f"{prefix}expires_at__isnull": True}) | Q(**{f"{prefix}expires_at__gt": now})
+    )
+
+
+def expired_q(*, now=None) -> Q:
+    """Active rows whose expiry has passed: out of every context and search, listed only when
+    a filter asks for them, purged after the grace period."""
+    return Q(status=Status.ACTIVE, expires_at__lte=now or timezone.now())
+
+
 class Memory(models.Model):
     """One remembered statement in one tier.
 
@@ -115,6 +133,8 @@ class Memory(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the statement stops being true; null: it does not expire (docs/tiers.md, "Expiry").
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "memories"
@@ -129,6 +149,8 @@ class Memory(models.Model):
             # A user's own memories newest first: the memory list's page and its count.
             models.Index(fields=["owner", "scope_type", "-created_at", "-id"], name="memory_owner_recent_idx"),
             models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
+            # Only rows that expire: the purge job and the "expiring soon" group read them.
+            models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="memory_expires_idx"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -160,6 +182,13 @@ class Memory(models.Model):
 
     def __str__(self):
         return f"{self.id} [{self.scope_type}/{self.kind}/{self.status}]"
+
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    @property
+    def expired(self) -> bool:
+        return self.is_expired()
 
     @property
     def origin_label(self) -> str:

@@ -12,7 +12,7 @@ from identity_app.permissions import (
     project_ids_with_permission,
     project_require_permission,
 )
-from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Status, Tier
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, live_q
 
 IDENTITY_CONTEXT_LIMIT = 5
 MAX_CHAIN_LENGTH = 1000
@@ -115,9 +115,9 @@ def memory_chain(*, memory: Memory) -> list[Memory]:
 
 
 def latest_active(qs: QuerySet[Memory], limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
-    """The newest active ``limit`` of ``qs``, without its related rows (the identity block and
-    its API output read the memories' own fields)."""
-    return list(qs.filter(status=Status.ACTIVE).select_related(None).order_by("-created_at", "-id")[:limit])
+    """The newest active, unexpired ``limit`` of ``qs``, without its related rows (the identity
+    block and its API output read the memories' own fields)."""
+    return list(qs.filter(live_q()).select_related(None).order_by("-created_at", "-id")[:limit])
 
 
 def latest_active_user_memories(*, user, limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:

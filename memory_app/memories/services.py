@@ -1,11 +1,14 @@
 """Every write to tiered memories goes through these functions."""
 
 import logging
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
@@ -28,6 +31,7 @@ from memory_app.memories.models import (
     ProjectSummary,
     Status,
     Tier,
+    expired_q,
 )
 from memory_app.memories.selectors import MAX_CHAIN_LENGTH, chat_is_bound_to, memory_visibility_q
 
@@ -44,6 +48,36 @@ def _validate_content(content) -> str:
     if len(content) > MAX_CONTENT_CHARS:
         raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters.")
     return clean_text(content, field="content")
+
+
+# ``memory_supersede(expires_at=KEEP_EXPIRY)``: the new version expires when the old one would.
+KEEP_EXPIRY = "keep"
+
+
+def validate_expires_at(value, *, now: datetime | None = None) -> datetime | None:
+    """``expires_at`` as every writer takes it: null (never expires), or an ISO 8601 date-time
+    with a time zone that lies in the future."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise InvalidInput(
+                "expires_at must be an ISO 8601 date-time, e.g. 2026-12-12T18:00:00+01:00.", code="invalid_expires_at"
+            )
+        value = parsed
+    if not isinstance(value, datetime):
+        raise InvalidInput("expires_at must be an ISO 8601 date-time or null.", code="invalid_expires_at")
+    if timezone.is_naive(value):
+        raise InvalidInput(
+            "expires_at needs a time zone (an offset such as +01:00, or Z for UTC).", code="invalid_expires_at"
+        )
+    if value <= (now or timezone.now()):
+        raise InvalidInput("expires_at must be in the future.", code="invalid_expires_at")
+    return value.astimezone(UTC)
 
 
 def _validate_kind(kind, tier: str) -> str:
@@ -146,9 +180,11 @@ def memory_create(
     metadata: dict | None = None,
     evidence: dict | None = None,
     source_thread_id: str = "",
+    expires_at: datetime | str | None = None,
 ) -> Memory:
     content = _validate_content(content)
     kind = _validate_kind(kind, tier)
+    expires_at = validate_expires_at(expires_at)
     metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
     evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
     if origin not in Origin.values:
@@ -164,6 +200,7 @@ def memory_create(
             evidence=evidence,
             source_thread_id=(source_thread_id or "")[:64],
             created_by=actor if actor and actor.is_authenticated else None,
+            expires_at=expires_at,
             **scope,
         )
         memory.save(force_insert=True)
@@ -198,8 +235,12 @@ def memory_supersede(
     evidence: dict | None = None,
     source_thread_id: str | None = None,
     staff_review: bool = False,
+    expires_at: datetime | str | None = KEEP_EXPIRY,
 ) -> Memory:
     """Replace an active memory by a new row; the old row becomes ``superseded`` → new.
+
+    ``expires_at``: the new version's expiry (null: none); by default the old one's. An expired
+    row is no longer active for this purpose: 409 ``not_active`` like a superseded one.
 
     ``tier``/``project_id`` restrict which rows the caller's route may address, so an id of
     another tier or project is a 404. Two concurrent supersedes of one row: the row lock
@@ -208,6 +249,8 @@ def memory_supersede(
     ``staff_may_review_memories``.
     """
     content = _validate_content(content)
+    keep_expiry = isinstance(expires_at, str) and expires_at == KEEP_EXPIRY
+    new_expiry = None if keep_expiry else validate_expires_at(expires_at)
     metadata = (
         validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES) if metadata is not None else None
     )
@@ -219,6 +262,9 @@ def memory_supersede(
         _require_write(actor=actor, memory=old, staff_review=staff_review, action="supersede")
         if old.status != Status.ACTIVE:
             raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
+        now = timezone.now()
+        if old.is_expired(now):
+            raise Conflict("Memory has expired; only active memories can be superseded.", code="not_active")
         new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
         new = Memory(
             scope_type=old.scope_type,
@@ -232,11 +278,12 @@ def memory_supersede(
             evidence=evidence if evidence is not None else old.evidence,
             source_thread_id=(source_thread_id if source_thread_id is not None else old.source_thread_id)[:64],
             created_by=actor if actor and actor.is_authenticated else None,
+            expires_at=old.expires_at if keep_expiry else new_expiry,
         )
         new.save(force_insert=True)
         # Conditional update as a second guard: exactly one supersede can move the row.
         moved = Memory.objects.filter(pk=old.pk, status=Status.ACTIVE).update(
-            status=Status.SUPERSEDED, superseded_by=new, updated_at=timezone.now()
+            status=Status.SUPERSEDED, superseded_by=new, updated_at=now
         )
         if moved != 1:
             raise Conflict("Memory was superseded concurrently.", code="not_active")
@@ -319,6 +366,50 @@ def memory_forget_many(*, actor: AbstractBaseUser, memory_ids: list[str]) -> lis
         derived.on_memories_deleted(doomed)
         Memory.objects.filter(pk__in=doomed).delete()
     logger.info("memories forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
+    return doomed
+
+
+PURGE_BATCH = 500
+
+
+def memories_purge_expired(*, now: datetime | None = None, grace_days: int | None = None) -> list[str]:
+    """Delete for good the memories that expired more than ``grace_days`` ago
+    (``MEMORY_EXPIRED_GRACE_DAYS``; 0 keeps them as expired), as forgetting would: with the
+    older versions they replaced, their search documents, postings and vectors, and what
+    registered copies (auto-memory log text, consolidation candidates) hold of them. At most
+    ``PURGE_BATCH`` expired rows per call (the worker calls it every round). Returns the
+    deleted ids."""
+    grace_days = settings.MEMORY_EXPIRED_GRACE_DAYS if grace_days is None else grace_days
+    if grace_days <= 0:
+        return []
+    cutoff = (now or timezone.now()) - timedelta(days=grace_days)
+    with transaction.atomic():
+        expired = list(
+            Memory.objects.select_for_update()
+            .filter(expired_q(now=cutoff))
+            .order_by("expires_at", "pk")
+            .values_list("pk", "scope_type", "scope_id")[:PURGE_BATCH]
+        )
+        if not expired:
+            return []
+        in_scopes = Q(pk__in=[])
+        for scope_type, scope_id in {(t, i) for _pk, t, i in expired}:
+            in_scopes |= Q(scope_type=scope_type, scope_id=scope_id)
+        doomed = [pk for pk, _t, _i in expired]
+        frontier = list(doomed)
+        for _ in range(MAX_CHAIN_LENGTH):
+            frontier = list(
+                Memory.objects.select_for_update()
+                .filter(in_scopes, superseded_by_id__in=frontier)
+                .exclude(pk__in=doomed)
+                .values_list("pk", flat=True)
+            )
+            if not frontier:
+                break
+            doomed.extend(frontier)
+        derived.on_memories_deleted(doomed)
+        Memory.objects.filter(pk__in=doomed).delete()
+    logger.info("expired memories purged", extra={"memory_ids": doomed, "grace_days": grace_days})
     return doomed
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -26,7 +26,7 @@ from identity_app.services import project_create
 from memory_app.memories import selectors, services
 from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.forms import MemoryCorrectForm, MemoryCreateForm, MemoryFilterForm, ProjectCreateForm
-from memory_app.memories.models import Memory, Origin, Status, Tier
+from memory_app.memories.models import Memory, Origin, Status, Tier, live_q
 from memory_app.search.highlight import highlight
 
 PAGE_SIZE = 20
@@ -166,7 +166,7 @@ def _memory_detail(request, scope: MemoryScope, memory_id: str):
 
 def _memory_correct(request, scope: MemoryScope, memory_id: str):
     memory = scope.get(request.user, memory_id)
-    form = MemoryCorrectForm(initial={"kind": memory.kind, "content": memory.content})
+    form = MemoryCorrectForm(initial={"kind": memory.kind, "content": memory.content, "expires_at": memory.expires_at})
     status = 200
     if request.method == "POST":
         form = MemoryCorrectForm(request.POST)
@@ -238,7 +238,7 @@ def my_memory_forget(request, memory_id):
 def _projects_with_role(user):
     return (
         projects_with_my_role(user=user)
-        .annotate(active_memories=Count("memories", filter=Q(memories__status=Status.ACTIVE)))
+        .annotate(active_memories=Count("memories", filter=live_q(prefix="memories__")))
         .order_by("name", "id")
     )
 

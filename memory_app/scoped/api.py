@@ -10,6 +10,7 @@ from identity_app import chat_bindings
 from identity_app.filters import ChatBindingFilter
 from identity_app.models import ChatBinding
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
+from memory_app.memories.api import ExpiresAtField
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
 from memory_app.ops.api import JobOutput, job_accepted
 from memory_app.scoped import consolidation, search
@@ -45,6 +46,7 @@ class ItemCreateInput(StrictInputMixin, serializers.Serializer):
     metadata = JSONObjectField(required=False, default=dict)
     evidence = JSONObjectField(required=False, default=dict)
     scope_type = serializers.ChoiceField(choices=["global"], required=False)
+    expires_at = ExpiresAtField()
 
 
 class ItemOutput(serializers.ModelSerializer):
@@ -61,6 +63,7 @@ class ItemOutput(serializers.ModelSerializer):
             "metadata",
             "evidence",
             "created_at",
+            "expires_at",
         ]
 
 
@@ -86,6 +89,8 @@ class SearchHitOutput(serializers.Serializer):
     scope_type = serializers.CharField()
     scope_id = serializers.CharField()
     score = serializers.FloatField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
 
 
 class SearchOutput(serializers.Serializer):

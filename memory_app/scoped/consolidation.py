@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
@@ -22,8 +23,10 @@ from identity_app.services import user_grant_service
 from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
 from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.automemory.redaction import redact
+from memory_app.automemory.timebound import expiry_details, with_expiry
 from memory_app.memories import services
-from memory_app.memories.models import KIND_VALUES, Memory, Origin, Status
+from memory_app.memories.models import KIND_VALUES, Memory, Origin, live_q
+from memory_app.memories.timing import chat_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
@@ -62,6 +65,13 @@ def system_actor() -> AbstractBaseUser:
         user_grant_service(user=user)
         user = get_user_model().objects.get(pk=user.pk)  # drop the cached permissions
     return user
+
+
+def session_zone(session_id: str):
+    """The time zone statements in a session are read in: that of the user its chat is bound
+    to, else the server's."""
+    scope = resolve_scope_from_session(session_id)
+    return chat_zone(scope[1] if scope[0] == SCOPE_TYPE_CHAT else None)
 
 
 def turn_text(messages: list[dict]) -> str:
@@ -109,7 +119,7 @@ def apply_candidate(
         content=candidate.content,
         subject_key=(candidate.subject_key or "")[:240],
         confidence=candidate.confidence,
-        evidence=candidate.evidence or {},
+        evidence={**(candidate.evidence or {}), **expiry_details(candidate)},
         scope_type=scope[0],
         scope_id=scope[1],
     )
@@ -129,9 +139,9 @@ def apply_candidate(
         if duplicate is None and candidate.subject_key:
             same_subject = (
                 Memory.objects.filter(
+                    live_q(),
                     scope_type=scope[0],
                     scope_id=scope[1],
-                    status=Status.ACTIVE,
                     kind=candidate.kind,
                     metadata__subject_key=candidate.subject_key,
                 )
@@ -140,7 +150,11 @@ def apply_candidate(
             )
         metadata = {"subject_key": candidate.subject_key, "extractor": extractor_name}
         # Only the system names the session: clue keys from the extractor are dropped.
-        evidence = {**strip_scope_clues(candidate.evidence), "source_session_id": session_id}
+        evidence = {
+            **strip_scope_clues(candidate.evidence),
+            **expiry_details(candidate),
+            "source_session_id": session_id,
+        }
         if duplicate is not None:
             record.decision, record.memory = CandidateDecision.DUPLICATE, duplicate
             record.reason = "same text already active in this scope"
@@ -152,6 +166,7 @@ def apply_candidate(
                 origin=Origin.CONSOLIDATION,
                 metadata=metadata,
                 evidence=evidence,
+                expires_at=candidate.expires_at,
             )
             record.decision, record.reason = CandidateDecision.SUPERSEDED, f"newer words for {same_subject.pk}"
         else:
@@ -164,6 +179,7 @@ def apply_candidate(
                 origin=Origin.CONSOLIDATION,
                 metadata=metadata,
                 evidence=evidence,
+                expires_at=candidate.expires_at,
             )
             record.decision = CandidateDecision.CREATED
         record.save(force_insert=True)
@@ -184,6 +200,8 @@ def consolidate_text(
     # outside any transaction; writes follow per candidate.
     text = redact(text, contact_info=False).text
     candidates = extractor.extract(text, max_items=MAX_CANDIDATES)[:MAX_CANDIDATES]
+    # "I'm in Lisbon this week": said now, in the zone of the user the chat is bound to.
+    candidates = with_expiry(candidates, now=timezone.now(), zone=session_zone(session_id))
     report = ConsolidationReport(session_id=session_id)
     for candidate in candidates:
         report.candidates.append(

@@ -7,6 +7,7 @@ from config.errors import ServiceUnavailable
 from config.lowtrust import SCOPED_FRAME, low_trust_block, neutralize_low_trust
 from identity_app.session_keys import InvalidSessionKey
 from memory_app.agent.models import run_is_top_level
+from memory_app.memories.timing import dated, user_zone
 from memory_app.scoped.search import MAX_QUERY_CHARS, session_search
 
 logger = logging.getLogger(__name__)
@@ -42,9 +43,11 @@ def scoped_items_section(*, run, query: str) -> str | None:
         return None
     lines: list[str] = []
     size = len(HEADER) + len(SCOPED_FRAME.begin) + len(SCOPED_FRAME.end)
+    zone = user_zone(run.user)
     for hit in hits:
         # Measured as shown: the block neutralizes delimiter look-alikes in what it frames.
         text = neutralize_low_trust(" ".join(hit.content.split()))
+        text = dated(text, created_at=hit.created_at, expires_at=hit.expires_at, zone=zone)
         line = f"- [{hit.scope_type}/{hit.kind}] {text}"
         if size + len(line) > MAX_SECTION_CHARS:
             break

@@ -3,15 +3,16 @@ cascade (docs/scoped-memory.md) shared by all three.
 
 Ranking is the retrieval engine's (``memory_app.search.engine``: BM25 with the scope's own
 statistics, e5 vectors, reciprocal rank fusion) over one scope at a time; the hits are then
-loaded with the scope and "active" filter in the same SQL query, so an item that moved or was
-archived since it was indexed is never returned.
+loaded with the scope and "active, unexpired" filter (``live_q``) in the same SQL query, so an
+item that moved, was archived or expired since it was indexed is never returned.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from config.validation import clean_text
 from memory_app.memories.derived import scope_key
-from memory_app.memories.models import Memory, Status
+from memory_app.memories.models import Memory, live_q
 from memory_app.scoped.scope import cascade_scopes
 from memory_app.search import engine
 
@@ -29,6 +30,8 @@ class Hit:
     scope_type: str
     scope_id: str
     score: float
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -38,11 +41,13 @@ class Hit:
             "scope_type": self.scope_type,
             "scope_id": self.scope_id,
             "score": round(float(self.score), 6),
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
 
 
 def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, warnings: list | None = None):
-    """The ``limit`` best active items of one scope."""
+    """The ``limit`` best active, unexpired items of one scope."""
     if limit <= 0 or not query.strip():
         return []
     found = engine.search(
@@ -53,8 +58,8 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
     rows = {
         row[0]: row
         for row in Memory.objects.filter(
-            pk__in=found.refs, scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE
-        ).values_list("id", "content", "kind")
+            live_q(), pk__in=found.refs, scope_type=scope[0], scope_id=scope[1]
+        ).values_list("id", "content", "kind", "created_at", "expires_at")
     }
     hits = [
         Hit(
@@ -64,6 +69,8 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
             scope_type=scope[0],
             scope_id=scope[1],
             score=hit.score,
+            created_at=rows[hit.ref][3],
+            expires_at=rows[hit.ref][4],
         )
         for hit in found.hits
         if hit.ref in rows

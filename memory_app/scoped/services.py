@@ -11,6 +11,7 @@ check and dreaming's archive pass use.
 """
 
 import functools
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
@@ -21,7 +22,7 @@ from config.validation import clean_text, validate_json_value
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.automemory.extraction import normalize_text
 from memory_app.memories import services
-from memory_app.memories.models import Memory, Origin, Status
+from memory_app.memories.models import Memory, Origin, live_q
 from memory_app.memories.selectors import chat_is_bound_to
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.scope import (
@@ -60,9 +61,10 @@ def duplicate_key(text: str) -> str:
 
 
 def recent_active_texts(scope: tuple[str, str]):
-    """(id, content) of the scope's newest active items, newest first (bounded)."""
+    """(id, content) of the scope's newest active, unexpired items, newest first (bounded): an
+    expired item is no duplicate of a new statement of the same fact."""
     return (
-        Memory.objects.filter(scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE)
+        Memory.objects.filter(live_q(), scope_type=scope[0], scope_id=scope[1])
         .order_by("-created_at", "-id")
         .values_list("id", "content")[:DUPLICATE_SCAN_LIMIT]
     )
@@ -76,9 +78,7 @@ def find_duplicate(*, scope: tuple[str, str], content: str) -> Memory | None:
     """
     key = duplicate_key(content)
     same_text = (
-        Memory.objects.filter(
-            scope_type=scope[0], scope_id=scope[1], status=Status.ACTIVE, content__iexact=content.strip()
-        )
+        Memory.objects.filter(live_q(), scope_type=scope[0], scope_id=scope[1], content__iexact=content.strip())
         .order_by("created_at", "id")
         .first()
     )
@@ -122,6 +122,7 @@ def scoped_item_create(
     evidence: dict | None = None,
     scope_type: str | None = None,
     origin: str = Origin.API,
+    expires_at: datetime | str | None = None,
 ) -> tuple[Memory, bool]:
     """Create an item in the scope of (session, kind); returns (item, created).
 
@@ -129,6 +130,7 @@ def scoped_item_create(
     second copy (``created`` False).
     """
     clean_text(content, field="content")
+    expires_at = services.validate_expires_at(expires_at)
     validate_json_value(metadata, field="metadata")
     validate_json_value(evidence, field="evidence")
     reject_scope_in_metadata(metadata, evidence)
@@ -166,6 +168,7 @@ def scoped_item_create(
             origin=origin,
             metadata=metadata,
             evidence=evidence,
+            expires_at=expires_at,
         )
     return memory, True
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from config.errors import DomainError, ServiceUnavailable
 from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.memories.services import memories_purge_expired
 from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbeat, worker_heartbeat_end
 from memory_app.scoped.consolidation import dream_round
 from memory_app.search.embedder import embed_pending
@@ -78,6 +79,7 @@ class Command(BaseCommand):
                 counts[result.outcome] = counts.get(result.outcome, 0) + 1
             summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to do"
             self.stdout.write(f"auto-memory round: {len(results)} runs ({summary})")
+            self._purge_expired()
             if dream:
                 dreamed = dream_round(limit=dream_limit)
                 failed = sum(isinstance(r, DomainError) for r in dreamed.values())
@@ -93,6 +95,18 @@ class Command(BaseCommand):
                 self._jobs()
                 return
             self._wait(interval)
+
+    def _purge_expired(self) -> None:
+        """Expired memories past their grace period (``MEMORY_EXPIRED_GRACE_DAYS``) go for good,
+        a bounded batch per round; they left every read path when they expired."""
+        try:
+            purged = memories_purge_expired()
+        except DatabaseError as exc:
+            logger.warning("expired-memory purge failed", extra={"error_class": type(exc).__name__})
+            close_old_connections()
+            return
+        if purged:
+            self.stdout.write(f"expired memories purged: {len(purged)}")
 
     # --- jobs and heartbeat between rounds ------------------------------------------------
     def _start(self, *, worker_id: str, job_poll: float, once: bool) -> None:

@@ -1,5 +1,6 @@
 """Identity memories on the first round of a new top-level run (docs/auto-memory.md, Injection)."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -46,6 +47,9 @@ def test_latest_five_of_each_tier_in_order_prepended_to_copies(alice, project):
     assert result.prompt == f"{block}\n\nOriginal prompt"
     assert result.goal == f"{block}\n\nOriginal goal"
     lines = [line for line in block.splitlines() if line.startswith("- [")]
+    # Each item carries the day it was written (docs/tiers.md, "Expiry").
+    assert all(re.match(r"- \[\w+\] \[\d{4}-\d{2}-\d{2}\] ", line) for line in lines)
+    lines = [re.sub(r" \[\d{4}-\d{2}-\d{2}\]", "", line, count=1) for line in lines]
     assert lines == [f"- [preference] user fact {i}" for i in (6, 5, 4, 3, 2)] + [
         f"- [decision] project fact {i}" for i in (6, 5, 4, 3, 2)
     ]
