@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('identity_app', '0006_profile_language'),
-        ('memory_app', '0014_memory_owner_recent_idx'),
+        ('memory_app', '0015_agentrun_context_rounds'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
