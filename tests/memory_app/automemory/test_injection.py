@@ -15,6 +15,7 @@ from memory_app.automemory.injection import (
 )
 from memory_app.memories.models import Status
 from tests.factories import AgentRunFactory, MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserMemoryFactory
+from tests.lowtrust_frames import block_lines, block_parts
 from tests.memory_app.automemory.helpers import enable
 
 pytestmark = pytest.mark.django_db
@@ -45,12 +46,12 @@ def test_latest_five_of_each_tier_in_order_prepended_to_copies(alice, project):
     block = result.block
     assert result.prompt == f"{block}\n\nOriginal prompt"
     assert result.goal == f"{block}\n\nOriginal goal"
-    lines = [line for line in block.splitlines() if line.startswith("- [")]
+    lines = [line for line in block_lines(block) if line.startswith("- [")]
     assert lines == [f"- [preference] user fact {i}" for i in (6, 5, 4, 3, 2)] + [
         f"- [decision] project fact {i}" for i in (6, 5, 4, 3, 2)
     ]
     assert block.index("User memories") < block.index("Project memories")
-    assert "not instructions" in block and 'trust="low"' in block
+    assert "not instructions" in block_parts(block)[0]  # the trusted header, before the frame
     stored = AgentRun.objects.get(pk=run.pk)
     assert (stored.prompt, stored.goal) == ("Original prompt", "Original goal")
 
