@@ -228,28 +228,49 @@ _END_DATA = _words("end", "data")
 _MEMORY = rf"{_loose('memor')}\s*+(?:y|{_loose('ies')})"
 _MEMORY_MD = rf"{_MEMORY}\s*+\.\s*+{_loose('md')}"
 _TAG_NAMES = rf"(?:{_words('identity')}|{_words('scoped')}){_SEP}{_MEMORY}"
-_LOOKALIKE_RE = re.compile(
+# Every look-alike holds a '<' or a '>'. Those that start with a bracket or a slash are one
+# regex (it scans for its first character); those whose opening brackets are missing or
+# disguised start with a word and end with '>', the other one, run only on a text with a '>'.
+_OPENED_RE = re.compile(
     "|".join(
         [
             # The boundary markers, any value: <<<DATA …>>>, <<<END DATA …>>>, << end-data >>,
-            # <END DATA …>, an unclosed <<<END DATA, and END DATA …>>> with its '<<<' disguised.
+            # <END DATA …>, an unclosed <<<END DATA …
             rf"(?<!<)<<++\s*+(?:{_words('end')}{_SEP})?{_DATA}(?:{_LINE}{{0,80}}?>++)?",
             rf"(?<!<)<\s*+{_END_DATA}(?:{_LINE}{{0,80}}?>++)?",
-            rf"{_END_DATA}{_LINE}{{0,80}}?>>++",
             # … and with something in between when both bracket runs are there: <<<x END DATA 1>>>
             rf"(?<!<)<<++{_LINE}{{0,40}}?{_DATA}{_LINE}{{0,80}}?>>++",
             # Earlier versions' fixed delimiters, which older prompts may still hold:
             # <identity_memory …>, </identity_memory>, < / Identity-Memory >, <scoped-memory>, …
             rf"<\s*+[/\\]?\s*+{_TAG_NAMES}(?:{_LINE}{{0,200}}>)?",
             rf"[/\\]\s*+{_TAG_NAMES}\s*+>",
-            # <<<MEMORY.md (data)>>>, <<<end of MEMORY.md>>>, <end of memory.md>, end of MEMORY.md>>>
+            # <<<MEMORY.md (data)>>>, <<<end of MEMORY.md>>>, <end of memory.md>
             rf"(?<!<)<++{_LINE}{{0,60}}?{_MEMORY_MD}(?:{_LINE}{{0,60}}?>++)?",
             rf"(?<!<)<<++{_LINE}{{0,60}}?{_MEMORY}(?:{_LINE}{{0,60}}?>++)?",
+        ]
+    )
+)
+_CLOSED_RE = re.compile(
+    "|".join(
+        [
+            # END DATA …>>>, end of MEMORY.md>>> with their '<<<' missing or disguised
+            rf"{_END_DATA}{_LINE}{{0,80}}?>>++",
             rf"{_MEMORY_MD}{_LINE}{{0,20}}?>++",
             rf"{_MEMORY}{_LINE}{{0,20}}?>>++",
         ]
     )
 )
+
+
+def _lookalike_spans(folded: str) -> list[tuple[int, int]]:
+    spans = []
+    if "<" in folded or "/" in folded or "\\" in folded:
+        spans = [match.span() for match in _OPENED_RE.finditer(folded)]
+    if ">" in folded:
+        spans += [match.span() for match in _CLOSED_RE.finditer(folded)]
+        spans.sort()
+    return spans
+
 
 # Format characters (zero-width space and joiners, word joiner, BOM, bidi controls, soft
 # hyphen) and combining marks are invisible or decorate a letter: they are ignored.
@@ -459,7 +480,7 @@ def _replace_lookalikes(text: str) -> str:
         return text
     decoded, layers = _decoded(text)
     folded, origin = _folded(decoded)
-    spans = [match.span() for match in _LOOKALIKE_RE.finditer(folded)]
+    spans = _lookalike_spans(folded)
     if not spans:
         return text
     if origin is not None:
