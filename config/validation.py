@@ -20,6 +20,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.utils.json import strict_constant
 
 from config.api import error_body, is_api_request
+from config.budgets import json_size
 from config.errors import InvalidInput, PayloadTooLarge, TooLarge
 
 ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
@@ -70,11 +71,6 @@ def validate_json_value(value, *, field: str):
     if problem:
         raise InvalidInput(f"{field} {problem}.", code="invalid_text")
     return value
-
-
-def json_size(value) -> int:
-    """Bytes of ``value`` as the API renders it (compact separators, UTF-8, no ASCII escaping)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def validate_json_container(value, *, field: str, max_bytes: int, kind: type = dict):

@@ -1,50 +1,7 @@
-"""UTF-8 byte budgets. Every cut of text shown to an agent goes through ``truncate_utf8``."""
+"""UTF-8 byte budgets: the one cutting helper lives in ``config.budgets`` (the low-trust frame
+builder, ``config.lowtrust``, cuts with it too); this module keeps the names its callers import."""
 
+from config.budgets import TRUNCATION_MARKER, truncate_json_text, truncate_utf8, utf8_len
 from config.validation import json_size
 
-TRUNCATION_MARKER = "…[truncated]"
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-def truncate_utf8(text: str, max_bytes: int, *, marker: str = TRUNCATION_MARKER) -> tuple[str, bool]:
-    """Return ``(text, truncated)`` where the result, marker included, is at most ``max_bytes``
-    UTF-8 bytes and never splits a code point.
-
-    Every cut is marked: a cut text ends with ``marker``. When even the marker does not fit in
-    ``max_bytes`` the whole text is omitted and the result is ``("", True)``; callers report such
-    an item as omitted (never a partial text without its marker)."""
-    if max_bytes < 0:
-        raise ValueError("max_bytes must be >= 0")
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text, False
-    marker_bytes = marker.encode("utf-8")
-    if not marker_bytes or len(marker_bytes) > max_bytes:
-        return "", True
-    room = max_bytes - len(marker_bytes)
-    # Slicing bytes can only break the last code point; dropping its partial bytes keeps the
-    # result valid UTF-8 and at most ``room`` bytes long.
-    head = data[:room].decode("utf-8", errors="ignore")
-    return head + marker, True
-
-
-def truncate_json_text(text: str, max_json_bytes: int, *, marker: str = TRUNCATION_MARKER) -> tuple[str, bool]:
-    """``truncate_utf8`` budgeted on the serialized size: the result rendered as a JSON string
-    (quotes and escapes included, see ``json_size``) is at most ``max_json_bytes``. Control
-    characters, quotes and backslashes grow when escaped, so a raw byte budget is not enough."""
-    if json_size(text) <= max_json_bytes:
-        return text, False
-    # Largest UTF-8 budget whose cut still fits once escaped; the escaped size grows with it.
-    low, high = 0, min(utf8_len(text), max(0, max_json_bytes - 2))
-    best = ("", True)
-    while low <= high:
-        middle = (low + high) // 2
-        candidate = truncate_utf8(text, middle, marker=marker)
-        if json_size(candidate[0]) <= max_json_bytes:
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
-    return best
+__all__ = ["TRUNCATION_MARKER", "json_size", "truncate_json_text", "truncate_utf8", "utf8_len"]

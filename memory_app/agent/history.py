@@ -3,7 +3,8 @@
 These selectors own visibility (through ``history_threads``/``history_messages``), the field
 allowlist, every byte budget and the truncation markers (docs/runs.md). Cutting itself is
 ``truncate_utf8``; ranking is the shared engine's (``memory_app.search``). Every stored text they
-return is low-trust: ``_shown`` neutralizes delimiter look-alikes in it.
+return is low-trust: ``_shown`` cuts, neutralizes and datamarks it (``mark_data``), and the result
+is framed with this response's boundary (``low_trust_result``; docs/runs.md, Low-trust blocks).
 """
 
 import json
@@ -12,7 +13,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
-from config.lowtrust import neutralize_low_trust
+from config.lowtrust import low_trust_result, mark_data
 from config.validation import clean_text, json_size
 from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.indexing import HISTORY_ROLES, history_scope
@@ -44,20 +45,21 @@ HISTORY_NOTICE = (
 
 
 def _shown(text: str, budget: int, cut=truncate_utf8) -> tuple[str, bool]:
-    """``text`` as it may reach an agent: cut to ``budget`` (marked), delimiter look-alikes
-    neutralized, and cut again should the neutralized form be longer."""
-    text, was_cut = cut(text, budget)
-    text, recut = cut(neutralize_low_trust(text), budget)
-    return text, was_cut or recut
+    """``text`` as it may reach an agent: cut, neutralized and datamarked within ``budget``
+    (marks and cut marker included)."""
+    shown = mark_data(text, budget, cut=cut)
+    return shown.text, shown.truncated
 
 
 def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     """A window of ``content`` starting shortly before the first matched term, cut to budget."""
-    spans = match_spans(content[:SEARCH_SCORING_CHARS], terms)
+    head = content[:SEARCH_SCORING_CHARS]
+    spans = match_spans(head, terms)
     start = max(0, spans[0][0] - 80) if spans else 0
-    prefix = "…" if start else ""
-    text, cut = _shown(prefix + content[start:], budget)
-    return text, cut or bool(start)
+    prefix = "…" if start else ""  # the cut before the window is marked by this prefix
+    # ``content`` is the column's first characters: longer than the head, the message goes on.
+    shown = mark_data(prefix + head[start:], budget, truncated=len(content) > SEARCH_SCORING_CHARS)
+    return shown.text, shown.truncated or bool(start)
 
 
 def _with_next_turns(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -117,7 +119,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         row["id"]: row
         for row in history_messages(user_id=user_id)
         .filter(id__in=ids)
-        .annotate(head=Left("content", SEARCH_SCORING_CHARS))
+        .annotate(head=Left("content", SEARCH_SCORING_CHARS + 1))
         .values("id", "conversation_id", "conversation__title", "role", "created_at", "head")
     }
     hits = []
@@ -140,16 +142,10 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         )
         if len(hits) == limit:
             break
-    response = {
-        "result": "ok",
-        "trust": "low",
-        "notice": HISTORY_NOTICE,
-        "query": _shown(query, 512)[0],
-        "results": hits,
-        "truncated": False,
-    }
+    fields = {"result": "ok", "query": _shown(query, 512)[0], "results": hits, "truncated": False}
     if found.warnings:
-        response["warnings"] = found.warnings
+        fields["warnings"] = found.warnings
+    response = low_trust_result(fields, notice=HISTORY_NOTICE)
     while json_size(response) > SEARCH_RESPONSE_BYTES and response["results"]:
         response["results"].pop()
         response["truncated"] = True
@@ -228,6 +224,9 @@ def history_read(
             content_truncated = True
             break
         text, cut = _shown(row["head"], budget)
+        if cut and not text:  # what is left of the total cannot show even a marked cut
+            content_truncated = True
+            break
         total += utf8_len(text)
         content_truncated = content_truncated or cut
         items.append(
@@ -239,10 +238,8 @@ def history_read(
                 "truncated": cut,
             }
         )
-    response = {
+    fields = {
         "result": "ok",
-        "trust": "low",
-        "notice": HISTORY_NOTICE,
         "thread_id": thread["id"],
         "thread_title": _shown(thread["title"] or "", 120)[0],
         "messages": items,
@@ -250,7 +247,8 @@ def history_read(
         "truncated": content_truncated,
     }
     if include_tools and items:
-        response["tool_calls"] = _history_tool_calls(thread_id=thread_id, first=rows[0], last=rows[len(items) - 1])
+        fields["tool_calls"] = _history_tool_calls(thread_id=thread_id, first=rows[0], last=rows[len(items) - 1])
+    response = low_trust_result(fields, notice=HISTORY_NOTICE)
     # The response cap is on the serialized size: escaping can make it larger than the sum of
     # the byte budgets. Tool calls go first (the latest first), then the oldest messages.
     while json_size(response) > READ_RESPONSE_BYTES and response.get("tool_calls"):

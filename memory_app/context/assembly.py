@@ -14,10 +14,10 @@ none of them (``memory_off_reason`` says why).
 
 import logging
 
+from config.budgets import truncate_utf8
 from config.errors import InvalidInput
-from config.lowtrust import MEMORY_FILE_FRAME, low_trust_block, neutralize_low_trust
+from config.lowtrust import Marked, low_trust_block, mark_data
 from config.validation import clean_text
-from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.agent.models import AgentRun, run_gets_memory, run_is_top_level
 from memory_app.agent.selectors import run_memory_enabled
@@ -42,10 +42,10 @@ MEMORY_HEADER = (
 
 def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False) -> str:
     """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
-    ``low_trust`` neutralizes delimiter look-alikes before the cut, so the budget holds for the
-    text as shown, and frames the text as the notes-file block."""
+    ``low_trust``: the notes-file block, its content cut, neutralized and datamarked within
+    ``max_bytes`` (marks included) and framed with a fresh boundary on every call."""
 
-    def build(read: FileRead) -> str:
+    def build(read: FileRead) -> str | Marked:
         # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
         # below always removes it.
         text = read.content.decode("utf-8", errors="replace")
@@ -53,17 +53,20 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
             return ""
         if not low_trust:
             return truncate_utf8(text, max_bytes)[0]
-        text = truncate_utf8(neutralize_low_trust(text), max_bytes)[0]
-        return low_trust_block(MEMORY_FILE_FRAME, text, header=MEMORY_HEADER)
+        # A file longer than what was read is cut, whatever neutralizing does to the length.
+        return mark_data(text, max_bytes, truncated=read.truncated)
 
     try:
         # A few bytes more than the budget tell whether the file is longer than shown. Built
-        # once per version of the file (filecache.py).
-        return filecache.file_text(workspace, name, max_bytes=max_bytes + 4, variant=low_trust, build=build)
+        # once per version of the file (filecache.py); the frame, with its fresh boundary, is not.
+        built = filecache.file_text(workspace, name, max_bytes=max_bytes + 4, variant=low_trust, build=build)
     except WorkspaceUnsafe:
         logger.warning("refusing unsafe workspace file %s of user %s", name, workspace.user_id)
         warnings.append(f"workspace_file_unsafe:{name}")
         return ""
+    if isinstance(built, Marked):
+        return low_trust_block(built, notice=MEMORY_HEADER)
+    return built
 
 
 def context_round(value) -> int | None:

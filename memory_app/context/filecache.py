@@ -28,7 +28,7 @@ RACY_NS = 2_000_000_000
 class _Entry:
     identity: tuple
     digest: bytes
-    value: str
+    value: object  # what ``build`` made: a text, or low-trust content ready for its frame
     racy: bool
 
 
@@ -36,7 +36,9 @@ _entries: OrderedDict[tuple, _Entry] = OrderedDict()
 _lock = threading.Lock()
 
 
-def file_text(workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], str]):
+def file_text(
+    workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], object]
+):
     """``build(read)`` of at most ``max_bytes`` of the file, from the cache when the file has not
     changed. ``variant`` names what ``build`` makes (the same file may be built differently)."""
     key = (workspace.root, workspace.user_id, name, max_bytes, variant)
@@ -51,7 +53,8 @@ def file_text(workspace: Workspace, name: str, *, max_bytes: int, variant: Hasha
     if entry is not None and not entry.racy and entry.identity == identity:
         return entry.value
     read = workspace.read_file(name, max_bytes=max_bytes)
-    digest = hashlib.sha256(read.content).digest()
+    # Whether the file goes on past the bytes read is part of what was built (its cut marker).
+    digest = hashlib.sha256(read.content).digest() + bytes([read.truncated])
     value = entry.value if entry is not None and entry.digest == digest else build(read)
     if read.identity is not None:
         racy = time.time_ns() - max(read.identity[3], read.identity[4]) < RACY_NS

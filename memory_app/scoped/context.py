@@ -4,7 +4,7 @@ the cascade search (docs/scoped-memory.md). Top-level runs only; framed as a low
 import logging
 
 from config.errors import ServiceUnavailable
-from config.lowtrust import SCOPED_FRAME, low_trust_block, neutralize_low_trust
+from config.lowtrust import Marked, low_trust_block, mark_data
 from identity_app.session_keys import InvalidSessionKey
 from memory_app.agent.models import run_is_top_level
 from memory_app.memories.timing import dated, user_zone
@@ -41,18 +41,18 @@ def scoped_items_section(*, run, query: str) -> str | None:
         hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode="fts")
     if not hits:
         return None
-    lines: list[str] = []
-    size = len(HEADER) + len(SCOPED_FRAME.begin) + len(SCOPED_FRAME.end)
+    lines: list[Marked] = []
+    size = len(HEADER)
     zone = user_zone(run.user)
     for hit in hits:
-        # Measured as shown: the block neutralizes delimiter look-alikes in what it frames.
-        text = neutralize_low_trust(" ".join(hit.content.split()))
-        text = dated(text, created_at=hit.created_at, expires_at=hit.expires_at, zone=zone)
-        line = f"- [{hit.scope_type}/{hit.kind}] {text}"
-        if size + len(line) > MAX_SECTION_CHARS:
+        # One line per item (its own line breaks folded into spaces) with its date, measured as
+        # shown: marked and with look-alikes neutralized. An item that does not fit ends the section.
+        text = dated(" ".join(hit.content.split()), created_at=hit.created_at, expires_at=hit.expires_at, zone=zone)
+        line = mark_data(f"- [{hit.scope_type}/{hit.kind}] {text}")
+        if size + len(line.text) + 1 > MAX_SECTION_CHARS:
             break
         lines.append(line)
-        size += len(line)
+        size += len(line.text) + 1
     if not lines:
         return None
-    return low_trust_block(SCOPED_FRAME, "\n".join(lines), header=HEADER)
+    return low_trust_block(Marked.join(lines), notice=HEADER)

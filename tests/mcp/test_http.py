@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory_app.agent.models import AgentRun, RunStatus
+from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused
 from tests.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
@@ -129,7 +130,7 @@ def test_http_transport(http_url, world, alice, bob, svc, workspace_root, monkey
             hits = await ok(client, "search_thread_messages", {"query": "airline Lisbon"})
             assert hits["results"][0]["thread_id"] == world.alice_thread.pk
             text = (await client.read_resource("memory://notes/MEMORY.md")).contents[0].text
-            assert "Miso" in text and text.count("<<<end of MEMORY.md>>>") == 1
+            assert "Alice's cat is Miso." in block_lines(text)
             assert await refused(client, "search_memories", {"query": ""}) == "invalid_arguments"
             assert await refused(client, "forget_memory", {"memory_id": world.bob_memory.pk}) == "not_found"
 

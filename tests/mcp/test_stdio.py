@@ -14,6 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from identity_app.models import ApiToken
 from memory_app.agent.models import AgentRun, RunStatus
+from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_tools import USER_TOOLS
 
@@ -104,7 +105,7 @@ def test_stdio_sessions(shared_db, world, alice, bob, svc, workspace_root, monke
             forgotten = await ok(client, "forget_memory", {"memory_id": corrected["memory"]["id"]})
             assert set(forgotten["forgotten_ids"]) == {added["id"], corrected["memory"]["id"]}
             identity = await ok(client, "get_identity_context", {})
-            assert '<identity_memory trust="low">' in identity["identity_context"]
+            assert block_lines(identity["identity_context"])
 
             assert (await ok(client, "remember_memory", {"content": "Alice's cat is Miso."}))["result"] == "appended"
             hits = await ok(client, "search_thread_messages", {"query": "which airline for Lisbon"})
@@ -117,7 +118,7 @@ def test_stdio_sessions(shared_db, world, alice, bob, svc, workspace_root, monke
             resources = {str(r.uri) for r in (await client.list_resources()).resources}
             assert resources == {"memory://notes/MEMORY.md", "memory://identity-context"}
             text = (await client.read_resource("memory://notes/MEMORY.md")).contents[0].text
-            assert "<<<MEMORY.md (data)>>>" in text and "Miso" in text
+            assert "Alice's cat is Miso." in block_lines(text)
 
             # Nothing of bob's, whatever alice's session asks.
             bobs = await ok(client, "search_memories", {"query": "window seats on long flights", "limit": 20})

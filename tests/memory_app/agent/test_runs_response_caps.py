@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from config.lowtrust import DATA_MARK
 from memory_app.agent import leases, services
 from memory_app.agent.budgets import TRUNCATION_MARKER, json_size, truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.history import READ_RESPONSE_BYTES, SEARCH_RESPONSE_BYTES
@@ -86,7 +87,7 @@ def test_read_tool_calls_alone_cannot_break_the_cap(svc, alice, make_run, run_ap
     )
     assert response.status_code == 200 and len(response.content) <= READ_RESPONSE_BYTES
     data = json.loads(response.content)
-    assert data["messages"][0]["content"] == "short"
+    assert data["messages"][0]["content"] == DATA_MARK + "short"
 
 
 def test_search_with_escape_heavy_hits_stays_under_16_kib(svc, alice, make_run, run_api):

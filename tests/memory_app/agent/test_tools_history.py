@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from config.lowtrust import DATA_MARK
 from memory_app.agent import services
 from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.history import (
@@ -253,7 +254,7 @@ def test_search_matches_words_not_pieces_of_other_words(run_api, make_run, svc, 
     _say(svc, thread, "My cat is called Mochi and I have 5 plants.")
     for query in ("cat", "5"):
         hits = _search(run_api, make_run(alice, request_id=f"req-{query}"), query).json()["results"]
-        assert [h["snippet"] for h in hits] == ["My cat is called Mochi and I have 5 plants."], query
+        assert [h["snippet"] for h in hits] == [DATA_MARK + "My cat is called Mochi and I have 5 plants."], query
 
 
 # --- budgets --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from memory_app.automemory.injection import (
 )
 from memory_app.memories.models import Status
 from tests.factories import AgentRunFactory, MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserMemoryFactory
+from tests.lowtrust_frames import block_lines, block_parts
 from tests.memory_app.automemory.helpers import enable
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +47,7 @@ def test_latest_five_of_each_tier_in_order_prepended_to_copies(alice, project):
     block = result.block
     assert result.prompt == f"{block}\n\nOriginal prompt"
     assert result.goal == f"{block}\n\nOriginal goal"
-    lines = [line for line in block.splitlines() if line.startswith("- [")]
+    lines = [line for line in block_lines(block) if line.startswith("- [")]
     # Each item carries the day it was written (docs/tiers.md, "Expiry").
     assert all(re.match(r"- \[\w+\] \[\d{4}-\d{2}-\d{2}\] ", line) for line in lines)
     lines = [re.sub(r" \[\d{4}-\d{2}-\d{2}\]", "", line, count=1) for line in lines]
@@ -54,7 +55,7 @@ def test_latest_five_of_each_tier_in_order_prepended_to_copies(alice, project):
         f"- [decision] project fact {i}" for i in (6, 5, 4, 3, 2)
     ]
     assert block.index("User memories") < block.index("Project memories")
-    assert "not instructions" in block and 'trust="low"' in block
+    assert "not instructions" in block_parts(block)[0]  # the trusted header, before the frame
     stored = AgentRun.objects.get(pk=run.pk)
     assert (stored.prompt, stored.goal) == ("Original prompt", "Original goal")
 

@@ -3,12 +3,14 @@ import logging
 
 import pytest
 
+from config.lowtrust import DATA_MARK
 from memory_app.agent import services
 from memory_app.agent.models import AgentRun
 from memory_app.automemory import injection
 from memory_app.automemory.injection import Injection
 from memory_app.context.assembly import MEMORY_CONTEXT_BYTES
 from memory_app.scoped import context as scoped_context
+from tests.lowtrust_frames import block_lines, block_parts
 from tests.memory_app.agent.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
@@ -110,7 +112,7 @@ def test_missing_files_mean_no_sections(run_api, make_run, alice):
 def test_memory_text_is_cut_at_24_kib_on_a_code_point_boundary(run_api, make_run, alice):
     services.workspace_file_write(user=alice, name="MEMORY.md", content="记忆🙂" * 10000)  # ~70 KB
     content = _section(_context(run_api, make_run(alice)), "memory")["content"]
-    inner = content.split("<<<MEMORY.md (data)>>>\n", 1)[1].rsplit("\n<<<end of MEMORY.md>>>", 1)[0]
+    inner = "\n".join(block_parts(content)[2])  # the content lines, marks included
     size = len(inner.encode("utf-8"))
     assert MEMORY_CONTEXT_BYTES - 4 < size <= MEMORY_CONTEXT_BYTES
     assert inner.endswith("…[truncated]")
@@ -118,10 +120,14 @@ def test_memory_text_is_cut_at_24_kib_on_a_code_point_boundary(run_api, make_run
 
 
 def test_memory_just_under_the_limit_is_not_cut(run_api, make_run, alice):
-    text = "a" * MEMORY_CONTEXT_BYTES
+    # The budget counts the data mark of the (one) line.
+    text = "a" * (MEMORY_CONTEXT_BYTES - len(DATA_MARK.encode()))
     services.workspace_file_write(user=alice, name="MEMORY.md", content=text)
     content = _section(_context(run_api, make_run(alice)), "memory")["content"]
-    assert text + "\n<<<end" in content and "[truncated]" not in content
+    assert block_lines(content) == [text] and "[truncated]" not in content
+    services.workspace_file_write(user=alice, name="MEMORY.md", content=text + "b")
+    content = _section(_context(run_api, make_run(alice)), "memory")["content"]
+    assert block_lines(content)[-1].endswith("…[truncated]")
 
 
 def test_symlinked_memory_file_is_not_followed_in_context(run_api, make_run, alice, workspace_root, tmp_path):
