@@ -6,6 +6,8 @@ with ``remember_memory`` (the ``memory`` section), chat items (the scoped sectio
 history (the history tools' JSON results). No payload produces a line outside the frame or a
 line without the data mark. The MCP paths are in tests/mcp/test_tools.py."""
 
+import re
+
 import pytest
 
 from config.lowtrust import DATA_MARK, DELIMITER_REPLACEMENT
@@ -142,7 +144,11 @@ def test_chat_items_stay_inside_the_scoped_section(api, svc, alice):
         ctx = context(start_run(api, svc, alice, session_key=SESSION, request_id=f"s{index}"), query="peanut butter")
         scoped = section(ctx, "scoped_memory")
         assert_contained(scoped)
-        assert all(line.startswith(f"{DATA_MARK}- [chat/fact] likes peanut butter") for line in block_parts(scoped)[2])
+        # Each line: the mark, the item's tier/kind and date, then its text.
+        assert all(
+            re.match(rf"{re.escape(DATA_MARK)}- \[chat/fact\] \[\d{{4}}-\d{{2}}-\d{{2}}\] likes peanut butter", line)
+            for line in block_parts(scoped)[2]
+        )
 
 
 def test_history_tools_keep_every_payload_inside_their_framed_result(api, svc, alice):
