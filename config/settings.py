@@ -242,6 +242,14 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
         "AUTO_MEMORY_MANUAL_ROUND_LIMIT must be 1..50 and AUTO_MEMORY_MANUAL_ROUND_SECONDS 1..120"
     )
 
+# Items learned in a typed chat whose kind routes to the global scope (decision, procedure,
+# warning, summary): "review" keeps them in their chat, marked pending, until an operator approves
+# the candidate in the admin; "direct" writes them to global at once, as the scope rules of
+# docs/scoped-memory.md were first designed. Legacy untyped sessions always write to global.
+MEMORY_CHAT_TO_GLOBAL = env_str("MEMORY_CHAT_TO_GLOBAL", "review")
+if MEMORY_CHAT_TO_GLOBAL not in ("review", "direct"):
+    raise ImproperlyConfigured("MEMORY_CHAT_TO_GLOBAL must be 'review' or 'direct'")
+
 # Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
 # OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
 MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "e5")

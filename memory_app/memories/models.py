@@ -103,6 +103,11 @@ class Memory(models.Model):
     )
     # Provenance only: no foreign key to threads (docs/tiers.md).
     source_thread_id = models.CharField(max_length=64, blank=True, default="")
+    # The typed chat a chat/global item was learned in (consolidation, dreaming, a bot's write
+    # through a session key); empty for everything else, including a legacy session's items and
+    # staff's explicit global writes. A global item with this set was shared from that chat: it
+    # is part of the memory home of the user the chat is bound to (docs/scoped-memory.md).
+    source_chat_key = models.CharField(max_length=200, blank=True, default="")
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API)
     metadata = models.JSONField(default=dict, blank=True)
     evidence = models.JSONField(default=dict, blank=True)
@@ -129,6 +134,12 @@ class Memory(models.Model):
             # A user's own memories newest first: the memory list's page and its count.
             models.Index(fields=["owner", "scope_type", "-created_at", "-id"], name="memory_owner_recent_idx"),
             models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
+            # "shared from your chats": the global items learned in the chats bound to a user.
+            models.Index(
+                fields=["source_chat_key", "-created_at"],
+                name="memory_shared_from_chat_idx",
+                condition=Q(scope_type=Tier.GLOBAL) & ~Q(source_chat_key=""),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
