@@ -4,8 +4,12 @@ an operator approves its candidate in the admin (``MEMORY_CHAT_TO_GLOBAL=direct`
 original routing). What reached global from a chat bound to a user is a source of their memory
 home ("shared from your chats"): searchable, exported, forgettable by them and by nobody else."""
 
+import importlib
+
 import pytest
+from django.apps import apps
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from memory_app.memories.models import Memory, Status
@@ -13,7 +17,13 @@ from memory_app.ops import services as jobs
 from memory_app.scoped.consolidation import dream_session, system_actor
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.search.models import SearchDocument, SearchPosting
-from tests.factories import ChatBindingFactory, ConversationFactory, MessageFactory, UserFactory
+from tests.factories import (
+    ChatBindingFactory,
+    ConversationFactory,
+    GlobalMemoryFactory,
+    MessageFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -198,8 +208,6 @@ def test_rejecting_keeps_the_item_in_its_chat(api, client, svc, alice, bob, admi
 def test_approving_takes_global_rights_and_a_corrected_item_is_shared_in_its_new_words(
     api, client, svc, alice, admin, chats
 ):
-    from django.contrib.auth.models import Permission
-
     candidate = consolidate(api(svc), A, ALFAMA)["candidates"][0]
     reviewer = UserFactory(username="reviewer", is_staff=True)
     reviewer.user_permissions.add(Permission.objects.get(codename="change_memorycandidate"))
@@ -313,3 +321,61 @@ def test_dreaming_one_chat_never_touches_another_scope(api, svc, alice, bob, cha
     assert {c.decision for c in report.candidates} == {CandidateDecision.DUPLICATE}
     assert report.archived == []
     assert Memory.objects.filter(scope_id=A).count() == 2
+
+
+def test_the_home_page_shows_what_was_shared_in_english_and_chinese(api, client, svc, alice, admin, chats):
+    candidate = consolidate(api(svc), A, ALFAMA)["candidates"][0]
+    client.force_login(admin)
+    page = client.get(reverse("admin:memory_app_memorycandidate_change", args=[candidate["id"]])).content.decode()
+    assert "Approve: share with everyone" in page and "Reject" in page
+    review(client, admin, "approve_candidates", candidate["id"])
+
+    client.force_login(alice)
+    home = client.get(reverse("web:home"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Shared from your chats" in home and "Alfama" in home
+    item_url = reverse("web:memory_home_item", args=[candidate["memory_id"]])
+    item = client.get(item_url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "approved by admin" in item and reverse("web:memory_home_item_forget", args=[candidate["memory_id"]]) in item
+    assert reverse("web:memory_home_item_correct", args=[candidate["memory_id"]]) not in item
+    correct = client.get(reverse("web:memory_home_item_correct", args=[candidate["memory_id"]]))
+    assert correct.status_code == 403
+    chinese = client.get(reverse("web:home"), HTTP_ACCEPT_LANGUAGE="zh-Hans").content.decode()
+    assert "从你的聊天中共享" in chinese
+    assert "批准了将它从你的聊天" in client.get(item_url, HTTP_ACCEPT_LANGUAGE="zh-Hans").content.decode()
+
+
+def test_the_migration_records_the_chat_of_global_items_consolidation_wrote_before(api, alice, chats):
+    backfill = importlib.import_module("memory_app.migrations.0015_chat_to_global_consent").record_source_chats
+    consolidated = GlobalMemoryFactory(origin="consolidation", evidence={"source_session_id": f"{A}:cron:x"})
+    legacy = GlobalMemoryFactory(origin="consolidation", evidence={"source_session_id": "milky:10001"})
+    staff = GlobalMemoryFactory(origin="api", evidence={"source_session_id": A})
+    forged = GlobalMemoryFactory(origin="consolidation", evidence={"source_session_id": ["not", "a", "key"]})
+    backfill(apps, None)
+    keys = dict(Memory.objects.values_list("id", "source_chat_key"))
+    assert keys == {consolidated.pk: A, legacy.pk: "", staff.pk: "", forged.pk: ""}
+    assert [i["id"] for i in home_items(api(alice), "shared")] == [consolidated.pk]
+
+
+def test_the_shared_source_reads_in_a_fixed_number_of_queries(api, client, svc, alice, admin, chats):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def share(n):
+        client_svc = api(svc)
+        ids = []
+        for i in range(n):
+            body = {"content": f"Decision {n}-{i}: room {i} is painted blue.", "kind": "decision", "session_id": A}
+            ids.append(client_svc.post("/api/memory/items", body, format="json").json()["candidate_id"])
+        review(client, admin, "approve_candidates", *ids)
+
+    share(1)
+    alice_api = api(alice)
+    home_items(alice_api, "shared")  # the token's first use records it; later requests do not
+    with CaptureQueriesContext(connection) as few:
+        assert len(home_items(alice_api, "shared")) == 1
+        alice_api.get(HOME)
+    share(10)
+    with CaptureQueriesContext(connection) as many:
+        assert len(home_items(alice_api, "shared")) == 11
+        alice_api.get(HOME)
+    assert len(many) == len(few)
