@@ -249,6 +249,14 @@ MEMORY_EXPIRED_GRACE_DAYS = env_int("MEMORY_EXPIRED_GRACE_DAYS", 30)
 if not 0 <= MEMORY_EXPIRED_GRACE_DAYS <= 3650:
     raise ImproperlyConfigured("MEMORY_EXPIRED_GRACE_DAYS must be 0..3650")
 
+# Items learned in a typed chat whose kind routes to the global scope (decision, procedure,
+# warning, summary): "review" keeps them in their chat, marked pending, until an operator approves
+# the candidate in the admin; "direct" writes them to global at once, as the scope rules of
+# docs/scoped-memory.md were first designed. Legacy untyped sessions always write to global.
+MEMORY_CHAT_TO_GLOBAL = env_str("MEMORY_CHAT_TO_GLOBAL", "review")
+if MEMORY_CHAT_TO_GLOBAL not in ("review", "direct"):
+    raise ImproperlyConfigured("MEMORY_CHAT_TO_GLOBAL must be 'review' or 'direct'")
+
 # Embeddings of chat/global items: "hashed" (deterministic, local) or "openai" (any
 # OpenAI-compatible /embeddings endpoint; vectors are filled in by `refresh_embeddings`).
 MEMORY_EMBEDDING_PROVIDER = env_str("MEMORY_EMBEDDING_PROVIDER", "e5")

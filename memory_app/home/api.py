@@ -53,13 +53,26 @@ ProvenanceOutput = inline_serializer(
         "imported": serializers.DictField(allow_null=True),
         "replaces": serializers.CharField(allow_null=True),
         "replaced_by": serializers.CharField(allow_null=True),
+        "shared": inline_serializer(
+            "HomeProvenanceShared",
+            {
+                "chat_key": serializers.CharField(help_text="The chat of yours it was learned in."),
+                "approved_by": serializers.CharField(allow_null=True, help_text="null: shared without review."),
+                "approved_at": serializers.DateTimeField(allow_null=True),
+            },
+            allow_null=True,
+            help_text="A global item shared with everyone from one of your chats.",
+        ),
+        "pending_review": serializers.BooleanField(
+            help_text="A chat item that waits for an operator's review before it is shared with everyone."
+        ),
     },
 )
 
 
 class HomeItemOutput(serializers.Serializer):
     id = serializers.CharField()
-    source = serializers.CharField(help_text="user, project:<id> or chat:<key>")
+    source = serializers.CharField(help_text="user, project:<id>, chat:<key> or shared")
     source_title = serializers.CharField()
     tier = serializers.CharField(source="scope_type")
     project_id = serializers.CharField(allow_null=True)
@@ -73,7 +86,10 @@ class HomeItemOutput(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True, help_text="When it stops being true; null: never.")
     expired = serializers.BooleanField(help_text="expires_at has passed: agents no longer see it.")
-    can_change = serializers.BooleanField(help_text="Whether you may correct and forget it.")
+    can_change = serializers.BooleanField(help_text="Whether you may forget it (and correct it, see can_correct).")
+    can_correct = serializers.BooleanField(
+        help_text="Whether you may correct it: not an item shared with everyone, which you may only forget."
+    )
     provenance = ProvenanceOutput
 
 
@@ -88,6 +104,7 @@ def item_data(memories: list[Memory], *, user) -> list[dict]:
         memory.source = source.key
         memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
         memory.can_change = selectors.may_change(memory, roles=roles)
+        memory.can_correct = selectors.may_correct(memory, roles=roles)
         memory.provenance = selectors.provenance_data(prov[memory.pk])
         out.append(HomeItemOutput(memory).data)
     return out
@@ -220,7 +237,7 @@ class HomeItemListView(generics.GenericAPIView):
         parameters=[
             OpenApiParameter(
                 "source",
-                source_schema(selectors.SOURCE_USER, selectors.SOURCE_AUTO),
+                source_schema(selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_SHARED),
                 required=True,
                 description="user, auto, project:<id> or chat:<key>",
             ),
@@ -314,7 +331,13 @@ class ForgetSelectedView(APIView):
 class ForgetAllInput(StrictInputMixin, serializers.Serializer):
     source = documented(
         StrictCharField,
-        source_schema(selectors.SOURCE_ALL, selectors.SOURCE_USER, selectors.SOURCE_NOTES, selectors.SOURCE_AUTO),
+        source_schema(
+            selectors.SOURCE_ALL,
+            selectors.SOURCE_USER,
+            selectors.SOURCE_NOTES,
+            selectors.SOURCE_AUTO,
+            selectors.SOURCE_SHARED,
+        ),
         max_length=250,
         help_text="all, user, notes, auto, project:<id> (what you wrote there) or chat:<key>",
     )

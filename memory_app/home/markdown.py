@@ -90,6 +90,10 @@ def export_markdown(data: dict) -> str:
         lines += ["", f"## Chat {chat['chat_key']}", ""]
         for item in chat["memories"]:
             _item(lines, item)
+    for chat in data["memories"].get("shared", []):
+        lines += ["", f"## Shared with everyone from chat {chat['chat_key']}", ""]
+        for item in chat["memories"]:
+            _item(lines, item)
     for name, content in data["notes_files"].items():
         if not isinstance(content, str):
             continue

@@ -2,10 +2,13 @@
 grouped by where it comes from, one search across all of it, and why each item is known.
 
 Sources: ``user`` (my memories), ``project:<id>`` (each project I may read), ``notes`` (my
-``MEMORY.md``), ``chat:<key>`` (each private chat bound to me) and ``auto`` (project memories
-auto-memory extracted from my runs; they are also part of their project). Rows are always read
-through ``memories_visible``, narrowed to those sources: a service principal's reach over every
-chat does not make another person's chat part of its home.
+``MEMORY.md``), ``chat:<key>`` (each private chat bound to me), ``shared`` (global items that
+were learned in a chat bound to me and shared with everyone, after review or through the
+deployment's opt-in: ``Memory.source_chat_key``) and ``auto`` (project memories auto-memory
+extracted from my runs; they are also part of their project). Rows are always read through
+``memories_visible``, narrowed to those sources: a service principal's reach over every chat
+does not make another person's chat part of its home. "Bound to me" is the one chat-binding
+selector, ``chat_keys_bound_to``.
 """
 
 from dataclasses import dataclass, field
@@ -35,10 +38,10 @@ from memory_app.agent.selectors import conversations_visible, runs_visible, user
 from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
 from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log_for_memories, auto_memory_settings_get
-from memory_app.memories.derived import scope_key
+from memory_app.memories.derived import scope_key, shared_scope_key
 from memory_app.memories.models import Memory, Origin, Tier, live_q
 from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
-from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
 from memory_app.search import engine
 from memory_app.search.analysis import match_spans
@@ -55,6 +58,8 @@ EXPIRING_SOON_DAYS = 7
 EXPIRING_SOON_LIMIT = 20
 
 SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO, SOURCE_ALL = "user", "notes", "auto", "all"
+SOURCE_SHARED = "shared"  # shared from your chats
+SIMPLE_SOURCES = (SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO, SOURCE_SHARED)
 SOURCE_PROJECT, SOURCE_CHAT = "project", "chat"
 
 
@@ -72,10 +77,10 @@ class SourceRef:
 
 
 def source_parse(value, *, allow_all: bool = False) -> SourceRef:
-    """``user``, ``notes``, ``auto``, ``project:<id>``, ``chat:<key>`` (and ``all`` where a
-    request may name every source); anything else is a 400 ``invalid_source``."""
+    """``user``, ``notes``, ``auto``, ``shared``, ``project:<id>``, ``chat:<key>`` (and ``all``
+    where a request may name every source); anything else is a 400 ``invalid_source``."""
     if isinstance(value, str) and len(value) <= MAX_SESSION_KEY_LENGTH + 10:
-        if value in (SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO) or (allow_all and value == SOURCE_ALL):
+        if value in SIMPLE_SOURCES or (allow_all and value == SOURCE_ALL):
             return SourceRef(value)
         kind, sep, ident = value.partition(":")
         if sep and kind == SOURCE_PROJECT and is_valid_id(ident):
@@ -87,7 +92,7 @@ def source_parse(value, *, allow_all: bool = False) -> SourceRef:
                 address = None
             if address is not None and address.is_typed and address.chat_key == ident:
                 return SourceRef(SOURCE_CHAT, ident)
-    names = "user, notes, auto, project:<id>, chat:<key>" + (", all" if allow_all else "")
+    names = "user, notes, auto, shared, project:<id>, chat:<key>" + (", all" if allow_all else "")
     raise InvalidInput(f"source must be one of {names}.", code="invalid_source")
 
 
@@ -96,20 +101,30 @@ def source_of(memory: Memory) -> SourceRef:
         return SourceRef(SOURCE_PROJECT, memory.project_id)
     if memory.scope_type == Tier.CHAT:
         return SourceRef(SOURCE_CHAT, memory.scope_id)
+    if memory.scope_type == Tier.GLOBAL:
+        return SourceRef(SOURCE_SHARED)
     return SourceRef(SOURCE_USER)
 
 
+def shared_from_chats_q(chat_keys) -> Q:
+    """Global items shared from the chats ``chat_keys`` (a list or a values subquery)."""
+    return Q(scope_type=Tier.GLOBAL, source_chat_key__in=chat_keys) & ~Q(source_chat_key="")
+
+
 def _home_q(user: AbstractBaseUser) -> Q:
+    bound = chat_keys_bound_to(user=user)
     return (
         Q(scope_type=Tier.USER, owner=user)
         | Q(scope_type=Tier.PROJECT, project_id__in=project_ids_with_permission(user=user, permission=READ))
-        | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys_bound_to(user=user))
+        | Q(scope_type=Tier.CHAT, scope_id__in=bound)
+        | shared_from_chats_q(bound)
     )
 
 
 def home_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
-    """Every memory of the home, whatever its status: the user's own, their projects', and
-    those of the private chats bound to them (read through the visibility rule)."""
+    """Every memory of the home, whatever its status: the user's own, their projects', those
+    of the private chats bound to them, and the global items shared from those chats (read
+    through the visibility rule)."""
     return memories_visible(user=user).filter(_home_q(user)).select_related("created_by")
 
 
@@ -139,6 +154,8 @@ def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Me
         return qs.filter(scope_type=Tier.CHAT, scope_id=source.ident)
     if source.kind == SOURCE_AUTO:
         return qs.filter(_auto_q(user))
+    if source.kind == SOURCE_SHARED:
+        return qs.filter(scope_type=Tier.GLOBAL)
     raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
 
 
@@ -153,6 +170,8 @@ def source_title(source: SourceRef, *, project_name: str = "") -> str:
         return _("Auto-extracted")
     if source.kind == SOURCE_NOTES:
         return _("Notes file")
+    if source.kind == SOURCE_SHARED:
+        return _("Shared from your chats")
     return _("Everything")
 
 
@@ -264,6 +283,12 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
             "add new ones as you chat. Besides you and the bots, only operators who hold the review permission "
             "read them. No switch turns this off: forget what they should not use."
         )
+    if kind == SOURCE_SHARED:
+        return _(
+            "Decisions, procedures, warnings and summaries learned in your chats that were shared with everyone "
+            "(after an operator approved them, or directly where the service is set up so). Every user's and "
+            "every bot's agents may find them. Forget one here and it is gone for everyone."
+        )
     return _(
         "Auto-memory writes these from your finished runs into their project when “%(switch)s” is on — it is "
         "%(state)s now. They are project memories: every member of the project reads them, and agents use them "
@@ -357,6 +382,17 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
             )
         )
 
+    shared = memories.filter(scope_type=Tier.GLOBAL)
+    sources.append(
+        Source(
+            ref=SourceRef(SOURCE_SHARED),
+            title=source_title(SourceRef(SOURCE_SHARED)),
+            count=shared.filter(live_q()).count(),
+            latest=_latest(shared),
+            sentence=_sentence(SOURCE_SHARED, switches),
+        )
+    )
+
     auto = memories.filter(_auto_q(user))
     sources.append(
         Source(
@@ -402,6 +438,13 @@ class Provenance:
     imported: dict | None = None
     replaces: str = ""
     replaced_by: str = ""
+    # A global item shared from one of the reader's chats: which chat, and who approved it when
+    # (empty: shared without review, as the deployment allows).
+    shared_from: str = ""
+    approved_by: str = ""
+    approved_at: datetime | None = None
+    # A chat item that waits for review before it is shared with everyone.
+    pending_review: bool = False
 
 
 def _quoted(name: str) -> str:
@@ -449,8 +492,14 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
     for entry in auto_memory_log_for_memories(user=user, memory_ids=ids):
         logs.setdefault(entry.memory_id, entry)
     candidates: dict[str, MemoryCandidate] = {}
+    approvals: dict[str, MemoryCandidate] = {}
+    pending: set[str] = set()
     for candidate in candidates_for_memories(ids):
         candidates.setdefault(candidate.memory_id, candidate)
+        if candidate.decision == CandidateDecision.PENDING:
+            pending.add(candidate.memory_id)
+        elif candidate.decision == CandidateDecision.CREATED and candidate.reviewed_at is not None:
+            approvals.setdefault(candidate.memory_id, candidate)
     migrations: dict[str, ScopeMigrationEntry] = {}
     for entry in migrations_applied_to(ids):
         migrations.setdefault(entry.item_id, entry)
@@ -473,6 +522,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         imported = memory.evidence.get("imported") if isinstance(memory.evidence, dict) else None
         candidate = candidates.get(memory.pk)
         chat_key = (candidate.session_id if candidate else "") or _evidence_value(memory, "source_session_id")
+        shared_from = memory.source_chat_key if memory.scope_type == Tier.GLOBAL else ""
+        approval = approvals.get(memory.pk) if shared_from else None
         prov = Provenance(
             sentence="",
             created_at=memory.created_at,
@@ -488,6 +539,10 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
             imported=imported if isinstance(imported, dict) else None,
             replaces=older.get(memory.pk, ""),
             replaced_by=memory.superseded_by_id or "",
+            shared_from=shared_from,
+            approved_by=(approval.reviewed_by.get_username() if approval and approval.reviewed_by else ""),
+            approved_at=approval.reviewed_at if approval else None,
+            pending_review=memory.scope_type == Tier.CHAT and memory.pk in pending,
         )
         prov.sentence = _provenance_sentence(memory, prov, who=who)
         found[memory.pk] = prov
@@ -528,6 +583,18 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
         if prov.chat_key and not where:
             text += " " + _("in the chat %(chat)s") % {"chat": prov.chat_key}
     parts = [text + "."]
+    if prov.shared_from and prov.approved_at is not None:
+        parts.append(
+            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
+            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
+        )
+    elif prov.shared_from:
+        parts.append(
+            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
+            % {"chat": prov.shared_from}
+        )
+    if prov.pending_review:
+        parts.append(_("It waits for an operator's review before it is shared with everyone."))
     if prov.migration is not None:
         parts.append(_("A scope migration moved it from the global scope to this chat."))
     if prov.replaces:
@@ -552,11 +619,17 @@ def project_roles(*, user: AbstractBaseUser, project_ids) -> dict[str, str]:
 
 
 def may_change(memory: Memory, *, roles: dict[str, str]) -> bool:
-    """Whether the reader may correct and forget it (the services decide; this is for showing
-    the buttons): their own, their bound chats', and a project's with ``create_task``."""
+    """Whether the reader may forget it, and correct it unless ``may_correct`` says otherwise
+    (the services decide; this is for showing the buttons): their own, their bound chats' and
+    what was shared from them, and a project's with ``create_task``. Called on home items only."""
     if memory.scope_type == Tier.PROJECT:
         return CREATE_TASK in role_permissions(roles.get(memory.project_id))
-    return memory.scope_type in (Tier.USER, Tier.CHAT)
+    return memory.scope_type in (Tier.USER, Tier.CHAT, Tier.GLOBAL)
+
+
+def may_correct(memory: Memory, *, roles: dict[str, str]) -> bool:
+    """An item shared with everyone from the reader's chat may be forgotten, not reworded."""
+    return memory.scope_type != Tier.GLOBAL and may_change(memory, roles=roles)
 
 
 # --- one search across the home --------------------------------------------------------------
@@ -587,8 +660,8 @@ class HomeSearch:
 
 def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
-    each readable project's, each bound chat's), loaded through ``home_memories``; and the
-    lines of the notes file that hold the query's words."""
+    each readable project's, each bound chat's and what was shared from it), loaded through
+    ``home_memories``; and the lines of the notes file that hold the query's words."""
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     limit = max(1, min(limit, SEARCH_LIMIT))
     project_ids = [
@@ -598,11 +671,15 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
     scopes = [scope_key(Tier.USER.value, str(user.pk))]
     scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
     scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
+    scopes += [shared_scope_key(key) for key in chat_keys]
     found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2)
     rows = {
         m.pk: m
         for m in home_memories(user=user).filter(
-            Q(scope_type=Tier.USER) | Q(project_id__in=project_ids) | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys),
+            Q(scope_type=Tier.USER)
+            | Q(project_id__in=project_ids)
+            | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys)
+            | shared_from_chats_q(chat_keys),
             live_q(),
             pk__in=found.refs,
         )
@@ -726,6 +803,16 @@ def provenance_data(prov: Provenance) -> dict:
         "imported": prov.imported,
         "replaces": prov.replaces or None,
         "replaced_by": prov.replaced_by or None,
+        "shared": (
+            {
+                "chat_key": prov.shared_from,
+                "approved_by": prov.approved_by or None,
+                "approved_at": prov.approved_at.isoformat() if prov.approved_at else None,
+            }
+            if prov.shared_from
+            else None
+        ),
+        "pending_review": prov.pending_review,
     }
 
 
@@ -749,10 +836,17 @@ def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
 
     memories = home_memories(user=user)
     mine = rows(memories.filter(scope_type=Tier.USER))
-    chats = [(key, rows(memories.filter(scope_type=Tier.CHAT, scope_id=key))) for key in _chat_keys(user)]
+    chat_keys = _chat_keys(user)
+    chats = [(key, rows(memories.filter(scope_type=Tier.CHAT, scope_id=key))) for key in chat_keys]
+    shared = [(key, rows(memories.filter(scope_type=Tier.GLOBAL, source_chat_key=key))) for key in chat_keys]
     projects = list(projects_with_my_role(user=user).order_by("name", "id")[:MAX_PROJECTS])
     project_rows = [(p, rows(memories.filter(scope_type=Tier.PROJECT, project=p))) for p in projects]
-    everything = [*mine, *(m for _key, r in chats for m in r), *(m for _p, r in project_rows for m in r)]
+    everything = [
+        *mine,
+        *(m for _key, r in chats for m in r),
+        *(m for _key, r in shared for m in r),
+        *(m for _p, r in project_rows for m in r),
+    ]
     prov = provenance_for(user=user, memories=everything)
 
     def items(found: list[Memory]) -> list[dict]:
@@ -788,6 +882,7 @@ def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
                 {"id": p.pk, "name": p.name, "role": p.my_role, "memories": items(found)} for p, found in project_rows
             ],
             "chats": [{"chat_key": key, "memories": items(found)} for key, found in chats],
+            "shared": [{"chat_key": key, "memories": items(found)} for key, found in shared if found],
         },
         "auto_memory_log": [
             {

@@ -44,6 +44,7 @@ from memory_app.home.selectors import (
     SOURCE_CHAT,
     SOURCE_NOTES,
     SOURCE_PROJECT,
+    SOURCE_SHARED,
     SOURCE_USER,
     home_item_get,
     home_memories,
@@ -156,15 +157,18 @@ def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> Forg
       ``create_task`` there;
     - ``chat:<key>``: every item of a chat bound to me, and consolidation's records of it;
     - ``auto``: memories auto-memory extracted from my runs, in projects where I may write;
+    - ``shared``: every global item shared from a chat bound to me (for everyone: forgetting
+      is physical);
     - ``notes``: my ``MEMORY.md`` and its change history;
-    - ``all``: my memories, the auto-extracted ones, every bound chat and the notes file (not
-      the project memories I wrote by hand: they are the team's).
+    - ``all``: my memories, the auto-extracted ones, every bound chat and what was shared from
+      it, and the notes file (not the project memories I wrote by hand: they are the team's).
     """
     if confirm != CONFIRM_WORD:
         raise InvalidInput(f"Type {CONFIRM_WORD} to confirm; nothing was forgotten.", code="confirmation_required")
     ref = source_parse(source, allow_all=True)
     report = ForgetReport(source=ref.key)
-    kinds = (SOURCE_USER, SOURCE_AUTO, SOURCE_CHAT, SOURCE_NOTES) if ref.kind == SOURCE_ALL else (ref.kind,)
+    everything = (SOURCE_USER, SOURCE_AUTO, SOURCE_CHAT, SOURCE_SHARED, SOURCE_NOTES)
+    kinds = everything if ref.kind == SOURCE_ALL else (ref.kind,)
     budget = FORGET_ALL_LIMIT
     memories = home_memories(user=actor)
     with transaction.atomic():
@@ -189,6 +193,8 @@ def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> Forg
             for key in keys:
                 budget = _forget_rows(actor, memories.filter(scope_type=Tier.CHAT, scope_id=key), report, budget)
                 report.candidates += scoped_services.chat_candidates_forget(actor=actor, chat_key=key)
+        if SOURCE_SHARED in kinds:
+            budget = _forget_rows(actor, memories.filter(scope_type=Tier.GLOBAL), report, budget)
     if SOURCE_NOTES in kinds:
         # Outside the transaction above: the workspace services own their (durable) transactions
         # and the per-user lock, as every notes-file write does. The file's change history holds

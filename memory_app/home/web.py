@@ -51,6 +51,7 @@ def _annotate(memories, *, user) -> list:
         memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
         memory.source_url = _items_url(source.key)
         memory.can_change = selectors.may_change(memory, roles=roles)
+        memory.can_correct = selectors.may_correct(memory, roles=roles)
     return memories
 
 
@@ -131,20 +132,23 @@ class CorrectForm(forms.Form):
             self.fields["kind"].choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
 
 
-def _changeable(request, memory_id: str):
+def _changeable(request, memory_id: str, *, correct: bool = False):
     """An item of the home the user may change; a project item their role may only read is a
-    403, on the form as on its submission (the services decide again when it is sent)."""
+    403, on the form as on its submission (the services decide again when it is sent), and so
+    is correcting an item shared with everyone (it may only be forgotten)."""
     memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
     roles = selectors.project_roles(user=request.user, project_ids=[memory.project_id] if memory.project_id else [])
     if not selectors.may_change(memory, roles=roles):
         raise PermissionDenied(_("Your role in this project may read its memories but not change them."))
+    if correct and not selectors.may_correct(memory, roles=roles):
+        raise PermissionDenied(_("An item shared with everyone can be forgotten here, not corrected."))
     return memory
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def item_correct(request, memory_id):
-    memory = _changeable(request, memory_id)
+    memory = _changeable(request, memory_id, correct=True)
     form = CorrectForm(
         request.POST or None,
         tier=memory.scope_type,
@@ -270,7 +274,13 @@ def _forget_all_counts(user, source: selectors.SourceRef) -> dict:
     if source.kind == selectors.SOURCE_CHAT:
         selectors.source_memories(user=user, source=source)  # 404 for a chat not bound to the user
     if source.kind == selectors.SOURCE_ALL:
-        kinds = (selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_CHAT, selectors.SOURCE_NOTES)
+        kinds = (
+            selectors.SOURCE_USER,
+            selectors.SOURCE_AUTO,
+            selectors.SOURCE_CHAT,
+            selectors.SOURCE_SHARED,
+            selectors.SOURCE_NOTES,
+        )
         parts = [s for s in overview.sources if s.ref.kind in kinds]
         return {"title": _("everything"), "parts": parts}
     found = by_key.get(source.key)

@@ -121,6 +121,11 @@ class Memory(models.Model):
     )
     # Provenance only: no foreign key to threads (docs/tiers.md).
     source_thread_id = models.CharField(max_length=64, blank=True, default="")
+    # The typed chat a chat/global item was learned in (consolidation, dreaming, a bot's write
+    # through a session key); empty for everything else, including a legacy session's items and
+    # staff's explicit global writes. A global item with this set was shared from that chat: it
+    # is part of the memory home of the user the chat is bound to (docs/scoped-memory.md).
+    source_chat_key = models.CharField(max_length=200, blank=True, default="")
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API)
     metadata = models.JSONField(default=dict, blank=True)
     evidence = models.JSONField(default=dict, blank=True)
@@ -151,6 +156,12 @@ class Memory(models.Model):
             models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
             # Only rows that expire: the purge job and the "expiring soon" group read them.
             models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="memory_expires_idx"),
+            # "shared from your chats": the global items learned in the chats bound to a user.
+            models.Index(
+                fields=["source_chat_key", "-created_at"],
+                name="memory_shared_from_chat_idx",
+                condition=Q(scope_type=Tier.GLOBAL) & ~Q(source_chat_key=""),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

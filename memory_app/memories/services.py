@@ -106,6 +106,27 @@ GLOBAL_WRITE_REFUSED = (
 BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede"})
 
 
+def _forgets_as_source_chat_user(*, actor: AbstractBaseUser, memory: Memory) -> bool:
+    """A global item shared from a chat (``source_chat_key``) may be forgotten by the user that
+    chat is bound to, who does not otherwise write global items; correcting it stays staff's."""
+    return (
+        memory.scope_type == Tier.GLOBAL
+        and bool(memory.source_chat_key)
+        and not may_write_global(actor)
+        and chat_is_bound_to(user=actor, chat_key=memory.source_chat_key)
+    )
+
+
+def _older_versions_q(*, actor: AbstractBaseUser, memory: Memory) -> Q:
+    """Which older versions go along when ``memory`` is forgotten: its scope's; for the user of
+    the chat it was shared from, only those shared from that same chat (an older global version
+    that came from elsewhere is not theirs to forget)."""
+    rule = Q(scope_type=memory.scope_type, scope_id=memory.scope_id)
+    if _forgets_as_source_chat_user(actor=actor, memory=memory):
+        rule &= Q(source_chat_key=memory.source_chat_key)
+    return rule
+
+
 def _require_write(
     *, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False, action: str = "change"
 ) -> None:
@@ -136,6 +157,8 @@ def _require_write(
             "or correct its items."
         )
     elif tier == Tier.GLOBAL and not may_write_global(actor):
+        if action == "forget" and _forgets_as_source_chat_user(actor=actor, memory=memory):
+            return
         raise PermissionDenied(GLOBAL_WRITE_REFUSED)
 
 
@@ -181,7 +204,10 @@ def memory_create(
     evidence: dict | None = None,
     source_thread_id: str = "",
     expires_at: datetime | str | None = None,
+    source_chat_key: str = "",
 ) -> Memory:
+    """``source_chat_key``: the typed chat a chat/global item was learned in (only the scoped
+    services set it, from the session key)."""
     content = _validate_content(content)
     kind = _validate_kind(kind, tier)
     expires_at = validate_expires_at(expires_at)
@@ -199,6 +225,7 @@ def memory_create(
             metadata=metadata,
             evidence=evidence,
             source_thread_id=(source_thread_id or "")[:64],
+            source_chat_key=source_chat_key if tier in (Tier.CHAT, Tier.GLOBAL) else "",
             created_by=actor if actor and actor.is_authenticated else None,
             expires_at=expires_at,
             **scope,
@@ -234,6 +261,7 @@ def memory_supersede(
     metadata: dict | None = None,
     evidence: dict | None = None,
     source_thread_id: str | None = None,
+    source_chat_key: str | None = None,
     staff_review: bool = False,
     expires_at: datetime | str | None = KEEP_EXPIRY,
 ) -> Memory:
@@ -277,6 +305,7 @@ def memory_supersede(
             metadata=metadata if metadata is not None else old.metadata,
             evidence=evidence if evidence is not None else old.evidence,
             source_thread_id=(source_thread_id if source_thread_id is not None else old.source_thread_id)[:64],
+            source_chat_key=source_chat_key if source_chat_key is not None else old.source_chat_key,
             created_by=actor if actor and actor.is_authenticated else None,
             expires_at=old.expires_at if keep_expiry else new_expiry,
         )
@@ -309,12 +338,17 @@ def memory_forget(
     with transaction.atomic():
         memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
         _require_write(actor=actor, memory=memory, staff_review=staff_review, action="forget")
+        older = (
+            Q(scope_type=memory.scope_type, scope_id=memory.scope_id)
+            if staff_review
+            else _older_versions_q(actor=actor, memory=memory)
+        )
         doomed = [memory.pk]
         frontier = [memory.pk]
         for _ in range(MAX_CHAIN_LENGTH):
             frontier = list(
                 Memory.objects.select_for_update()
-                .filter(superseded_by_id__in=frontier, scope_type=memory.scope_type, scope_id=memory.scope_id)
+                .filter(older, superseded_by_id__in=frontier)
                 .values_list("pk", flat=True)
             )
             if not frontier:
@@ -343,15 +377,16 @@ def memory_forget_many(*, actor: AbstractBaseUser, memory_ids: list[str]) -> lis
         memories = list(Memory.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
         if len(memories) != len(ids):
             raise NotFound("Memory not found.")
-        # The write rule depends on the actor and the row's scope only: checked once per scope.
-        scopes: dict[tuple[str, str], Memory] = {}
+        # The write rule depends on the actor, the row's scope and (for a global row) the chat it
+        # was shared from only: checked once per such group.
+        scopes: dict[tuple[str, str, str], Memory] = {}
         for memory in memories:
-            scopes.setdefault((memory.scope_type, memory.scope_id), memory)
+            shared_from = memory.source_chat_key if memory.scope_type == Tier.GLOBAL else ""
+            scopes.setdefault((memory.scope_type, memory.scope_id, shared_from), memory)
+        in_scopes = Q(pk__in=[])
         for memory in scopes.values():
             _require_write(actor=actor, memory=memory, action="forget")
-        in_scopes = Q(pk__in=[])
-        for scope_type, scope_id in scopes:
-            in_scopes |= Q(scope_type=scope_type, scope_id=scope_id)
+            in_scopes |= _older_versions_q(actor=actor, memory=memory)
         doomed, frontier = list(ids), list(ids)
         for _ in range(MAX_CHAIN_LENGTH):
             frontier = list(

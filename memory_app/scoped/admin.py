@@ -41,13 +41,23 @@ MAX_REPORT_ROWS = 500
 class MemoryCandidateAdmin(admin.ModelAdmin):
     """Read-only records; approve and reject are actions that call ``scoped.review``."""
 
-    list_display = ["preview", "decision", "kind", "scope_type", "scope_id", "session_id", "source", "created_at"]
+    list_display = [
+        "preview",
+        "decision",
+        "kind",
+        "scope_type",
+        "scope_id",
+        "session_id",
+        "source",
+        "created_at",
+        "reviewed_by",
+    ]
     list_display_links = ["preview"]
     list_filter = ["decision", "source", "scope_type", "kind"]
     search_fields = ["id", "session_id", "scope_id", "content", "memory__id"]
-    raw_id_fields = ["memory"]
+    raw_id_fields = ["memory", "reviewed_by"]
     readonly_fields = [f.name for f in MemoryCandidate._meta.fields]
-    list_select_related = ["memory"]
+    list_select_related = ["memory", "reviewed_by"]
     actions = ["approve_candidates", "reject_candidates"]
     change_form_template = "admin/memory_app/memorycandidate/change_form.html"
 
@@ -92,7 +102,10 @@ class MemoryCandidateAdmin(admin.ModelAdmin):
             self.message_user(request, done_message(done), messages.SUCCESS)
 
     @admin.action(
-        description=gettext_lazy("Approve selected candidates (consolidate them now)"), permissions=["review"]
+        description=gettext_lazy(
+            "Approve selected candidates (share pending ones with everyone, consolidate rejected ones now)"
+        ),
+        permissions=["review"],
     )
     def approve_candidates(self, request, queryset):
         def message(done):

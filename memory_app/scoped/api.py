@@ -67,11 +67,28 @@ class ItemOutput(serializers.ModelSerializer):
         ]
 
 
+class ItemCreateOutput(ItemOutput):
+    deduplicated = serializers.BooleanField()
+    pending_review = serializers.BooleanField(
+        help_text="Written to its chat, to be shared with everyone (global) once an operator approves it."
+    )
+    candidate_id = serializers.CharField(allow_null=True, help_text="The pending candidate the admin reviews.")
+
+    class Meta(ItemOutput.Meta):
+        fields = [*ItemOutput.Meta.fields, "deduplicated", "pending_review", "candidate_id"]
+
+
 class ItemCreateView(APIView):
-    @extend_schema(request=ItemCreateInput, responses={201: ItemOutput, 200: ItemOutput})
+    @extend_schema(request=ItemCreateInput, responses={201: ItemCreateOutput, 200: ItemCreateOutput})
     def post(self, request):
         memory, created = items.scoped_item_create(actor=request.user, **validated(ItemCreateInput, request))
-        body = {**ItemOutput(memory).data, "deduplicated": not created}
+        pending = items.pending_candidate_for(memory) if memory.scope_type == "chat" else None
+        body = {
+            **ItemOutput(memory).data,
+            "deduplicated": not created,
+            "pending_review": pending is not None,
+            "candidate_id": pending.pk if pending else None,
+        }
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

@@ -2,8 +2,11 @@
 
 Candidates come from the shared extractor interface (``memory_app.automemory.extraction``); each is
 recorded as a ``MemoryCandidate`` and turned into an item in the scope its kind decides
-(``scope.write_scope``). Every look at existing items — duplicates, same-subject items to
-supersede, duplicates to archive — is filtered by that one scope, so one chat never sees,
+(``scope.write_scope``) — except that what a typed chat says is not shared with everyone
+without consent (``scope.chat_write_placement``): an item of a global kind stays in its chat as
+``pending`` until an operator approves the candidate (``review.py``), unless the deployment sets
+``MEMORY_CHAT_TO_GLOBAL=direct``. Every look at existing items — duplicates, same-subject items to
+supersede, duplicates to archive — is filtered by the one scope written, so one chat never sees,
 suppresses or archives another chat's items.
 """
 
@@ -30,8 +33,21 @@ from memory_app.memories.timing import chat_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
-from memory_app.scoped.scope import SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL, resolve_scope_from_session, write_scope
-from memory_app.scoped.services import duplicate_key, find_duplicate, lock_scope, recent_active_texts, strip_scope_clues
+from memory_app.scoped.scope import (
+    GLOBAL_SCOPE,
+    SCOPE_TYPE_CHAT,
+    SCOPE_TYPE_GLOBAL,
+    chat_write_placement,
+    resolve_scope_from_session,
+)
+from memory_app.scoped.services import (
+    PENDING_REASON,
+    duplicate_key,
+    find_duplicate,
+    lock_scope,
+    recent_active_texts,
+    strip_scope_clues,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,14 +119,21 @@ def _redacted(candidate: Candidate, *, contact_info: bool) -> Candidate:
 
 
 def apply_candidate(
-    *, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate
+    *, actor, session_id: str, source: str, extractor_name: str, candidate: Candidate, reviewed: bool = False
 ) -> MemoryCandidate:
+    """Record ``candidate`` and write it where ``chat_write_placement`` says. ``reviewed``: an
+    operator approved it, so a global kind goes to global even from a typed chat."""
     valid = candidate.kind in KIND_VALUES and bool(candidate.content.strip())
-    scope = write_scope(session_id=session_id, kind=candidate.kind) if valid else resolve_scope_from_session(session_id)
-    # Secrets never enter a scoped item or the candidate audit; what goes to the shared global
-    # scope also loses contact details (an email is fine in the user's own chat, not in
-    # everyone's context).
-    candidate = _redacted(candidate, contact_info=scope[0] != SCOPE_TYPE_CHAT)
+    if valid:
+        placement = chat_write_placement(session_id=session_id, kind=candidate.kind, reviewed=reviewed)
+        scope, target = placement.scope, placement.target
+    else:
+        scope = target = resolve_scope_from_session(session_id)
+        placement = None
+    # Secrets never enter a scoped item or the candidate audit; what goes (or waits to go) to the
+    # shared global scope also loses contact details (an email is fine in the user's own chat,
+    # not in everyone's context).
+    candidate = _redacted(candidate, contact_info=target[0] != SCOPE_TYPE_CHAT)
     record = MemoryCandidate(
         session_id=session_id,
         source=source,
@@ -120,10 +143,11 @@ def apply_candidate(
         subject_key=(candidate.subject_key or "")[:240],
         confidence=candidate.confidence,
         evidence={**(candidate.evidence or {}), **expiry_details(candidate)},
-        scope_type=scope[0],
-        scope_id=scope[1],
+        # Where the item belongs: a pending candidate names global, its item lives in the chat.
+        scope_type=target[0],
+        scope_id=target[1],
     )
-    if not valid:
+    if placement is None:
         record.decision, record.reason = CandidateDecision.REJECTED, "unknown kind or empty content"
         record.save(force_insert=True)
         return record
@@ -134,7 +158,11 @@ def apply_candidate(
         return record
     with transaction.atomic():
         lock_scope(scope)
-        duplicate = find_duplicate(scope=scope, content=candidate.content)
+        duplicate = None
+        if placement.pending:
+            # Already shared with everyone: nothing to propose (the chat's bots see it anyway).
+            duplicate = find_duplicate(scope=GLOBAL_SCOPE, content=candidate.content)
+        duplicate = duplicate or find_duplicate(scope=scope, content=candidate.content)
         same_subject = None
         if duplicate is None and candidate.subject_key:
             same_subject = (
@@ -167,8 +195,12 @@ def apply_candidate(
                 metadata=metadata,
                 evidence=evidence,
                 expires_at=candidate.expires_at,
+                source_chat_key=placement.source_chat_key,
             )
             record.decision, record.reason = CandidateDecision.SUPERSEDED, f"newer words for {same_subject.pk}"
+            if placement.pending:
+                record.decision = CandidateDecision.PENDING
+                record.reason = f"{PENDING_REASON}; newer words for {same_subject.pk}"
         else:
             record.memory = services.memory_create(
                 actor=actor,
@@ -180,8 +212,11 @@ def apply_candidate(
                 metadata=metadata,
                 evidence=evidence,
                 expires_at=candidate.expires_at,
+                source_chat_key=placement.source_chat_key,
             )
             record.decision = CandidateDecision.CREATED
+            if placement.pending:
+                record.decision, record.reason = CandidateDecision.PENDING, PENDING_REASON
         record.save(force_insert=True)
     return record
 

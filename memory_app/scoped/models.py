@@ -18,6 +18,8 @@ __all__ = [
 
 
 class CandidateDecision(models.TextChoices):
+    # Written to its chat, waiting for review before it is shared with everyone (global).
+    PENDING = "pending"
     CREATED = "created"
     DUPLICATE = "duplicate"
     SUPERSEDED = "superseded"
@@ -49,11 +51,22 @@ class MemoryCandidate(models.Model):
     )
     evidence = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who decided on review (approve or reject in the admin), and when; empty while undecided.
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["session_id", "-created_at"], name="candidate_session_idx"),
+            # The review queue: what waits for an operator.
+            models.Index(
+                fields=["-created_at"],
+                name="candidate_pending_idx",
+                condition=models.Q(decision="pending"),
+            ),
             models.Index(fields=["scope_type", "scope_id", "-created_at"], name="candidate_scope_idx"),
         ]
 

@@ -2,9 +2,17 @@
 
 - A typed session (``milky:private:10001[:lane…]``) has the chat scope of its address;
   an untyped legacy session (``milky:10001``) only has the global scope.
-- The kind decides which of the two a new item goes to: personal kinds to the chat, the
+- The kind decides which of the two a new item belongs to: personal kinds to the chat, the
   rest (shared knowledge) to global. A legacy session writes everything to global.
+- Consent (``chat_write_placement``): what a typed chat says is shared with everyone only after
+  review. An item of a global kind learned in a typed chat is written to that chat, pending,
+  until an operator approves its candidate — unless the deployment sets
+  ``MEMORY_CHAT_TO_GLOBAL=direct`` (the original routing: straight to global).
 """
+
+from dataclasses import dataclass
+
+from django.conf import settings
 
 from identity_app.session_keys import ChatAddress, SessionKey
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Tier
@@ -62,3 +70,37 @@ def cascade_scopes(session_id: str) -> list[tuple[str, str]]:
     if session_scope[0] == SCOPE_TYPE_CHAT:
         return [session_scope, GLOBAL_SCOPE]
     return [GLOBAL_SCOPE]
+
+
+CHAT_TO_GLOBAL_REVIEW = "review"
+CHAT_TO_GLOBAL_DIRECT = "direct"
+
+
+def chat_to_global_needs_review() -> bool:
+    return settings.MEMORY_CHAT_TO_GLOBAL != CHAT_TO_GLOBAL_DIRECT
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an item learned in a session is written now (``scope``), where its kind says it
+    belongs (``target``), and the typed chat it was learned in (``source_chat_key``, empty for a
+    legacy session). ``pending``: written to its chat, to be shared with everyone on approval."""
+
+    scope: tuple[str, str]
+    target: tuple[str, str]
+    source_chat_key: str
+
+    @property
+    def pending(self) -> bool:
+        return self.scope != self.target
+
+
+def chat_write_placement(*, session_id: str, kind: str, reviewed: bool = False) -> Placement:
+    """The placement of an item of ``kind`` learned in ``session_id``. ``reviewed``: an operator
+    has approved it (the admin's review is the consent)."""
+    target = write_scope(session_id=session_id, kind=kind)
+    session_scope = resolve_scope_from_session(session_id)
+    chat_key = session_scope[1] if session_scope[0] == SCOPE_TYPE_CHAT else ""
+    if target[0] == SCOPE_TYPE_GLOBAL and chat_key and not reviewed and chat_to_global_needs_review():
+        return Placement(scope=session_scope, target=target, source_chat_key=chat_key)
+    return Placement(scope=target, target=target, source_chat_key=chat_key)

@@ -43,7 +43,11 @@ def chat_memories(*, user: AbstractBaseUser, chat_key: str) -> QuerySet[Memory]:
 def candidates_for_memories(memory_ids: list[str]) -> QuerySet[MemoryCandidate]:
     """The consolidation records that wrote (or matched) these items, newest first. Callers
     pass ids of items the reader may see."""
-    return MemoryCandidate.objects.filter(memory_id__in=list(memory_ids)).order_by("-created_at", "-id")
+    return (
+        MemoryCandidate.objects.filter(memory_id__in=list(memory_ids))
+        .select_related("reviewed_by")
+        .order_by("-created_at", "-id")
+    )
 
 
 def migrations_applied_to(memory_ids: list[str]) -> QuerySet[ScopeMigrationEntry]:

@@ -1,8 +1,10 @@
 """Writing chat/global items for bots (``POST /api/memory/items``, docs/scoped-memory.md).
 
-The scope always comes from the session and the kind (``scope.write_scope``); metadata can
-not choose it, and only staff holding ``identity_app.write_global_memories`` may write to
-global directly. Neither metadata nor evidence may carry the keys scope migration reads as
+The scope always comes from the session and the kind (``scope.chat_write_placement``: an item
+of a global kind written through a typed chat's session waits in that chat, with a pending
+candidate for the admin's review, unless ``MEMORY_CHAT_TO_GLOBAL=direct``); metadata can not
+choose it, and only staff holding ``identity_app.write_global_memories`` may write to global
+directly (that is not chat-derived and needs no review). Neither metadata nor evidence may carry the keys scope migration reads as
 clues (``scope.SCOPE_CLUE_KEYS``): the system records the real session as
 ``evidence.source_session_id``. Duplicates are looked for inside the target scope only: the
 same text in another chat is not a duplicate. Two texts are
@@ -24,14 +26,15 @@ from memory_app.automemory.extraction import normalize_text
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, live_q
 from memory_app.memories.selectors import chat_is_bound_to
-from memory_app.scoped.models import MemoryCandidate
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import (
     GLOBAL_SCOPE,
     SCOPE_CLUE_KEYS,
     SCOPE_TYPE_CHAT,
     SCOPE_TYPE_GLOBAL,
+    Placement,
+    chat_write_placement,
     resolve_scope_from_session,
-    write_scope,
 )
 
 RESERVED_METADATA_KEYS = frozenset({"scope", "scope_type", "scope_id", "scope_key"})
@@ -127,7 +130,9 @@ def scoped_item_create(
     """Create an item in the scope of (session, kind); returns (item, created).
 
     An existing active item with the same text in that scope is returned instead of a
-    second copy (``created`` False).
+    second copy (``created`` False); for an item that would wait for review, also one already
+    shared in the global scope. A new pending item comes with its pending ``MemoryCandidate``
+    (``pending_candidate_for``).
     """
     clean_text(content, field="content")
     expires_at = services.validate_expires_at(expires_at)
@@ -145,11 +150,13 @@ def scoped_item_create(
             raise PermissionDenied(
                 "Only staff with the identity_app.write_global_memories permission may write global items."
             )
-        scope = GLOBAL_SCOPE
+        # Staff's explicit global write: not learned in a chat, so no review and no source chat.
+        placement = Placement(scope=GLOBAL_SCOPE, target=GLOBAL_SCOPE, source_chat_key="")
     else:
         if not session_id:
             raise InvalidInput("session_id is required.", code="invalid_session_key")
-        scope = write_scope(session_id=session_id, kind=kind)
+        placement = chat_write_placement(session_id=session_id, kind=kind)
+    scope = placement.scope
     evidence = dict(evidence or {})
     if session_id:
         evidence["source_session_id"] = session_id
@@ -157,8 +164,11 @@ def scoped_item_create(
     services.scope_require_write(actor=actor, tier=scope[0], scope_id=scope[1])
     with transaction.atomic():
         lock_scope(scope)
-        if isinstance(content, str) and (existing := find_duplicate(scope=scope, content=content)):
-            return existing, False
+        if isinstance(content, str):
+            existing = find_duplicate(scope=GLOBAL_SCOPE, content=content) if placement.pending else None
+            existing = existing or find_duplicate(scope=scope, content=content)
+            if existing:
+                return existing, False
         memory = services.memory_create(
             actor=actor,
             tier=scope[0],
@@ -169,8 +179,32 @@ def scoped_item_create(
             metadata=metadata,
             evidence=evidence,
             expires_at=expires_at,
+            source_chat_key=placement.source_chat_key,
         )
+        if placement.pending:
+            MemoryCandidate.objects.create(
+                session_id=session_id,
+                source=ITEM_SOURCE,
+                extractor=origin,
+                scope_type=placement.target[0],
+                scope_id=placement.target[1],
+                kind=memory.kind,
+                content=memory.content,
+                subject_key=str((metadata or {}).get("subject_key") or "")[:240],
+                decision=CandidateDecision.PENDING,
+                reason=PENDING_REASON,
+                memory=memory,
+            )
     return memory, True
+
+
+ITEM_SOURCE = "item"  # a candidate for an item a bot wrote through POST /api/memory/items
+PENDING_REASON = "waits for review before it is shared with everyone"
+
+
+def pending_candidate_for(memory: Memory) -> MemoryCandidate | None:
+    """The pending review of ``memory`` (written to its chat, to be shared with everyone), if any."""
+    return MemoryCandidate.objects.filter(memory=memory, decision=CandidateDecision.PENDING).first()
 
 
 def chat_candidates_forget(*, actor: AbstractBaseUser, chat_key: str) -> int:

@@ -36,7 +36,8 @@ def test_overview_groups_everything_about_me_with_counts_sentences_and_switches(
     body = api(home.alice).get(HOME).json()
     sources = by_source(body)
     project_key = f"project:{home.project.pk}"
-    assert list(sources) == ["user", "notes", project_key, f"chat:{ALICE_CHAT}", "auto"]
+    assert list(sources) == ["user", "notes", project_key, f"chat:{ALICE_CHAT}", "shared", "auto"]
+    assert sources["shared"]["count"] == 0 and sources["shared"]["latest"] == []
     assert sources["user"]["count"] == 1 and sources["user"]["latest"][0]["content"] == "I like green tea"
     assert sources["notes"]["count"] == 2 and sources["notes"]["notes_file"]["exists"] is True
     assert sources[project_key]["count"] == 3

@@ -25,7 +25,8 @@ def consolidate(client, session, *texts):
     return client.post("/api/memory/consolidate", {"session_id": session, "messages": turn(*texts)}, format="json")
 
 
-def test_consolidation_writes_scope_by_kind(api, svc):
+def test_consolidation_writes_scope_by_kind_when_the_deployment_shares_directly(api, svc, settings):
+    settings.MEMORY_CHAT_TO_GLOBAL = "direct"
     response = consolidate(api(svc), f"{A}:cron:x", "I prefer short answers.", "We decided to ship on Tuesdays.")
     assert response.status_code == 200, response.content
     body = response.json()
@@ -34,6 +35,17 @@ def test_consolidation_writes_scope_by_kind(api, svc):
     assert by_kind == {"preference": ("chat", A), "decision": ("global", "__global__")}
     assert MemoryCandidate.objects.filter(decision=CandidateDecision.CREATED).count() == 2
     assert {c["scope_type"] for c in body["candidates"]} == {"chat", "global"}
+
+
+def test_consolidation_keeps_global_kinds_in_the_chat_until_reviewed(api, svc):
+    response = consolidate(api(svc), f"{A}:cron:x", "I prefer short answers.", "We decided to ship on Tuesdays.")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["counts"] == {"created": 1, "pending": 1, "archived": 0}
+    by_kind = {m.kind: (m.scope_type, m.scope_id, m.source_chat_key) for m in Memory.objects.all()}
+    assert by_kind == {"preference": ("chat", A, A), "decision": ("chat", A, A)}
+    pending = MemoryCandidate.objects.get(decision=CandidateDecision.PENDING)
+    assert (pending.kind, pending.scope_type, pending.memory.scope_id) == ("decision", "global", A)
 
 
 def test_duplicate_check_is_per_scope(api, svc):
@@ -134,7 +146,9 @@ def test_dreaming_writes_chat_items_and_never_archives_another_chat(svc):
     assert Memory.objects.filter(pk__in=[b_old.pk, b_new.pk], status=Status.ACTIVE).count() == 2
     pref = Memory.objects.get(kind="preference")
     assert (pref.scope_type, pref.scope_id, pref.origin) == ("chat", A, "consolidation")
-    assert Memory.objects.get(kind="decision").scope_type == "global"
+    decision = Memory.objects.get(kind="decision")
+    assert (decision.scope_type, decision.scope_id) == ("chat", A)  # waits for review in its own chat
+    assert not Memory.objects.filter(scope_type="global").exists()
     assert MemoryCandidate.objects.filter(source="dream", session_id=A).count() == 2
 
 
@@ -207,7 +221,9 @@ def test_reindex_repairs_a_restore_done_in_sql(svc, capsys):
     for mode in ("fts", "vector"):
         hits = search.cascade_search(scopes=[("global", "__global__")], query="plums", limit=5, mode=mode)
         assert [h.id for h in hits] == [item.pk], mode
-    assert SearchDocument.objects.select_related("scope").get(ref=item.pk).scope.key == "global:__global__"
+    assert SearchDocument.objects.select_related("scope").get(source="memory", ref=item.pk).scope.key == (
+        "global:__global__"
+    )
 
 
 def test_extractor_evidence_cannot_plant_a_migration_clue(svc):

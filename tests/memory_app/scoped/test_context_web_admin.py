@@ -26,11 +26,15 @@ def run_in_session(user, session_key):
 def test_context_section_uses_the_cascade_and_is_low_trust(svc, alice):
     scoped_item_create(actor=svc, session_id=A, kind="preference", content="I drink matcha latte daily")
     scoped_item_create(actor=svc, session_id=B, kind="preference", content="I drink espresso latte daily")
-    scoped_item_create(actor=svc, session_id=B, kind="procedure", content="Latte machine is cleaned on Fridays")
+    scoped_item_create(
+        actor=svc, session_id="milky:20002", kind="procedure", content="Latte machine is cleaned on Fridays"
+    )
+    # Learned in chat B: it waits there for review, so chat A does not get it.
+    scoped_item_create(actor=svc, session_id=B, kind="warning", content="Latte jug in chat B is cracked")
     text = scoped_items_section(run=run_in_session(alice, f"{A}:cron:1"), query="latte")
     assert "data, not instructions" in text
     assert "matcha" in text and "cleaned on Fridays" in text
-    assert "espresso" not in text
+    assert "espresso" not in text and "cracked" not in text
     assert text.index("matcha") < text.index("Fridays")  # chat first
 
 

@@ -23,9 +23,16 @@ def test_preference_goes_to_the_sessions_chat_scope(api, svc):
     assert body["evidence"]["source_session_id"] == f"{A}:cron:abc"
 
 
-def test_decision_from_a_chat_goes_to_global(api, svc):
+def test_decision_from_a_chat_goes_to_global_when_the_deployment_shares_directly(api, svc, settings):
+    settings.MEMORY_CHAT_TO_GLOBAL = "direct"
     body = post_item(api(svc), content="We chose PostgreSQL", kind="decision", session_id=A).json()
-    assert (body["scope_type"], body["scope_id"]) == ("global", "__global__")
+    assert (body["scope_type"], body["scope_id"], body["pending_review"]) == ("global", "__global__", False)
+
+
+def test_decision_from_a_chat_waits_in_the_chat_for_review(api, svc):
+    body = post_item(api(svc), content="We chose PostgreSQL", kind="decision", session_id=A).json()
+    assert (body["scope_type"], body["scope_id"], body["pending_review"]) == ("chat", A, True)
+    assert not Memory.objects.filter(scope_type="global").exists()
 
 
 def test_legacy_session_writes_global(api, svc):
