@@ -149,6 +149,8 @@ def routes() -> list[Route]:
 # --- the world -----------------------------------------------------------------------------
 
 CHAT_KEY = "milky:private:10001"
+LANE_KEY = f"{CHAT_KEY}:cron:daily"  # a lane of alice's chat: the same chat
+GROUP_KEY = "milky:group:30003"  # a group chat, bound to nobody
 
 # Words that appear only in one kind of alice's rows, so a response that carries one of them
 # shows which row leaked.
@@ -210,6 +212,11 @@ def build_world() -> World:
     o["project_summary"] = ProjectSummaryFactory(project=apollo)
     o["binding"] = ChatBindingFactory(user=alice, chat_key=CHAT_KEY)
     o["job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=alice)
+    # Two jobs of the service principal: queued by its unlimited token, and by its limited one.
+    o["svc_job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=svc)
+    o["lsvc_job"] = BackgroundJob.objects.create(
+        kind="auto_memory_round", user=svc, limited_token=o["lsvc_token"], dedupe_key=f"#token:{o['lsvc_token'].pk}"
+    )
     worker_heartbeat(worker_id="matrix-worker", started_at=timezone.now())
     o["chat_item"], _ = scoped_item_create(
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"

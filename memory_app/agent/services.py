@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
+from identity_app.chat_reach import chat_require_reach
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
@@ -257,13 +258,18 @@ def conversation_create(
     if project_id:
         project = project_require_permission(user=owner, project_id=project_id, permission=READ)
     reach_require_project(actor, project.pk if project else None)
+    session_key = _short_text(session_key, "session_key", 200)
+    if session_key:
+        # A malformed key is a 400; a chat the caller may not use for this user is answered as
+        # a chat that does not exist (docs/API.md, "Chat reach"). The key never changes later.
+        chat_require_reach(actor=actor, session_key=session_key, acting_for=owner)
     conversation = Conversation(
         owner=owner,
         project=project,
         title=_short_text(title, "title", 300),
         source=source,
         parent=parent,
-        session_key=_short_text(session_key, "session_key", 200),
+        session_key=session_key,
         no_memory=no_memory,
     )
     conversation.full_clean()
