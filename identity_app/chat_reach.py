@@ -1,8 +1,8 @@
 """Chat reach: the one rule that decides whether a principal may use a chat key
 (docs/API.md, "Chat reach").
 
-Every path that takes a chat or session key asks it — conversations (``session_key``), a run's
-context (the scoped section), chat bindings, ``/api/memory/*``, the MCP chat search, background
+Every path that takes a chat or session key asks it — conversations (``session_key``), starting
+or taking over a run in such a conversation, a run's context (the scoped section), chat bindings, ``/api/memory/*``, the MCP chat search, background
 jobs that act on a session — and a chat out of reach is answered exactly like a chat that does
 not exist: 404 ``not_found`` (``chat_require_reach``), or no items.
 
@@ -80,22 +80,18 @@ def chat_of_session(session_key: str) -> str | None:
     return address.chat_key if address.is_typed else None
 
 
-def chat_in_reach(*, actor: AbstractBaseUser, chat_key: str, acting_for: AbstractBaseUser | None = None) -> bool:
-    """May ``actor`` (with its token's limits) use the chat ``chat_key``, working for
-    ``acting_for`` if given? At most one query with token authentication (the binding), two
+def chat_in_reach(*, actor: AbstractBaseUser, chat_key: str, acting_for_id: int | None = None) -> bool:
+    """May ``actor`` (with its token's limits) use the chat ``chat_key``, working for the user
+    ``acting_for_id`` if given? At most one query with token authentication (the binding), two
     with a session (the ``run_agents`` grant, then cached on the user)."""
     if not _authenticated(actor):
         return False
     service = is_service_principal(actor)
     reach = token_reach(actor)
-    if service and reach is None and acting_for is None:
+    if service and reach is None and acting_for_id is None:
         return True  # 3: nothing to look up
     return _decide(
-        bound_to=_bound_to(chat_key),
-        actor_id=actor.pk,
-        service=service,
-        reach=reach,
-        acting_for_id=acting_for.pk if acting_for is not None else None,
+        bound_to=_bound_to(chat_key), actor_id=actor.pk, service=service, reach=reach, acting_for_id=acting_for_id
     )
 
 
@@ -104,14 +100,12 @@ def chat_in_reach_of_run(*, user_id: int, chat_key: str) -> bool:
     return _decide(bound_to=_bound_to(chat_key), actor_id=None, service=True, reach=None, acting_for_id=user_id)
 
 
-def chat_require_reach(
-    *, actor: AbstractBaseUser, session_key: str, acting_for: AbstractBaseUser | None = None
-) -> str | None:
+def chat_require_reach(*, actor: AbstractBaseUser, session_key: str, acting_for_id: int | None = None) -> str | None:
     """The chat ``session_key`` names if ``actor`` may use it (``None`` for a legacy key, which
     names no chat); a chat out of reach raises NotFound exactly as a chat that does not exist;
     a malformed key raises ``InvalidSessionKey``."""
     chat_key = chat_of_session(session_key)
-    if chat_key is not None and not chat_in_reach(actor=actor, chat_key=chat_key, acting_for=acting_for):
+    if chat_key is not None and not chat_in_reach(actor=actor, chat_key=chat_key, acting_for_id=acting_for_id):
         raise NotFound(CHAT_NOT_FOUND)
     return chat_key
 

@@ -246,6 +246,19 @@ def build_world() -> World:
         prompt="Look up train times",
     )
     o["main_run"], o["sub_run"] = main.run, sub.run
+    # bob's conversation in a group chat (bound to nobody), given by the unlimited principal:
+    # out of the reach of the token limited to bob, which may not run in it.
+    o["group_conversation"] = agent_services.conversation_create(
+        actor=svc, username="bob", title="Group", session_key=GROUP_KEY
+    )
+    o["group_run"] = agent_services.run_create(
+        actor=svc,
+        username="bob",
+        conversation_id=o["group_conversation"].pk,
+        request_id="req-group",
+        worker_id="w1",
+        lease_seconds=3600,
+    ).run
     world.run_tokens.update(main=main.run_token, sub=sub.run_token)
     o["message"] = MessageFactory(conversation=o["conversation"], content=f"Bring the {MARKERS['thread']} along")
     agent_services.user_settings_update(user=alice, enable_memory=True)

@@ -144,6 +144,10 @@ runs                      GET    -       401  401    401  401 401  200   200 200
 runs                      POST   -       401  401    401  401 401  403   403 403     403  201 404
 run-detail                GET    -       401  401    401  401 401  200   404 404     404  200 404
 run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200 404
+# bob's conversation in a group chat: the token limited to bob may not run in it (its run
+# token would read the group's items), nor take over its run
+runs                      POST   group   401  401    401  401 401  403   403 403     403  201 404
+run-claim                 POST   group   401  401    401  401 401  403   403 403     403  200 404
 # run-token routes: only the run's own token; a sub-agent never acts for its parent, nor a
 # parent for its sub-agent; memory tools are for top-level runs only
 run-heartbeat             POST   -       401  401    401  403 200  401   401 401     401  401 401
@@ -233,6 +237,8 @@ API_CODES = {
     **{("conversations", "POST", target, who): "not_found" for target in ("other", "lane") for who in ("svc", "lsvc")},
     ("conversations", "POST", "unbound", "lsvc"): "not_found",
     ("conversations", "POST", "chat", "lsvc"): "unknown_user",
+    ("runs", "POST", "group", "lsvc"): "not_found",
+    ("run-claim", "POST", "group", "lsvc"): "not_found",
     **{("conversations", "POST", "bad", who): "invalid_session_key" for who in ("svc", "lsvc")},
     **{("chat-bindings", "POST", target, "lsvc"): "token_limited" for target in ("-", "unbound")},
     ("conversations", "POST", "-", "lsvc"): "unknown_user",
@@ -506,6 +512,15 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("conversation-message", "-"): Target(lambda w: {"conversation_id": w.conversation.pk, "message_id": w.message.pk}),
     ("run-detail", "-"): Target(_main_run),
     ("run-claim", "-"): Target(_main_run),
+    ("run-claim", "group"): Target(lambda w: {"run_id": w.group_run.pk}),
+    ("runs", "group"): Target(
+        body=lambda w: {
+            "user": "bob",
+            "conversation_id": w.group_conversation.pk,
+            "request_id": "req-new",
+            "worker_id": "w2",
+        }
+    ),
     ("run-heartbeat", "-"): Target(_main_run),
     ("run-heartbeat", "sub"): Target(_sub_run),
     ("run-finish", "-"): Target(_main_run),

@@ -152,7 +152,7 @@ def _search_chat_memories(ctx: CallContext, *, session_id, query, limit=10, mode
     query = selectors.search_query(query, max_chars=scoped_search.MAX_QUERY_CHARS)
     # The session works for its user: a service session acting for bob never reaches a
     # private chat bound to alice (docs/mcp.md, chat reach).
-    scopes = searchable_scopes(user=ctx.principal.actor, session_id=session_id, acting_for=ctx.principal.user)
+    scopes = searchable_scopes(user=ctx.principal.actor, session_id=session_id, acting_for_id=ctx.principal.user.pk)
     warnings: list[str] = []
     hits = scoped_search.cascade_search(scopes=scopes, query=query, limit=limit, mode=mode, warnings=warnings)
     return selectors.chat_search_response(query=query, hits=hits, mode=mode, warnings=warnings)

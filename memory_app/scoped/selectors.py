@@ -18,11 +18,11 @@ def chat_scope_readable(*, user: AbstractBaseUser, chat_key: str) -> bool:
 
 
 def searchable_scopes(
-    *, user: AbstractBaseUser, session_id: str, acting_for: AbstractBaseUser | None = None
+    *, user: AbstractBaseUser, session_id: str, acting_for_id: int | None = None
 ) -> list[tuple[str, str]]:
-    """The cascade of ``session_id`` if its chat is in the reach of ``user`` (working for
-    ``acting_for``, if given); a chat out of reach is NotFound, as one that does not exist."""
-    chat_require_reach(actor=user, session_key=session_id, acting_for=acting_for)
+    """The cascade of ``session_id`` if its chat is in the reach of ``user`` (working for the
+    user ``acting_for_id``, if given); a chat out of reach is NotFound, as one that does not exist."""
+    chat_require_reach(actor=user, session_key=session_id, acting_for_id=acting_for_id)
     return cascade_scopes(session_id)
 
 

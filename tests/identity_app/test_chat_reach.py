@@ -185,7 +185,7 @@ def test_the_rule_costs_at_most_one_query_with_a_token_and_two_with_a_session(wo
     ]
     for actor, chat, acting_for, queries in cases:
         with CaptureQueriesContext(connection) as captured:
-            chat_in_reach(actor=actor, chat_key=chat, acting_for=acting_for)
+            chat_in_reach(actor=actor, chat_key=chat, acting_for_id=acting_for and acting_for.pk)
         assert len(captured) == queries, (actor, chat, [q["sql"] for q in captured])
     # A web session's user: the grant, then the binding; the grant is kept on the user object.
     session_user = type(alice).objects.get(pk=alice.pk)
@@ -241,6 +241,31 @@ def test_a_conversations_session_key_cannot_be_changed(world, api, svc, alice):
     response = client.patch(f"/api/conversations/{created['id']}", {"session_key": B}, format="json")
     assert response.status_code == 400
     assert Conversation.objects.get(pk=created["id"]).session_key == A
+
+
+def test_a_limited_token_cannot_start_or_take_over_a_run_in_a_chat_out_of_its_reach(world, api, svc, alice, lim):
+    """An unlimited principal gave alice's conversation a group chat (bound to nobody): a token
+    limited to alice sees the conversation but may not run in it, nor claim a run of it, since
+    the run token would read the group's items."""
+    full = api(svc)
+    conversation = full.post("/api/conversations", {"user": "alice", "session_key": f"{G}:cron:x"}, format="json")
+    run = full.post(
+        "/api/runs",
+        {"user": "alice", "conversation_id": conversation.json()["id"], "request_id": "r", "worker_id": "w"},
+        format="json",
+    ).json()
+    AgentRun.objects.filter(pk=run["id"]).update(lease_expires_at=None)  # free to take over
+    before = snapshot() | {"leases": sorted(AgentRun.objects.values_list("id", "lease_generation", "worker_id"))}
+    body = {"user": "alice", "conversation_id": conversation.json()["id"], "request_id": "r2", "worker_id": "w2"}
+    for response in (
+        lim.post("/api/runs", body, format="json"),
+        lim.post(f"/api/runs/{run['id']}/claim", {"worker_id": "w2"}, format="json"),
+    ):
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found", response.content
+    assert (
+        snapshot() | {"leases": sorted(AgentRun.objects.values_list("id", "lease_generation", "worker_id"))} == before
+    )
+    assert full.post(f"/api/runs/{run['id']}/claim", {"worker_id": "w2"}, format="json").status_code == 200
 
 
 # --- context assembly ----------------------------------------------------------------------
