@@ -1,8 +1,10 @@
 """Chat bindings: which user a private chat address belongs to (docs/tiers.md).
 
 A bound user may read that chat's memories; service principals act for every chat without
-one. Bindings are made by a service principal (a bot knows whose private chat it is talking
-in) or by staff holding the ``add_chatbinding`` permission; a user may remove their own binding.
+one. Bindings are made by a service principal with an unlimited token (a bot knows whose
+private chat it is talking in) or by staff holding the ``add_chatbinding`` permission: a
+binding widens what its user and the tokens limited to them reach, so a limited token never
+makes one (``identity_app.chat_reach.may_bind_chats``). A user may remove their own binding.
 """
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,8 +12,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from identity_app.chat_reach import may_bind_chats
 from identity_app.models import ChatBinding
-from identity_app.permissions import is_service_principal, reach_allows_project, reach_q
+from identity_app.permissions import is_service_principal, reach_q
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import ChatAddress
 
@@ -43,9 +46,13 @@ def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:
         raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")
-    if not reach_allows_project(actor, None):
-        raise PermissionDenied("This token works only inside its projects; chats are outside them.")
+    # A user outside a limited token's reach first, answered like a user who does not exist;
+    # then the same refusal for every chat and every user in reach, so it reveals nothing.
     user = user_get_acting(actor=actor, username=username)
+    if not may_bind_chats(actor):
+        raise PermissionDenied(
+            "A limited token cannot bind chats: a binding widens what tokens reach.", code="token_limited"
+        )
     try:
         with transaction.atomic():
             return ChatBinding.objects.create(chat_key=address.chat_key, user=user)

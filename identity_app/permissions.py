@@ -10,7 +10,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import is_valid_id
-from identity_app.models import ApiToken, ChatBinding, Membership, Project, Role
+from identity_app.models import ApiToken, Membership, Project, Role
 
 READ = "read"
 CREATE_TASK = "create_task"
@@ -160,15 +160,6 @@ def reach_q(actor: AbstractBaseUser, *, user_field: str, project_field: str | No
     if reach.project_ids is not None:
         rule &= Q(**{f"{project_field}__in": reach.project_ids}) if project_field else Q(pk__in=[])
     return rule
-
-
-def chat_keys_in_reach(actor: AbstractBaseUser):
-    """The chat keys a limited token may touch: the private chats bound to users in its reach
-    (a values queryset); ``None`` when ``actor`` is not limited. A chat bound to nobody (a
-    group) is never in a limited token's reach."""
-    if token_reach(actor) is None:
-        return None
-    return ChatBinding.objects.filter(reach_q(actor, user_field="user_id", project_field=None)).values("chat_key")
 
 
 def may_write_global(actor: AbstractBaseUser) -> bool:

@@ -149,6 +149,8 @@ def routes() -> list[Route]:
 # --- the world -----------------------------------------------------------------------------
 
 CHAT_KEY = "milky:private:10001"
+LANE_KEY = f"{CHAT_KEY}:cron:daily"  # a lane of alice's chat: the same chat
+GROUP_KEY = "milky:group:30003"  # a group chat, bound to nobody
 
 # Words that appear only in one kind of alice's rows, so a response that carries one of them
 # shows which row leaked.
@@ -210,6 +212,11 @@ def build_world() -> World:
     o["project_summary"] = ProjectSummaryFactory(project=apollo)
     o["binding"] = ChatBindingFactory(user=alice, chat_key=CHAT_KEY)
     o["job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=alice)
+    # Two jobs of the service principal: queued by its unlimited token, and by its limited one.
+    o["svc_job"] = BackgroundJob.objects.create(kind="auto_memory_round", user=svc)
+    o["lsvc_job"] = BackgroundJob.objects.create(
+        kind="auto_memory_round", user=svc, limited_token=o["lsvc_token"], dedupe_key=f"#token:{o['lsvc_token'].pk}"
+    )
     worker_heartbeat(worker_id="matrix-worker", started_at=timezone.now())
     o["chat_item"], _ = scoped_item_create(
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"
@@ -239,6 +246,19 @@ def build_world() -> World:
         prompt="Look up train times",
     )
     o["main_run"], o["sub_run"] = main.run, sub.run
+    # bob's conversation in a group chat (bound to nobody), given by the unlimited principal:
+    # out of the reach of the token limited to bob, which may not run in it.
+    o["group_conversation"] = agent_services.conversation_create(
+        actor=svc, username="bob", title="Group", session_key=GROUP_KEY
+    )
+    o["group_run"] = agent_services.run_create(
+        actor=svc,
+        username="bob",
+        conversation_id=o["group_conversation"].pk,
+        request_id="req-group",
+        worker_id="w1",
+        lease_seconds=3600,
+    ).run
     world.run_tokens.update(main=main.run_token, sub=sub.run_token)
     o["message"] = MessageFactory(conversation=o["conversation"], content=f"Bring the {MARKERS['thread']} along")
     agent_services.user_settings_update(user=alice, enable_memory=True)

@@ -50,6 +50,8 @@ from tests.route_matrix import (
     ADMIN_PERSONAS,
     API_PERSONAS,
     CHAT_KEY,
+    GROUP_KEY,
+    LANE_KEY,
     MARKERS,
     MODEL_ADMIN_VIEWS,
     PERSONAS,
@@ -123,8 +125,18 @@ my-workspace-change-undo  POST   -       401  401    401  401 401  200   404 404
 # conversations and runs: written by service principals for a user; a user reads their own
 conversations             GET    -       401  401    401  401 401  200   200 200     200  200 200
 conversations             POST   -       401  401    401  401 401  403   403 403     403  201 404
+# a conversation's session_key goes through the chat reach rule (the caller's reach, working
+# for the conversation's user): alice's chat for alice; her chat (or a lane of it) for bob; a
+# group bound to nobody (out of every limited token's reach); a malformed key
+conversations             POST   chat    401  401    401  401 401  403   403 403     403  201 404
+conversations             POST   other   401  401    401  401 401  403   403 403     403  404 404
+conversations             POST   lane    401  401    401  401 401  403   403 403     403  404 404
+conversations             POST   unbound 401  401    401  401 401  403   403 403     403  201 404
+conversations             POST   bad     401  401    401  401 401  403   403 403     403  400 400
 conversation-detail       GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-detail       PATCH  -       401  401    401  401 401  200   404 404     404  200 404
+# the key is set once, at creation: no one changes it afterwards
+conversation-detail       PATCH  session 401  401    401  401 401  400   400 400     400  400 400
 conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201 404
 conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200 404
@@ -132,6 +144,10 @@ runs                      GET    -       401  401    401  401 401  200   200 200
 runs                      POST   -       401  401    401  401 401  403   403 403     403  201 404
 run-detail                GET    -       401  401    401  401 401  200   404 404     404  200 404
 run-claim                 POST   -       401  401    401  401 401  403   403 403     403  200 404
+# bob's conversation in a group chat: the token limited to bob may not run in it (its run
+# token would read the group's items), nor take over its run
+runs                      POST   group   401  401    401  401 401  403   403 403     403  201 404
+run-claim                 POST   group   401  401    401  401 401  403   403 403     403  200 404
 # run-token routes: only the run's own token; a sub-agent never acts for its parent, nor a
 # parent for its sub-agent; memory tools are for top-level runs only
 run-heartbeat             POST   -       401  401    401  403 200  401   401 401     401  401 401
@@ -151,15 +167,28 @@ run-auto-memory-flags     POST   -       401  401    401  401 401  200   404 404
 # the on-demand round is a background job (202 + status URL); a job is its owner's alone
 auto-memory-run           POST   -       401  401    401  401 401  202   202 202     202  202 202
 job-detail                GET    -       401  401    401  401 401  200   404 404     404  404 404
+# jobs of the service principal: one queued by its unlimited token, one by its limited token;
+# a limited token sees only the jobs it queued itself
+job-detail                GET    svc     401  401    401  401 401  404   404 404     404  200 404
+job-detail                GET    lsvc    401  401    401  401 401  404   404 404     404  200 200
 auto-memory-log           GET    -       401  401    401  401 401  200   200 200     200  200 200
-# scoped items: bots write; a user searches only the chats bound to them (403 for every other
-# chat alike, bound to someone or not, so the answer reveals nothing)
+# scoped items: bots write; a user searches only the chats bound to them. Every chat out of
+# the caller's reach is 404, bound to someone or not, so the answer reveals nothing; a lane of
+# a chat is that chat, and a group bound to nobody is out of every limited token's reach
 memory-items              POST   -       401  401    401  401 401  403   403 403     403  201 404
-memory-search             POST   -       401  401    401  401 401  200   403 403     403  200 404
+memory-items              POST   lane    401  401    401  401 401  403   403 403     403  201 404
+memory-search             POST   -       401  401    401  401 401  200   404 404     404  200 404
+memory-search             POST   lane    401  401    401  401 401  200   404 404     404  200 404
+memory-search             POST   unbound 401  401    401  401 401  404   404 404     404  200 404
 memory-consolidate        POST   -       401  401    401  401 401  403   403 403     403  200 404
+memory-consolidate        POST   lane    401  401    401  401 401  403   403 403     403  200 404
 memory-dream              POST   -       401  401    401  401 401  403   403 403     403  202 404
+memory-dream              POST   lane    401  401    401  401 401  403   403 403     403  202 404
 chat-bindings             GET    -       401  401    401  401 401  200   200 200     200  200 200
-chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201 201
+# binding widens reach: only an unlimited service principal (or staff allowed to) binds, so a
+# limited token cannot bind a chat to a user in its reach and then read it
+chat-bindings             POST   -       401  401    401  401 401  403   403 403     403  201 403
+chat-bindings             POST   unbound 401  401    401  401 401  403   403 403     403  201 403
 chat-binding-detail       DELETE -       401  401    401  401 401  204   404 404     404  204 404
 # the memory home: everything about the caller; alice's items (her own, her chat's, Apollo's)
 # are the targets; a chat not bound to the caller and a project they are not in are 404
@@ -202,8 +231,16 @@ API_CODES = {
     **{(route, method, "sub", "main"): "run_not_authorized" for route, method in RUN_TOKEN_ROUTES},
     ("run-tool", "POST", "sub", "sub"): "not_top_level_run",
     ("conversations", "POST", "-", "alice"): "service_principal_required",
-    ("memory-search", "POST", "-", "bob"): "chat_not_accessible",
-    ("memory-search", "POST", "-", "lsvc"): "not_found",
+    **{("memory-search", "POST", target, "bob"): "not_found" for target in ("-", "lane", "unbound")},
+    **{("memory-search", "POST", target, "lsvc"): "not_found" for target in ("-", "lane", "unbound")},
+    **{("memory-items", "POST", target, "lsvc"): "not_found" for target in ("-", "lane")},
+    **{("conversations", "POST", target, who): "not_found" for target in ("other", "lane") for who in ("svc", "lsvc")},
+    ("conversations", "POST", "unbound", "lsvc"): "not_found",
+    ("conversations", "POST", "chat", "lsvc"): "unknown_user",
+    ("runs", "POST", "group", "lsvc"): "not_found",
+    ("run-claim", "POST", "group", "lsvc"): "not_found",
+    **{("conversations", "POST", "bad", who): "invalid_session_key" for who in ("svc", "lsvc")},
+    **{("chat-bindings", "POST", target, "lsvc"): "token_limited" for target in ("-", "unbound")},
     ("conversations", "POST", "-", "lsvc"): "unknown_user",
     ("runs", "POST", "-", "lsvc"): "unknown_user",
 }
@@ -475,6 +512,15 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("conversation-message", "-"): Target(lambda w: {"conversation_id": w.conversation.pk, "message_id": w.message.pk}),
     ("run-detail", "-"): Target(_main_run),
     ("run-claim", "-"): Target(_main_run),
+    ("run-claim", "group"): Target(lambda w: {"run_id": w.group_run.pk}),
+    ("runs", "group"): Target(
+        body=lambda w: {
+            "user": "bob",
+            "conversation_id": w.group_conversation.pk,
+            "request_id": "req-new",
+            "worker_id": "w2",
+        }
+    ),
     ("run-heartbeat", "-"): Target(_main_run),
     ("run-heartbeat", "sub"): Target(_sub_run),
     ("run-finish", "-"): Target(_main_run),
@@ -487,6 +533,27 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("run-auto-memory-flags", "-"): Target(_main_run),
     ("chat-binding-detail", "-"): Target(lambda w: {"binding_id": w.binding.pk}),
     ("job-detail", "-"): Target(lambda w: {"job_id": w.job.pk}),
+    ("job-detail", "svc"): Target(lambda w: {"job_id": w.svc_job.pk}),
+    ("job-detail", "lsvc"): Target(lambda w: {"job_id": w.lsvc_job.pk}),
+    # Chat keys (docs/API.md, "Chat reach"): alice's chat, a lane of it, a group bound to nobody.
+    ("conversations", "chat"): Target(body=lambda w: {"user": "alice", "title": "new", "session_key": CHAT_KEY}),
+    ("conversations", "other"): Target(body=lambda w: {"user": "bob", "title": "new", "session_key": CHAT_KEY}),
+    ("conversations", "lane"): Target(body=lambda w: {"user": "bob", "title": "new", "session_key": LANE_KEY}),
+    ("conversations", "unbound"): Target(body=lambda w: {"user": "bob", "title": "new", "session_key": GROUP_KEY}),
+    ("conversations", "bad"): Target(body=lambda w: {"user": "bob", "title": "new", "session_key": "milky:private"}),
+    ("conversation-detail", "session"): Target(
+        lambda w: {"conversation_id": w.conversation.pk}, body=lambda w: {"session_key": GROUP_KEY}
+    ),
+    ("memory-items", "lane"): Target(
+        body=lambda w: {"content": "Prefers aisle seats", "kind": "preference", "session_id": LANE_KEY}
+    ),
+    ("memory-search", "lane"): Target(body=lambda w: {"query": "seats", "session_id": LANE_KEY}),
+    ("memory-search", "unbound"): Target(body=lambda w: {"query": "seats", "session_id": GROUP_KEY}),
+    ("memory-consolidate", "lane"): Target(
+        body=lambda w: {"session_id": LANE_KEY, "messages": [{"role": "user", "content": "I prefer aisle seats."}]}
+    ),
+    ("memory-dream", "lane"): Target(body=lambda w: {"session_id": LANE_KEY}),
+    ("chat-bindings", "unbound"): Target(body=lambda w: {"chat_key": "milky:private:40004", "user": "bob"}),
     ("web:my_memory", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("web:my_memory_correct", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("web:my_memory_forget", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
+from identity_app.chat_reach import chat_require_reach
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
@@ -25,6 +26,7 @@ from identity_app.permissions import (
     require_service_principal,
 )
 from identity_app.selectors import user_get_acting
+from identity_app.session_keys import InvalidSessionKey
 from memory_app.agent import indexing, notes_history
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
@@ -257,13 +259,18 @@ def conversation_create(
     if project_id:
         project = project_require_permission(user=owner, project_id=project_id, permission=READ)
     reach_require_project(actor, project.pk if project else None)
+    session_key = _short_text(session_key, "session_key", 200)
+    if session_key:
+        # A malformed key is a 400; a chat the caller may not use for this user is answered as
+        # a chat that does not exist (docs/API.md, "Chat reach"). The key never changes later.
+        chat_require_reach(actor=actor, session_key=session_key, acting_for_id=owner.pk)
     conversation = Conversation(
         owner=owner,
         project=project,
         title=_short_text(title, "title", 300),
         source=source,
         parent=parent,
-        session_key=_short_text(session_key, "session_key", 200),
+        session_key=session_key,
         no_memory=no_memory,
     )
     conversation.full_clean()
@@ -424,6 +431,20 @@ def _worker_id(value) -> str:
     return value.strip()
 
 
+def _require_chat_in_reach(*, actor: AbstractBaseUser, session_key: str, user_id: int) -> None:
+    """A run token reads its conversation's chat items: whoever starts or takes over a run
+    must reach that chat for the run's user (a token limited to alice, say, never a group
+    chat an unlimited principal gave one of her conversations). Out of reach: 404, as a chat
+    that does not exist. A malformed key (written before keys were checked) has no scope and
+    gives its runs no items, so it needs no reach."""
+    if not session_key:
+        return
+    try:
+        chat_require_reach(actor=actor, session_key=session_key, acting_for_id=user_id)
+    except InvalidSessionKey:
+        return
+
+
 @dataclass(frozen=True)
 class IssuedRun:
     run: AgentRun
@@ -455,6 +476,7 @@ def run_create(
     conversation = conversations_visible(user=actor).filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         raise NotFound("Conversation not found for this user.")
+    _require_chat_in_reach(actor=actor, session_key=conversation.session_key, user_id=user.pk)
     if conversation.status != ConversationStatus.ACTIVE:
         raise Conflict("The conversation is not active.", code="conversation_not_active")
     if kind in TOP_LEVEL_RUN_KINDS:
@@ -578,9 +600,17 @@ def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_sec
     require_service_principal(actor)
     worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
     with transaction.atomic(durable=True):
-        current = runs_visible(user=actor).filter(pk=run_id).values("lease_generation", "status").first()
+        current = (
+            runs_visible(user=actor)
+            .filter(pk=run_id)
+            .values("lease_generation", "status", "user_id", "conversation__session_key")
+            .first()
+        )
         if current is None:
             raise NotFound("Run not found.")
+        _require_chat_in_reach(
+            actor=actor, session_key=current["conversation__session_key"], user_id=current["user_id"]
+        )
         if current["status"] in FINISHED_STATUSES:
             raise Conflict(f"The run is {current['status']}.", code="run_finished")
         generation = current["lease_generation"] + 1

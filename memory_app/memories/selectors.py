@@ -4,21 +4,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from config.errors import NotFound
+from identity_app.chat_reach import ALL_CHATS, chat_keys_reachable
 from identity_app.models import ChatBinding
-from identity_app.permissions import (
-    READ,
-    chat_keys_in_reach,
-    is_service_principal,
-    project_ids_with_permission,
-    project_require_permission,
-)
+from identity_app.permissions import READ, project_ids_with_permission, project_require_permission
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, live_q
 
 IDENTITY_CONTEXT_LIMIT = 5
 MAX_CHAIN_LENGTH = 1000
 PROJECT_SUMMARY_LIMIT = 3
 PROJECT_SUMMARY_MAX_CHARS = 8000
-ALL_CHATS = None
 
 
 def chat_keys_bound_to(*, user: AbstractBaseUser):
@@ -33,15 +27,10 @@ def chat_is_bound_to(*, user: AbstractBaseUser, chat_key: str) -> bool:
 
 
 def chat_keys_readable_by(*, user: AbstractBaseUser):
-    """The chat read rule: ``ALL_CHATS`` for a service principal (only the chats in its token's
-    reach if that is limited), else the chat keys bound to ``user`` (a values queryset, usable
-    as a subquery); none for an anonymous user."""
-    if not user or not user.is_authenticated:
-        return ChatBinding.objects.none().values("chat_key")
-    if is_service_principal(user):
-        in_reach = chat_keys_in_reach(user)
-        return ALL_CHATS if in_reach is None else in_reach
-    return chat_keys_bound_to(user=user)
+    """The chat read rule: the chat reach rule (``identity_app.chat_reach``) as a list —
+    ``ALL_CHATS`` for a service principal with an unlimited token, else the chat keys ``user``
+    reaches (a values queryset, usable as a subquery); none for an anonymous user."""
+    return chat_keys_reachable(actor=user)
 
 
 def memory_visibility_q(*, user: AbstractBaseUser, tier: str | None = None) -> Q:

@@ -12,9 +12,9 @@ from django.utils.dateparse import parse_datetime
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
+from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.permissions import (
     CREATE_TASK,
-    chat_keys_in_reach,
     is_service_principal,
     may_write_global,
     project_require_permission,
@@ -175,9 +175,8 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
             raise PermissionDenied("Only service principals may write chat memories.")
         if not scope_id or scope_id == GLOBAL_SCOPE_ID:
             raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
-        in_reach = chat_keys_in_reach(actor)
-        if in_reach is not None and not in_reach.filter(chat_key=scope_id).exists():
-            raise NotFound("Chat not found.")
+        if not chat_in_reach(actor=actor, chat_key=scope_id):
+            raise NotFound(CHAT_NOT_FOUND)
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
         if not may_write_global(actor):

@@ -5,6 +5,7 @@ import logging
 
 from config.errors import ServiceUnavailable
 from config.lowtrust import Marked, low_trust_block, mark_data
+from identity_app.chat_reach import chat_in_reach_of_run, chat_of_session
 from identity_app.session_keys import InvalidSessionKey
 from memory_app.agent.models import run_is_top_level
 from memory_app.memories.timing import dated, user_zone
@@ -22,6 +23,16 @@ HEADER = (
 )
 
 
+def _session_in_reach(*, run, session_key: str) -> bool:
+    """The chat reach rule for the run's user, asked again at each assembly: the key was
+    checked when its conversation got it, but a chat since bound to someone else drops out."""
+    try:
+        chat_key = chat_of_session(session_key)
+    except InvalidSessionKey:
+        return False  # a conversation with a malformed key has no scope: nothing to add
+    return chat_key is None or chat_in_reach_of_run(user_id=run.user_id, chat_key=chat_key)
+
+
 def scoped_items_section(*, run, query: str) -> str | None:
     """Return the rendered low-trust section text, or None when there is nothing to add."""
     if not run_is_top_level(run):
@@ -29,6 +40,8 @@ def scoped_items_section(*, run, query: str) -> str | None:
     session_key = getattr(run.conversation, "session_key", "") or ""
     if not session_key or not (query or "").strip():
         return None
+    if not _session_in_reach(run=run, session_key=session_key):
+        return None  # a chat out of the run's reach is answered as a chat with no items
     query = query[:MAX_QUERY_CHARS]
     try:
         hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode=CONTEXT_MODE)

@@ -1,34 +1,29 @@
-"""Who may search or read which chat/global scope: the chat rule of
-``memory_app.memories.selectors`` (``chat_keys_readable_by``, also behind
-``memory_visibility_q``), asked for one chat key that may have no rows yet."""
+"""Who may search or read which chat/global scope: the chat reach rule
+(``identity_app.chat_reach``, also behind ``memory_visibility_q``), asked for one chat key
+that may have no rows yet."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from config.errors import NotFound, PermissionDenied
+from identity_app.chat_reach import chat_in_reach, chat_require_reach
 from identity_app.models import ChatBinding
-from identity_app.permissions import is_service_principal
 from memory_app.memories.models import Memory, Tier
-from memory_app.memories.selectors import ALL_CHATS, chat_keys_readable_by, memories_visible
+from memory_app.memories.selectors import memories_visible
 from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
-from memory_app.scoped.scope import SCOPE_TYPE_CHAT, cascade_scopes
+from memory_app.scoped.scope import cascade_scopes
 
 
 def chat_scope_readable(*, user: AbstractBaseUser, chat_key: str) -> bool:
-    chats = chat_keys_readable_by(user=user)
-    return chats is ALL_CHATS or chats.filter(chat_key=chat_key).exists()
+    return chat_in_reach(actor=user, chat_key=chat_key)
 
 
-def searchable_scopes(*, user: AbstractBaseUser, session_id: str) -> list[tuple[str, str]]:
-    """The cascade of ``session_id`` if ``user`` may read all of it, else PermissionDenied
-    (NotFound for a service principal whose limited token does not reach the chat)."""
-    scopes = cascade_scopes(session_id)
-    for scope_type, scope_id in scopes:
-        if scope_type == SCOPE_TYPE_CHAT and not chat_scope_readable(user=user, chat_key=scope_id):
-            if is_service_principal(user):
-                raise NotFound("Chat not found.")
-            raise PermissionDenied("This chat is not bound to you.", code="chat_not_accessible")
-    return scopes
+def searchable_scopes(
+    *, user: AbstractBaseUser, session_id: str, acting_for_id: int | None = None
+) -> list[tuple[str, str]]:
+    """The cascade of ``session_id`` if its chat is in the reach of ``user`` (working for the
+    user ``acting_for_id``, if given); a chat out of reach is NotFound, as one that does not exist."""
+    chat_require_reach(actor=user, session_key=session_id, acting_for_id=acting_for_id)
+    return cascade_scopes(session_id)
 
 
 def bound_chats(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:

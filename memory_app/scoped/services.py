@@ -21,6 +21,7 @@ from django.db.models import Q
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text, validate_json_value
+from identity_app.chat_reach import chat_require_reach
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.automemory.extraction import normalize_text
 from memory_app.memories import services
@@ -160,8 +161,12 @@ def scoped_item_create(
     evidence = dict(evidence or {})
     if session_id:
         evidence["source_session_id"] = session_id
-    # The write rule first, so nobody can learn from the dedupe answer what a scope holds.
+    # The write rule first, so nobody can learn from the dedupe answer what a scope holds;
+    # then the session's own chat, which the evidence names even when the kind goes global: an
+    # item never claims to come from a chat its writer may not use (docs/API.md, "Chat reach").
     services.scope_require_write(actor=actor, tier=scope[0], scope_id=scope[1])
+    if session_id:
+        chat_require_reach(actor=actor, session_key=session_id)
     with transaction.atomic():
         lock_scope(scope)
         if isinstance(content, str):

@@ -355,10 +355,10 @@ def test_service_session_acts_for_its_user_only_where_the_rest_api_lets_it(world
         tools.resource_read(ctx=ctx, uri=tools.IDENTITY_URI)
 
 
-def test_chat_search_of_a_chat_not_bound_to_the_user_is_refused(world, bob):
-    with pytest.raises(PermissionDenied) as refused:
+def test_chat_search_of_a_chat_not_bound_to_the_user_is_not_found(world, bob):
+    with pytest.raises(NotFound) as refused:
         call(as_user(bob), "search_chat_memories", session_id=ALICE_CHAT, query="jazz")
-    assert refused.value.code == "chat_not_accessible"
+    assert refused.value.code == "not_found"
 
 
 def test_project_limited_service_token_cannot_open_a_run_without_a_project(world, svc, alice, workspace_root):
