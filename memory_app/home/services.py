@@ -553,8 +553,8 @@ def home_import(
         "home import",
         extra={
             "actor": actor.pk,
-            "created": len(report.created),
-            "global": len(report.created_global),
+            "memories_created": len(report.created),
+            "global_created": len(report.created_global),
             "conflicts": len(report.conflicts),
             "dry_run": dry_run,
         },
