@@ -338,7 +338,9 @@ def _settings_to_restore(data: dict) -> tuple[dict, dict]:
         if not isinstance(settings_data["enable_memory"], bool):
             raise InvalidInput("settings.enable_memory must be true or false.", code="invalid_settings")
         switch["enable_memory"] = settings_data["enable_memory"]
-    auto = settings_data.get("auto_memory") or {}
+    auto = settings_data.get("auto_memory")
+    if auto is None:
+        auto = {}
     if not isinstance(auto, dict):
         raise InvalidInput("settings.auto_memory must be an object.", code="invalid_import")
     try:
