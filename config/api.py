@@ -343,8 +343,8 @@ class ApiFilterBackend(DjangoFilterBackend):
 
 class ApiFilterBackendSchema(DjangoFilterExtension):
     """The query parameters of ``ApiFilterBackend`` as the server reads them: a free-text filter
-    with a pattern validator documents the pattern (``\\Z`` read as ``$``), so the schema refuses
-    what the filter refuses."""
+    with a pattern validator documents the pattern (``\\Z`` read as ``$``), and a repeatable one
+    at least one item, so the schema refuses what the filter refuses."""
 
     target_class = "config.api.ApiFilterBackend"
     match_subclasses = True
@@ -360,6 +360,8 @@ class ApiFilterBackendSchema(DjangoFilterExtension):
         for parameter in parameters:
             if patterns and parameter["schema"].get("type") == "string":
                 parameter["schema"]["pattern"] = patterns[0]
+            if parameter["schema"].get("type") == "array":  # sent empty, it is "May not be empty."
+                parameter["schema"]["minItems"] = 1
         return parameters
 
 

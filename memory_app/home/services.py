@@ -17,7 +17,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from config.errors import DomainError, InvalidInput, NotFound
-from config.validation import clean_text, json_nesting_depth, json_text_problem, validate_json_container
+from config.validation import (
+    DuplicateKey,
+    clean_text,
+    json_nesting_depth,
+    json_text_problem,
+    unique_keys,
+    validate_json_container,
+)
 from identity_app import services as identity_services
 from identity_app.models import Profile
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
@@ -289,7 +296,9 @@ def import_parse(raw: bytes) -> dict:
     if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
         raise InvalidInput(f"The file nests deeper than {max_depth} levels.", code="too_deep")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InvalidInput(f"The file is not valid: {exc}", code="duplicate_key") from None
     except (ValueError, RecursionError):
         raise InvalidInput("The file is not JSON.", code="invalid_import") from None
     problem = json_text_problem(data)
