@@ -17,13 +17,15 @@ serve:
 test: lint
 	@scripts/test.sh
 
-# ruff (lint + format), the import contracts and cycles, and no model change without a migration.
+# ruff (lint + format), the import contracts and cycles, no log call with an `extra` key that
+# LogRecord reserves, and no model change without a migration.
 lint:
 	@scripts/ensure_env.sh requirements-dev.txt
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/lint-imports --no-cache
 	.venv/bin/python scripts/import_cycles.py
+	.venv/bin/python scripts/check_log_extra.py
 	DEBUG=1 .venv/bin/python manage.py makemigrations --check --dry-run
 
 format:

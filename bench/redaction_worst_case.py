@@ -10,8 +10,10 @@
    built from what every installation has: Python's own documentation (English prose with code),
    this repository's README and docs (but the one listing the secret forms), Django's Chinese
    translations, this repository's git log (commit ids and messages), generated UUIDs and SHA-1
-   commit ids, the URLs found in that English text and in Django's source, and the paths of the
-   installed packages' files.
+   commit ids, the URLs found in that English text and in Django's source, the paths of the
+   installed packages' files, and look-alikes of the command-line, other-language and card
+   forms (``LOOKALIKES``: flags that carry no password, order numbers, ISBNs, phone numbers,
+   16-digit numbers that fail the Luhn check, password prose without a value).
 """
 
 import hashlib
@@ -33,6 +35,7 @@ django.setup()
 
 from memory_app.automemory.redaction import redact  # noqa: E402
 from memory_app.automemory.worker import MAX_TEXT_CHARS  # noqa: E402
+from tests.memory_app.automemory.redaction_lookalikes import LOOKALIKES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +62,15 @@ SHAPES = {
     "dotted_tokens": "MTA4NjYxMjM0NTY3ODkwMTIzNA.",
     "key_then_word": "token aB3dE5fG7hJ9kL1m ",
     "key_then_digits": "api key 1",
+    # Shapes aimed at the command-line, other-language and card rules.
+    "mysql_flags": "mysql -u ",
+    "curl_users": "curl -u a",
+    "docker_login": "docker login -x ",
+    "card_digits": "4111 ",
+    "card_dashes": "4111-1111-",
+    "passwort": "Passwort für ",
+    "russian": "пароль от ",
+    "japanese": "パスワードは",
 }
 
 
@@ -115,7 +127,12 @@ def paths() -> str:
     return "\n".join(f"The file {os.path.join(d, f)} was changed." for d, _, files in os.walk(site) for f in files)
 
 
+def lookalikes() -> str:
+    return "\n".join(LOOKALIKES)
+
+
 CORPORA = {
+    "lookalikes": lookalikes,
     "english": english,
     "chinese": chinese,
     "git_log": git_log,

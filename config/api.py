@@ -11,11 +11,13 @@ import django_filters
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.db.models.manager import BaseManager
 from django.http import Http404, JsonResponse
 from django.urls import Resolver404, get_resolver, re_path
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import build_choice_field
 from drf_spectacular.utils import extend_schema_field
@@ -337,6 +339,30 @@ class ApiFilterBackend(DjangoFilterBackend):
             if empty:
                 raise drf_exceptions.ValidationError({name: ["May not be empty."] for name in empty})
         return filterset
+
+
+class ApiFilterBackendSchema(DjangoFilterExtension):
+    """The query parameters of ``ApiFilterBackend`` as the server reads them: a free-text filter
+    with a pattern validator documents the pattern (``\\Z`` read as ``$``), and a repeatable one
+    at least one item, so the schema refuses what the filter refuses."""
+
+    target_class = "config.api.ApiFilterBackend"
+    match_subclasses = True
+    priority = 1
+
+    def resolve_filter_field(self, auto_schema, model, filterset_class, field_name, filter_field):
+        parameters = super().resolve_filter_field(auto_schema, model, filterset_class, field_name, filter_field)
+        patterns = [
+            v.regex.pattern.replace("\\Z", "$")
+            for v in filter_field.extra.get("validators", ())
+            if isinstance(v, RegexValidator) and not v.inverse_match and not v.flags
+        ]
+        for parameter in parameters:
+            if patterns and parameter["schema"].get("type") == "string":
+                parameter["schema"]["pattern"] = patterns[0]
+            if parameter["schema"].get("type") == "array":  # sent empty, it is "May not be empty."
+                parameter["schema"]["minItems"] = 1
+        return parameters
 
 
 def validated(serializer_class, request) -> dict:

@@ -411,6 +411,17 @@ if API_MAX_BODY_BYTES < 1024 or not 2 <= API_MAX_JSON_DEPTH <= 200:
 WORKER_EXPECTED = env_bool("WORKER_EXPECTED", False)
 WORKER_HEARTBEAT_MAX_AGE = env_int("WORKER_HEARTBEAT_MAX_AGE", 300)
 JOBS_IN_PROCESS = env_bool("JOBS_IN_PROCESS", not WORKER_EXPECTED)
+# A pending project invitation expires this many days after it was sent (or sent again): it can
+# no longer be accepted, and memory_worker (or `manage.py expire_invitations`) deletes it.
+INVITATION_EXPIRY_DAYS = env_int("INVITATION_EXPIRY_DAYS", 14)
+if INVITATION_EXPIRY_DAYS < 1:
+    raise ImproperlyConfigured("INVITATION_EXPIRY_DAYS must be at least 1")
+# /readyz runs its checks (a query, a file created, synced and removed in WORKSPACE_ROOT) at most
+# once per this many seconds per process and answers the probes in between from that result
+# (0: every probe runs them).
+READYZ_CHECK_SECONDS = env_int("READYZ_CHECK_SECONDS", 5)
+if READYZ_CHECK_SECONDS < 0:
+    raise ImproperlyConfigured("READYZ_CHECK_SECONDS must be 0 or more")
 # GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`; without a token there is none.
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 if METRICS_TOKEN and len(METRICS_TOKEN) < 16:

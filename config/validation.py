@@ -110,11 +110,31 @@ def payload_too_large_message(limit: int) -> str:
     return f"The request body is larger than {limit} bytes."
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        shown = key if len(key) <= 40 else key[:40] + "…"
+        super().__init__(f"The JSON object has the key {shown!r} twice.")
+
+
+def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` of every JSON the service reads: an object that names a key twice
+    is refused (``DuplicateKey``) instead of keeping the last value silently."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return data
+
+
 class SafeJSONParser(JSONParser):
     """The API's JSON parser. It reads at most ``API_MAX_BODY_BYTES`` (413 beyond), refuses
-    nesting deeper than ``API_MAX_JSON_DEPTH`` before decoding (400 ``too_deep``), and treats a
-    body carrying NUL characters or unpaired surrogates anywhere as malformed (400
-    ``malformed_request``), all before any view sees it."""
+    nesting deeper than ``API_MAX_JSON_DEPTH`` before decoding (400 ``too_deep``), refuses an
+    object that names a key twice (400 ``duplicate_key``: the last value would otherwise win
+    silently), and treats a body carrying NUL characters or unpaired surrogates anywhere as
+    malformed (400 ``malformed_request``), all before any view sees it."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = settings.API_MAX_BODY_BYTES
@@ -131,7 +151,11 @@ class SafeJSONParser(JSONParser):
         if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
             raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code="too_deep")
         try:
-            data = json.loads(text, parse_constant=strict_constant if self.strict else None)
+            data = json.loads(
+                text, parse_constant=strict_constant if self.strict else None, object_pairs_hook=unique_keys
+            )
+        except DuplicateKey as exc:
+            raise InvalidInput(str(exc), code="duplicate_key") from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         except RecursionError:  # unreachable after the depth check; never a 500 all the same

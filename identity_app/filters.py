@@ -6,7 +6,6 @@ see); no filter value can widen it. A value that is not valid is a 400 naming th
 """
 
 import django_filters
-from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
 from identity_app.chat_bindings import BINDABLE_TARGET_TYPES
@@ -17,21 +16,26 @@ MAX_TEXT_FILTER_CHARS = 200
 
 class StableOrderingFilter(django_filters.OrderingFilter):
     """``ordering``: one or more of the allowed fields, comma separated, ``-`` before a field for
-    descending. The row id breaks ties (in the direction of the last field), so pages never
-    overlap or skip rows. Without ``ordering`` the list keeps its default order."""
+    descending; a field named again later is ignored (its first mention decides). The row id
+    breaks ties (in the direction of the last field), so pages never overlap or skip rows.
+    Without ``ordering`` the list keeps its default order."""
 
     def __init__(self, *args, **kwargs):
         fields = kwargs.get("fields", ())
         names = ", ".join(f"`{name}`" for name in (fields.values() if isinstance(fields, dict) else fields))
-        kwargs.setdefault("help_text", f"Comma-separated, `-` for descending; of {names}. Ties go by id.")
+        kwargs.setdefault(
+            "help_text",
+            f"Comma-separated, `-` for descending; of {names}. A field named again is ignored. Ties go by id.",
+        )
         super().__init__(*args, **kwargs)
 
     def filter(self, qs, value):
         if not value:
             return qs
-        if len({v.lstrip("-") for v in value}) != len(value):
-            raise ValidationError({self.field_name: ["Name each field at most once."]})
-        ordering = [self.get_ordering_value(param) for param in value]
+        first = {}
+        for param in value:
+            first.setdefault(param.lstrip("-"), param)
+        ordering = [self.get_ordering_value(param) for param in first.values()]
         return qs.order_by(*ordering, "-id" if ordering[-1].startswith("-") else "id")
 
 

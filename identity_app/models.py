@@ -182,6 +182,10 @@ class Invitation(models.Model):
     ``username`` is what the inviter typed; ``invitee`` is that account if an active one existed
     at the time, else ``None``. Both kinds look the same to the project's managers, so inviting
     does not tell them whether a username exists; only the invitee ever sees the invitation.
+
+    A pending invitation expires ``INVITATION_EXPIRY_DAYS`` after ``created_at`` (sending it
+    again starts that time again): it is then never listed to the invitee, cannot be accepted,
+    and ``invitations_expire`` deletes it.
     """
 
     id = models.CharField(primary_key=True, max_length=40, default=new_invitation_id, editable=False)
@@ -210,7 +214,10 @@ class Invitation(models.Model):
                 condition=models.Q(status__in=InvitationStatus.values), name="invitation_status_valid"
             ),
         ]
-        indexes = [models.Index(fields=["invitee", "status"], name="invitation_invitee_idx")]
+        indexes = [
+            models.Index(fields=["invitee", "status"], name="invitation_invitee_idx"),
+            models.Index(fields=["status", "created_at"], name="invitation_expiry_idx"),
+        ]
 
     def __str__(self):
         return f"{self.username}@{self.project_id}:{self.role} ({self.status})"

@@ -1,9 +1,13 @@
 """Reads of identity data: profiles, projects, memberships, users looked up by name, the
 caller's API tokens, and project invitations."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
 from identity_app.models import ApiToken, Invitation, InvitationStatus, Membership, Profile, Project
@@ -94,10 +98,18 @@ def usernames_by_id(user_ids) -> dict[int, str]:
 
 
 # --- invitations ---------------------------------------------------------------------------
+def invitation_expiry_cutoff(now=None):
+    """Pending invitations created before this moment have expired."""
+    return (now or timezone.now()) - timedelta(days=settings.INVITATION_EXPIRY_DAYS)
+
+
 def invitations_pending_for(*, user: AbstractBaseUser) -> QuerySet[Invitation]:
-    """Invitations waiting for ``user`` to accept or decline: only the invitee ever sees them."""
+    """Invitations waiting for ``user`` to accept or decline (not expired): only the invitee
+    ever sees them."""
     return (
-        Invitation.objects.filter(invitee=user, status=InvitationStatus.PENDING)
+        Invitation.objects.filter(
+            invitee=user, status=InvitationStatus.PENDING, created_at__gt=invitation_expiry_cutoff()
+        )
         .filter(reach_q(user, user_field="invitee_id", project_field="project_id"))
         .select_related("project", "invited_by")
         .order_by("-created_at", "-id")

@@ -1,3 +1,4 @@
+import logging
 import secrets
 from datetime import timedelta
 
@@ -27,9 +28,17 @@ from identity_app.permissions import (
     staff_may,
     token_reach,
 )
-from identity_app.selectors import membership_role, token_get, user_find_active, user_get_active
+from identity_app.selectors import (
+    invitation_expiry_cutoff,
+    membership_role,
+    token_get,
+    user_find_active,
+    user_get_active,
+)
 
 _UNSET = object()
+
+logger = logging.getLogger(__name__)
 
 
 def profile_update(
@@ -340,9 +349,10 @@ def invitation_create(*, actor: AbstractBaseUser, project_id: str, username: str
             .filter(project=project, username=username, status=InvitationStatus.PENDING)
             .first()
         )
-        if pending is not None:
+        if pending is not None:  # sent again: its expiry time starts again too
             pending.role, pending.invited_by, pending.invitee = role, actor, invitee
-            pending.save(update_fields=["role", "invited_by", "invitee"])
+            pending.created_at = timezone.now()
+            pending.save(update_fields=["role", "invited_by", "invitee", "created_at"])
             return
         try:
             with transaction.atomic():
@@ -366,13 +376,15 @@ def invitation_cancel(*, actor: AbstractBaseUser, project_id: str, invitation_id
 
 
 def _my_pending_invitation(*, actor: AbstractBaseUser, invitation_id: str) -> Invitation:
-    """The pending invitation ``invitation_id`` of ``actor``, locked; anything else is 404."""
+    """The pending, unexpired invitation ``invitation_id`` of ``actor``, locked; anything else
+    is 404."""
     invitation = None
     if actor and actor.is_authenticated:
         invitation = (
             Invitation.objects.select_for_update()
             .filter(reach_q(actor, user_field="invitee_id", project_field="project_id"))
             .filter(pk=str(invitation_id)[:40], invitee=actor, status=InvitationStatus.PENDING)
+            .filter(created_at__gt=invitation_expiry_cutoff())
             .first()
         )
     if invitation is None:
@@ -406,6 +418,25 @@ def invitation_decline(*, actor: AbstractBaseUser, invitation_id: str) -> None:
         invitation = _my_pending_invitation(actor=actor, invitation_id=invitation_id)
         invitation.status, invitation.responded_at = InvitationStatus.DECLINED, timezone.now()
         invitation.save(update_fields=["status", "responded_at"])
+
+
+def invitations_expire(*, now=None, batch: int = 1000) -> int:
+    """Delete pending invitations past their expiry time (docs/API.md), at most ``batch`` per
+    statement until none is left; returns how many were deleted."""
+    cutoff = invitation_expiry_cutoff(now)
+    deleted = 0
+    while True:
+        ids = list(
+            Invitation.objects.filter(status=InvitationStatus.PENDING, created_at__lte=cutoff)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:batch]
+        )
+        if not ids:
+            break
+        deleted += Invitation.objects.filter(pk__in=ids, status=InvitationStatus.PENDING).delete()[0]
+    if deleted:
+        logger.info("expired invitations deleted", extra={"invitations": deleted})
+    return deleted
 
 
 def user_grant_service(*, user: AbstractBaseUser) -> None:

@@ -9,6 +9,11 @@
 #   FUZZ_MAX_EXAMPLES  examples per operation and phase (default 30)
 #   FUZZ_DEBUG         DEBUG of the server (default 1, as under `make run`)
 #   FUZZ_DATABASE_URL  a PostgreSQL server to create the throwaway database on (default: SQLite)
+#   FUZZ_WORKERS       schemathesis workers per pass (default 1: with two, Hypothesis parses
+#                      source in two threads at once, which CPython 3.11.7 cannot do — "AST
+#                      constructor recursion depth mismatch", CPython gh-106905)
+#
+# The server logs at DEBUG, so every log line of every request is built and written.
 #
 # Reports, the server log and the database stay in var/fuzz/<time>/.
 set -euo pipefail
@@ -32,7 +37,7 @@ mkdir -p "$WORK"
 PORT=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 BASE="http://127.0.0.1:$PORT"
 
-export DEBUG=${FUZZ_DEBUG:-1} API_THROTTLE=off WORKSPACE_ROOT="$WORK/workspaces" LOG_LEVEL=WARNING
+export DEBUG=${FUZZ_DEBUG:-1} API_THROTTLE=off WORKSPACE_ROOT="$WORK/workspaces" LOG_LEVEL=DEBUG
 if [ "$DEBUG" = 0 ]; then
   export SECRET_KEY="fuzz-only-$(.venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(40))')"
   export ALLOWED_HOSTS=127.0.0.1 SECURE_SSL_REDIRECT=0
@@ -87,7 +92,7 @@ for persona in user service; do
   FUZZ_TOKEN=$(field "${persona}_token") FUZZ_SPARE_TOKEN_ID=$(field "${persona}_spare_token_id") \
     timeout --signal=INT --kill-after=30 $((SECONDS_PER_PASS + 120)) "$VENV/bin/schemathesis" --config-file scripts/schemathesis.toml run "$BASE/api/schema/" \
     --phases coverage,fuzzing,stateful --checks all \
-    --max-examples "$MAX_EXAMPLES" --max-time "$SECONDS_PER_PASS" --workers 2 \
+    --max-examples "$MAX_EXAMPLES" --max-time "$SECONDS_PER_PASS" --workers "${FUZZ_WORKERS:-1}" \
     --report json --report-dir "$WORK/$persona" --no-color >"$WORK/$persona.txt" 2>&1 || status=1
   tail -n 25 "$WORK/$persona.txt"
 done

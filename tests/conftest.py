@@ -13,8 +13,11 @@ from identity_app.models import Role
 from identity_app.services import token_issue, user_grant_service
 from memory_app.agent import services as agent_services
 from memory_app.agent.models import Conversation
+from tests import logcheck
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.memory_app.agent.helpers import RunHandle
+
+logcheck.install()
 
 # Modules whose module-scoped fixtures start servers: with pytest-xdist (``--dist loadgroup``,
 # scripts/test.sh) each runs whole on one worker, so its servers start once, not once per worker.
@@ -44,6 +47,15 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.fixture(autouse=True)
+def log_records_are_well_formed():
+    """Every record a test writes could be built and formatted (tests/logcheck.py)."""
+    logcheck.take()
+    yield
+    problems = logcheck.take()
+    assert not problems, "log records that cannot be built or formatted:\n" + "\n".join(problems)
 
 
 @pytest.fixture

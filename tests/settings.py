@@ -19,7 +19,17 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+# Every record is built and formatted at DEBUG through the production JSON formatter, into a null
+# stream (tests/logcheck.py: a record that cannot be built or formatted fails its test); the
+# console still shows WARNING and above.
+LOGGING["handlers"]["console"]["level"] = "WARNING"  # noqa: F405
+LOGGING["handlers"]["checked"] = {  # noqa: F405
+    "()": "tests.logcheck.FormattingHandler",
+    "formatter": "json",
+    "filters": ["request_id"],
+}
+LOGGING["root"]["handlers"] = ["console", "checked"]  # noqa: F405
+LOGGING["root"]["level"] = "DEBUG"  # noqa: F405
 # Throttle counters per process, and rates no ordinary test reaches; tests/test_throttling.py
 # lowers them where it proves the limits.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -294,3 +294,59 @@ def test_max_length_holds_for_the_text_as_sent(api, alice, project):
 def test_notes_file_versions_are_documented_as_checked(schema):
     body = request_schema(schema, "/api/users/me/workspace/{name}/", "put")
     assert body["properties"]["base_sha256"]["pattern"] == "^[0-9a-f]{64}$"
+
+
+def _query_parameters(schema):
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if isinstance(operation, dict):
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "query":
+                        yield f"{method.upper()} {path} {parameter['name']}", parameter["schema"]
+
+
+def test_query_enums_hold_values_of_their_declared_type(schema):
+    """A `true`/`false` choice is a string enum: `boolean` with string values accepts what the
+    server refuses (`no_memory=2`) and refuses what it reads."""
+    python_type = {"string": str, "integer": int, "boolean": bool}
+    wrong = [
+        name
+        for name, item in _query_parameters(schema)
+        if "enum" in item and not all(isinstance(v, python_type.get(item.get("type"), object)) for v in item["enum"])
+    ]
+    assert wrong == []
+
+
+def test_repeatable_query_parameters_take_at_least_one_item(schema):
+    """Sent empty, a repeatable filter is a 400 ("May not be empty"), so the schema says so."""
+    assert [
+        name for name, item in _query_parameters(schema) if item.get("type") == "array" and not item.get("minItems")
+    ] == []
+
+
+def test_a_filter_with_a_pattern_documents_it_and_the_server_agrees(schema, api, alice):
+    platform = dict(_query_parameters(schema))["GET /api/chat-bindings/ platform"]
+    pattern = re.compile(platform["pattern"])
+    client = api(alice)
+    for value, ok in (("milky", True), ("Milky", False), ("a" * 33, False), ("qq_2", True)):
+        assert bool(pattern.search(value)) is ok
+        assert (client.get("/api/chat-bindings", {"platform": value}).status_code == 200) is ok
+
+
+def test_the_import_body_names_what_it_takes(schema):
+    body = request_schema(schema, "/api/users/me/import/", "post")
+    properties = body["properties"]
+    assert properties["notes_files"]["additionalProperties"] is False
+    assert set(properties["notes_files"]["properties"]) == {"AGENTS.md", "USER.md", "MEMORY.md"}
+    assert properties["settings"]["additionalProperties"] is False
+    assert properties["settings"]["properties"]["auto_memory"]["additionalProperties"] is False
+
+
+def test_every_operation_documents_429(schema):
+    missing = [
+        f"{method} {path}"
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if isinstance(operation, dict) and "429" not in operation.get("responses", {})
+    ]
+    assert missing == []

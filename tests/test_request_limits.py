@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from config.errors import PayloadTooLarge
+from config.errors import InvalidInput, PayloadTooLarge
 from config.validation import SafeJSONParser, json_nesting_depth
 from identity_app.models import Project
 from memory_app.agent.models import Conversation, Message, ToolCall
@@ -201,3 +201,36 @@ def test_parser_reads_no_more_than_the_cap(settings):
 )
 def test_json_nesting_depth(text, depth):
     assert json_nesting_depth(text) == depth
+
+
+def _with_a_key_twice(body: dict) -> bytes:
+    """``body`` as JSON with its first key given a second time (the second value last)."""
+    key, value = next(iter(body.items()))
+    text = json.dumps(body)
+    return ("{" + json.dumps(key) + ": " + json.dumps(value) + ", " + text[1:]).encode()
+
+
+@pytest.mark.parametrize("name, client_name, method, path, body", ROUTES, ids=ROUTE_IDS)
+def test_a_key_named_twice_is_400_and_writes_nothing(world, name, client_name, method, path, body):
+    before = snapshot(world)
+    assert_error(send(world, client_name, method, path, _with_a_key_twice(body)), 400, "duplicate_key")
+    assert snapshot(world) == before
+
+
+def test_a_key_named_twice_at_any_depth_is_refused():
+    parser = SafeJSONParser()
+    for text in ('{"a": 1, "a": 2}', '{"m": {"x": 1, "x": 1}}', '[{"k": 1}, {"k": 2, "k": 3}]'):
+        with pytest.raises(InvalidInput) as refused:
+            parser.parse(io.BytesIO(text.encode()))
+        assert refused.value.code == "duplicate_key"
+    assert parser.parse(io.BytesIO(b'[{"k": 1}, {"k": 2}]')) == [{"k": 1}, {"k": 2}]
+
+
+def test_an_imported_file_with_a_key_named_twice_is_refused(world):
+    body = b'{"format": "memory-service-export", "version": 2, "memories": {"user": [], "user": []}}'
+    upload = io.BytesIO(body)
+    upload.name = "export.json"
+    response = world["alice"].post("/api/users/me/import", {"file": upload}, format="multipart")
+    if response.status_code == 415:  # the API takes the export as the JSON body
+        response = world["alice"].post("/api/users/me/import", data=body, content_type="application/json")
+    assert_error(response, 400, "duplicate_key")

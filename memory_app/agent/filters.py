@@ -6,6 +6,7 @@ see); no filter value can widen it. A value that is not valid is a 400 naming th
 
 import django_filters
 from django.db.models import Q
+from drf_spectacular.utils import extend_schema_field
 
 from identity_app.filters import MAX_TEXT_FILTER_CHARS, StableOrderingFilter
 from memory_app.agent import selectors
@@ -52,6 +53,7 @@ class ConversationFilter(django_filters.FilterSet):
         model = Conversation
         fields = []
 
+    @extend_schema_field({"type": "string", "enum": ["false", "true"]})
     def filter_no_memory(self, queryset, name, value):
         return queryset.filter(no_memory=value == "true")
 
@@ -96,6 +98,7 @@ class RunFilter(django_filters.FilterSet):
     def filter_lease_state(self, queryset, name, value):
         return selectors.runs_with_lease_state(queryset, value)
 
+    @extend_schema_field({"type": "string", "enum": ["false", "true"]})
     def filter_top_level(self, queryset, name, value):
         top_level = top_level_runs_q()
         return queryset.filter(top_level if value == "true" else ~top_level)

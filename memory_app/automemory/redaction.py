@@ -2,7 +2,8 @@
 
 Redacted text is what the extractor sees, so no secret can reach a memory or the log.
 Order matters: whole blocks (private keys, connection strings) first, then header and
-key=value forms, then bare token formats, then (by setting) contact information.
+key=value forms (in English, Chinese and other languages), command-line credentials, payment
+card numbers, then bare token formats, then (by setting) contact information.
 """
 
 import math
@@ -45,8 +46,112 @@ _SEP = (
 # The value: quoted (spaces, commas and all, up to the closing quote or the end of the line)
 # or one unquoted word.
 _VALUE = r"(?:([\"'`])[^\n]*?(?:\3|$)|“[^”\n]*(?:”|$)|[^\s\"'`,;]{3,})"
+# Password phrases in other languages ("Passwort ist …", "パスワードは…"). The value after a
+# Japanese or Korean phrase is the ASCII run (or 「…」) that follows, so the sentence's own
+# particles and verb stay; after a phrase in a European language it is quoted or one word,
+# as for the English forms above. ``(?!\[REDACTED:)``: a value an earlier rule removed is not
+# counted twice.
+_NOT_DONE = r"(?!\[REDACTED:)"
+_WORD_VALUE = (
+    rf"{_NOT_DONE}(?:\"[^\"\n]*(?:\"|$)|'[^'\n]*(?:'|$)|«[^»\n]*(?:»|$)|„[^“”\n]*(?:[“”]|$)|[^\s\"'`,;«»]{{3,}})"
+)
+_ASCII_VALUE = rf"{_NOT_DONE}(?:「[^」\n]*(?:」|$)|\"[^\"\n]*(?:\"|$)|'[^'\n]*(?:'|$)|[!-~]{{3,}})"
+_PHRASE_RULES: list[tuple[str, re.Pattern, str]] = [
+    (
+        "password",
+        # Japanese and Korean: パスワードは…, 暗証番号：…, 비밀번호는 …, 패스워드: …
+        re.compile(
+            rf"(パスワード|暗証番号|パスコード|비밀번호|패스워드)(\s*(?:は|が|는|은|가|이|[:=])\s*[:=]?\s*){_ASCII_VALUE}"
+        ),
+        r"\1\2" + marker("password"),
+    ),
+    (
+        "password",
+        # Spanish, French, German: "la contraseña (de X) es …", "le mot de passe est …",
+        # "das Passwort (für X) ist/lautet …", or the word and a colon.
+        re.compile(
+            r"(?i)\b(contrase[ñn]as?|clave de acceso|mots? de passe|passw[oö]rt(?:er)?|kennw[oö]rt(?:er)?)"
+            r"((?:\s+(?:de|del|para|en|du|des|pour|sur|f[üu]r|von|vom|des|der|zum|zur)\b[^\n.,;:=\"']{0,40}?)?"
+            r"(?:\s*[:=]\s*|\s+(?:es|era|est|[ée]tait|ist|lautet|war)\b\s*[:=]?\s*))" + _WORD_VALUE
+        ),
+        r"\1\2" + marker("password"),
+    ),
+    (
+        "password",
+        # Russian: "пароль: …", "пароль от сервера — …", "пароль это …", or only a space when
+        # the value looks generated ("мой пароль Hunter2Secret").
+        re.compile(
+            r"(?i)(?<!\w)(парол[ьяюе]м?)"
+            r"((?:\s+(?:от|для|к|на)\b[^\n.,;:=—\"']{0,40}?)?"
+            r"(?:\s*[:=—–]\s*|\s+(?:это|был|будет)\b\s*[:=—–]?\s*)|"
+            r"[^\S\n]+(?=[A-Za-z0-9])(?=[A-Za-z_/+=-]{0,200}\d)(?=[\d_/+=-]{0,200}[A-Za-z]))" + _WORD_VALUE
+        ),
+        r"\1\2" + marker("password"),
+    ),
+]
+# Credentials on a command line: the password of ``mysql -p…`` (attached), ``sshpass -p``,
+# ``docker login -p/--password`` and ``curl -u user:password``. Only after the command's name
+# on the same line (at most a few hundred characters, no pipe or ``;`` between), so ``ls -p``,
+# ``grep -u`` or ``docker run -u 1000:1000`` stay as they are.
+_CLI_VALUE = rf"{_NOT_DONE}(?:\"[^\"\n]*(?:\"|$)|'[^'\n]*(?:'|$)|[^\s\"']+)"
+_CLI_RULES: list[tuple[str, re.Pattern, str]] = [
+    (
+        "password",
+        re.compile(
+            r"(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump)"
+            r"\b[^\n|;&]{0,300}?\s-p)(?=[^\s-])" + _CLI_VALUE
+        ),
+        r"\1" + marker("password"),
+    ),
+    (
+        "password",
+        re.compile(r"(\bsshpass\b[^\n|;&]{0,300}?\s-p[^\S\n]*)(?=[^\s-])" + _CLI_VALUE),
+        r"\1" + marker("password"),
+    ),
+    (
+        "password",
+        re.compile(
+            r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm\s+registry|oras)\s+login\b[^\n|;&]{0,300}?"
+            r"\s(?:-p|--password)(?:[^\S\n]+|=))(?=[^\s-])" + _CLI_VALUE
+        ),
+        r"\1" + marker("password"),
+    ),
+    (
+        "password",
+        re.compile(
+            r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]{0,300}?\s(?:-u|--user|-a|--auth)(?:[^\S\n]*|=)"
+            r"[\"']?[^\s:\"'@]{1,128}:)" + _NOT_DONE + r"[^\s\"']+"
+        ),
+        r"\1" + marker("password"),
+    ),
+]
+# A payment card number: 13 to 19 digits, bare or in the groups cards print (4-4-4-4[-3|4],
+# 4-6-5, 4-6-4) with one kind of separator, starting as issued cards do (2–6) and passing the
+# Luhn check. Order numbers, ISBNs and phone numbers fail one of these.
+_CARD = re.compile(
+    r"(?<![\w.,/+-])(?:[2-6]\d{12,18}|[2-6]\d{3}(?:[ -]\d{4}){3}(?:[ -]\d{3,4})?|[2-6]\d{3}[ -]\d{6}[ -]\d{4,5})"
+    r"(?![\w-]|[.,]\d|[ -]\d)"
+)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+def _if_card(match: re.Match) -> str:
+    value = match.group(0)
+    if len(set(re.findall(r"[ -]", value))) > 1:
+        return value
+    digits = re.sub(r"[ -]", "", value)
+    return marker("card") if 13 <= len(digits) <= 19 and _luhn(digits) else value
+
+
 # (kind, pattern, replacement); a replacement may keep a group (the key name) visible.
-_RULES: list[tuple[str, re.Pattern, str]] = [
+_RULES: list[tuple[str, re.Pattern, str | Callable[[re.Match], str]]] = [
     (
         "private_key",
         re.compile(
@@ -108,6 +213,9 @@ _RULES: list[tuple[str, re.Pattern, str]] = [
         ),
         r"\1\2" + marker("password"),
     ),
+    *_PHRASE_RULES,
+    *_CLI_RULES,
+    ("card", _CARD, _if_card),
     ("api_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"), marker("api_key")),
     ("api_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), marker("api_key")),
     ("api_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), marker("api_key")),

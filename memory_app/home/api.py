@@ -2,6 +2,9 @@
 provenance, correcting and forgetting (one, a selection, everything of a source), export and
 import. Everything is about the caller (``/users/me/…``)."""
 
+import zoneinfo
+
+from django.conf import settings as django_settings
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -20,6 +23,9 @@ from config.api import (
     validated,
 )
 from identity_app.session_keys import chat_key_pattern
+from memory_app.agent.workspace import WORKSPACE_FILES
+from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX
+from memory_app.automemory.services import BOOL_FIELDS, MODEL_FIELDS, THRESHOLD_FIELDS
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
 from memory_app.memories.api import ExpiresAtField
@@ -413,13 +419,56 @@ IMPORT_MEMORIES_SCHEMA = {
 }
 
 
+# What services.home_import checks in the other parts of an export, for the schema: the notes
+# files by name (a text; null or an object is left alone), the settings the settings pages
+# take, the profile fields (others, such as the username, are context and ignored).
+IMPORT_NOTES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        name: {"anyOf": [{"type": "string"}, {"type": "object", "additionalProperties": {}}], "nullable": True}
+        for name in WORKSPACE_FILES
+    },
+    "additionalProperties": False,
+}
+IMPORT_SETTINGS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "enable_memory": {"type": "boolean"},
+        "auto_memory": {
+            "type": "object",
+            "nullable": True,
+            "properties": {
+                **{name: {"type": "boolean"} for name in BOOL_FIELDS},
+                **{name: {"type": "string", "maxLength": MODEL_NAME_MAX} for name in MODEL_FIELDS},
+                **{
+                    name: {"type": "integer", "minimum": 0, "maximum": AUTO_MEMORY_LIMITS[name]}
+                    for name in THRESHOLD_FIELDS
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+IMPORT_USER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "display_name": {"type": "string", "maxLength": 150},
+        "timezone": {"type": "string", "enum": sorted(zoneinfo.available_timezones())},
+        "language": {"type": "string", "enum": ["", *(code for code, _name in django_settings.LANGUAGES)]},
+        "preferences": {"type": "object", "additionalProperties": {}},
+    },
+    "additionalProperties": {},
+}
+
+
 class ImportInput(StrictInputMixin, serializers.Serializer):
     format = documented(StrictCharField, {"type": "string", "enum": [selectors.EXPORT_FORMAT]}, max_length=64)
     version = documented(StrictIntegerField, {"type": "integer", "enum": list(selectors.EXPORT_READABLE_VERSIONS)})
     exported_at = StrictCharField(max_length=64, required=False)
-    user = JSONObjectField(required=False)
-    settings = JSONObjectField(required=False)
-    notes_files = JSONObjectField(required=False)
+    user = documented(JSONObjectField, IMPORT_USER_SCHEMA, required=False)
+    settings = documented(JSONObjectField, IMPORT_SETTINGS_SCHEMA, required=False)
+    notes_files = documented(JSONObjectField, IMPORT_NOTES_SCHEMA, required=False)
     memories = documented(
         JSONObjectField,
         IMPORT_MEMORIES_SCHEMA,

@@ -672,7 +672,7 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
     scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
     scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
     scopes += [shared_scope_key(key) for key in chat_keys]
-    found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2)
+    found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2, floor=True)
     rows = {
         m.pk: m
         for m in home_memories(user=user).filter(

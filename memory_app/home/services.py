@@ -19,7 +19,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from config.errors import DomainError, InvalidInput, NotFound
-from config.validation import clean_text, json_nesting_depth, json_text_problem, validate_json_container
+from config.validation import (
+    DuplicateKey,
+    clean_text,
+    json_nesting_depth,
+    json_text_problem,
+    unique_keys,
+    validate_json_container,
+)
 from identity_app import services as identity_services
 from identity_app.models import Profile
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
@@ -330,7 +337,9 @@ def import_parse(raw: bytes) -> dict:
     if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
         raise InvalidInput(f"The file nests deeper than {max_depth} levels.", code="too_deep")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InvalidInput(f"The file is not valid: {exc}", code="duplicate_key") from None
     except (ValueError, RecursionError):
         raise InvalidInput("The file is not JSON.", code="invalid_import") from None
     problem = json_text_problem(data)
@@ -379,7 +388,9 @@ def _settings_to_restore(data: dict) -> tuple[dict, dict]:
         if not isinstance(settings_data["enable_memory"], bool):
             raise InvalidInput("settings.enable_memory must be true or false.", code="invalid_settings")
         switch["enable_memory"] = settings_data["enable_memory"]
-    auto = settings_data.get("auto_memory") or {}
+    auto = settings_data.get("auto_memory")
+    if auto is None:
+        auto = {}
     if not isinstance(auto, dict):
         raise InvalidInput("settings.auto_memory must be an object.", code="invalid_import")
     try:
@@ -599,8 +610,8 @@ def home_import(
         "home import",
         extra={
             "actor": actor.pk,
-            "imported": len(report.created),  # not "created": LogRecord reserves it
-            "global": len(report.created_global),
+            "memories_created": len(report.created),
+            "global_created": len(report.created_global),
             "conflicts": len(report.conflicts),
             "dry_run": dry_run,
         },

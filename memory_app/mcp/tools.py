@@ -361,6 +361,44 @@ def _throttle(principal: Principal, scopes: tuple[str, ...]) -> None:
             )
 
 
+MAX_ECHOED_NAME = 40
+MAX_PROBLEM_CHARS = 300
+
+
+def _name(value) -> str:
+    """A name the client sent (an argument's key), cut to ``MAX_ECHOED_NAME`` characters."""
+    text = str(value)
+    return repr(text if len(text) <= MAX_ECHOED_NAME else text[:MAX_ECHOED_NAME] + "…")
+
+
+def argument_problem(error) -> str:
+    """What is wrong with a tool argument, from the schema's rule, never from the rejected
+    value: a sentence of at most ``MAX_PROBLEM_CHARS`` characters."""
+    where = ".".join(_name(part) if isinstance(part, str) else str(part) for part in list(error.path)[:5])
+    rule, limit = error.validator, error.validator_value
+    if rule == "required":
+        missing = [name for name in limit if not isinstance(error.instance, dict) or name not in error.instance]
+        text = f"{_name(missing[0]) if missing else 'an argument'} is required"
+    elif rule == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))[:3]
+        text = f"unknown argument(s): {', '.join(map(_name, extra))}"
+    else:
+        text = {
+            "type": f"must be of type {limit}",
+            "maxLength": f"must be at most {limit} characters",
+            "minLength": f"must be at least {limit} character(s)",
+            "maximum": f"must be at most {limit}",
+            "minimum": f"must be at least {limit}",
+            "maxItems": f"must have at most {limit} item(s)",
+            "minItems": f"must have at least {limit} item(s)",
+            "enum": f"must be one of {', '.join(map(str, limit))}" if isinstance(limit, list) else "is not allowed",
+            "pattern": "does not have the expected form",
+            "format": f"is not a valid {limit}",
+        }.get(rule, f"does not satisfy {rule!s}")
+    text = f"{where}: {text}" if where else text
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
+
+
 def tool_call(*, ctx: CallContext, name: str, arguments) -> dict:
     """Run one tool as the session's principal. Domain errors propagate (the transport turns
     them into tool errors); unknown tools, tools this session does not get and arguments that
@@ -375,8 +413,7 @@ def tool_call(*, ctx: CallContext, name: str, arguments) -> dict:
         raise InvalidInput("Tool arguments must be a JSON object.", code="invalid_arguments")
     error = next(iter(sorted(spec.validator.iter_errors(arguments), key=lambda e: list(e.path))), None)
     if error is not None:
-        where = ".".join(str(part) for part in error.path)
-        raise InvalidInput(f"{where + ': ' if where else ''}{error.message}", code="invalid_arguments")
+        raise InvalidInput(argument_problem(error), code="invalid_arguments")
     _throttle(ctx.principal, spec.throttle)
     return spec.handler(ctx, **arguments)
 

@@ -61,7 +61,7 @@ class MemoryFilter(django_filters.FilterSet):
             scope_key(t, i)
             for t, i in queryset.order_by().values_list("scope_type", "scope_id").distinct()[:MAX_SCOPES]
         ]
-        found = engine.search(scopes=scopes, query=value, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH)
+        found = engine.search(scopes=scopes, query=value, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH, floor=True)
         self.search_result = found
         live = live_q()
         ranked = Q(pk__in=found.refs) & live

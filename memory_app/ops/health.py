@@ -2,10 +2,16 @@
 reachable, migrations applied, workspace root writable, and a worker's heartbeat recent when
 ``WORKER_EXPECTED``). Unauthenticated JSON that names each check and says ``ok`` or ``failed``,
 nothing more: the reason of a failure goes to the log, not to whoever asks.
+
+The checks of ``/readyz`` run at most once per ``READYZ_CHECK_SECONDS`` per process; probes in
+between get that answer (a failure as much as a success, so neither outlives the interval).
+Probes that arrive while the checks run wait for their result instead of running them again.
 """
 
 import logging
 import os
+import threading
+import time
 import uuid
 
 from django.conf import settings
@@ -22,6 +28,9 @@ logger = logging.getLogger(__name__)
 # Once a process has seen every migration applied it stops asking (building the migration
 # graph costs tens of milliseconds; a deploy with new migrations starts new processes).
 _seen = {"migrated": False}
+# The last answer of /readyz: (time.monotonic() when its checks ran, body, status).
+_last: dict = {"answer": None}
+_checking = threading.Lock()
 
 
 @never_cache
@@ -73,6 +82,27 @@ def _run(name: str, check) -> str:
 @never_cache
 @require_GET
 def readyz(request):
+    _ran, body, status = _readiness()
+    return JsonResponse(body, status=status)
+
+
+def _fresh(answer) -> bool:
+    return answer is not None and time.monotonic() - answer[0] < settings.READYZ_CHECK_SECONDS
+
+
+def _readiness() -> tuple[float, dict, int]:
+    answer = _last["answer"]
+    if _fresh(answer):
+        return answer
+    with _checking:
+        answer = _last["answer"]
+        if not _fresh(answer):  # another probe may have run the checks while this one waited
+            answer = (time.monotonic(), *_check_all())
+            _last["answer"] = answer
+    return answer
+
+
+def _check_all() -> tuple[dict, int]:
     checks = {"database": _run("database", _database)}
     if checks["database"] == "ok":
         checks["migrations"] = _run("migrations", _migrations)
@@ -82,4 +112,4 @@ def readyz(request):
     if settings.WORKER_EXPECTED:
         checks["worker"] = _run("worker", _worker) if checks["migrations"] == "ok" else "failed"
     ready = all(value == "ok" for value in checks.values())
-    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    return {"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503

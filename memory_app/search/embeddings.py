@@ -48,6 +48,10 @@ class EmbeddingProvider(Protocol):
     dim: int
     in_process: bool  # True: cheap and local, may run inside a write transaction
     min_score: float  # similarities at or below this are not a match
+    # How far above the query's background similarity (``background_similarity``) a document
+    # must be to match by meaning where a search filters (lists, the memory home): calibrated
+    # per model on the evaluation set with bench/similarity_floor.py (docs/search.md).
+    match_floor: float
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """An (n, dim) float32 matrix of L2-normalised rows, for documents."""
@@ -66,6 +70,7 @@ class HashedNgramEmbedding:
     name = "hashed-ngram"
     in_process = True
     min_score = 0.15
+    match_floor = 0.24  # bench/similarity_floor.py --provider hashed (docs/search.md)
 
     def __init__(self, dim: int = 512):
         if dim < 16 or dim > 4096:
@@ -105,6 +110,7 @@ class E5Embedding:
     dim = 384
     in_process = False
     min_score = 0.0
+    match_floor = 0.02  # bench/similarity_floor.py --provider e5 (docs/search.md)
     max_chars = 2000  # e5 reads 512 tokens at most; the head of a long text stands for it
     _lock = threading.Lock()
     _engine = None
@@ -142,6 +148,7 @@ def _query_vector(provider, text: str) -> np.ndarray:
 class OpenAICompatibleEmbedding:
     in_process = False
     min_score = 0.0
+    match_floor = 0.02  # not calibrated: the e5 figure, until a model is measured
 
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0):
         if not base_url.startswith(("http://", "https://")):
@@ -203,6 +210,43 @@ def get_provider() -> EmbeddingProvider:
             api_key=getattr(settings, "MEMORY_EMBEDDING_API_KEY", ""),
         )
     return HashedNgramEmbedding(dim=getattr(settings, "MEMORY_EMBEDDING_DIM", 512))
+
+
+# Sentences about nothing in particular. An embedding model finds some similarity between any two
+# texts (e5: 0.75–0.8 between unrelated ones), and how much depends on the query; a document
+# matches a query by meaning when it is clearly more similar to it than these are.
+BACKGROUND_TEXTS = (
+    "The weather was mild today.",
+    "A list of numbers and dates.",
+    "Notes from a meeting.",
+    "Something happened last week.",
+    "A message about plans.",
+    "It is a short sentence.",
+    "The file was saved.",
+    "Here is some text.",
+    "今天天气不错。",
+    "这是一段文字。",
+    "会议记录。",
+    "上周发生了一些事情。",
+    "An item in a list.",
+    "The answer is below.",
+    "Thanks for the update.",
+    "See the details above.",
+)
+_background: dict[str, np.ndarray] = {}
+_background_lock = threading.Lock()
+
+
+def background_similarity(provider, query_vectors: np.ndarray) -> np.ndarray:
+    """The mean similarity of each query vector (rows of ``query_vectors``, or one vector) to
+    ``BACKGROUND_TEXTS``, embedded once per process and model."""
+    with _background_lock:
+        matrix = _background.get(provider.model)
+    if matrix is None:
+        matrix = provider.embed(list(BACKGROUND_TEXTS))
+        with _background_lock:
+            _background[provider.model] = matrix
+    return np.asarray(query_vectors, dtype=DTYPE) @ matrix.T.mean(axis=1)
 
 
 def to_bytes(vector: np.ndarray) -> bytes:

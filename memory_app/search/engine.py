@@ -33,7 +33,7 @@ from django.db import connection
 
 from config.metrics import observe_search
 from memory_app.search.analysis import query_terms
-from memory_app.search.embeddings import DTYPE, get_provider
+from memory_app.search.embeddings import DTYPE, background_similarity, get_provider
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
 MODES = ("hybrid", "lexical", "dense")
@@ -224,9 +224,13 @@ class _VectorCache:
 vector_cache = _VectorCache()
 
 
-def dense_rank(scopes: list[tuple], query: str, depth: int, *, provider) -> tuple[list[tuple[int, float]], int]:
+def dense_rank(
+    scopes: list[tuple], query: str, depth: int, *, provider, floor: bool = False
+) -> tuple[list[tuple[int, float]], int]:
     """``(document id, cosine similarity)`` best first, and how many documents have no vector
-    (-1: too many documents to compare exactly)."""
+    (-1: too many documents to compare exactly). With ``floor``, only documents that match by
+    meaning: more similar to the query than its background similarity plus the model's
+    ``match_floor`` (docs/search.md)."""
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
@@ -246,7 +250,10 @@ def dense_rank(scopes: list[tuple], query: str, depth: int, *, provider) -> tupl
     k = min(depth, len(ids))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
-    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > provider.min_score], missing
+    threshold = provider.min_score
+    if floor:
+        threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
+    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > threshold], missing
 
 
 def rrf_fuse(rankings: list[list], *, k: int = RRF_K) -> list[tuple]:
@@ -268,12 +275,17 @@ def search(
     mode: str | None = None,
     depth: int | None = None,
     expand_lexical: Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None = None,
+    floor: bool = False,
 ) -> Result:
     """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``).
 
     ``expand_lexical(ranking)`` may re-score the word ranking (``(ref, BM25 score)`` best first)
     before fusion, e.g. to let a neighbour of a hit share its score; refs it adds must belong
-    to the same scopes, and callers load hits through their own visibility queryset anyway."""
+    to the same scopes, and callers load hits through their own visibility queryset anyway.
+
+    ``floor``: a search that filters (a list's ``q``, the memory home) — only documents that
+    hold a word of the query or match it by meaning above the model's floor; no hit at all is
+    a possible answer."""
     mode = mode or default_mode()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -286,7 +298,7 @@ def search(
     lexical = lexical_rank(rows, terms, depth) if mode in ("lexical", "hybrid") else []
     dense: list[tuple[int, float]] = []
     if mode in ("dense", "hybrid"):
-        dense, result.not_embedded = dense_rank(rows, query, depth, provider=get_provider())
+        dense, result.not_embedded = dense_rank(rows, query, depth, provider=get_provider(), floor=floor)
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(

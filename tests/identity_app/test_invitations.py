@@ -1,8 +1,13 @@
 """Project invitations: adding a member invites them, the invitee accepts or declines, and the
 answer to the inviter never tells whether a username exists."""
 
+import io
+from datetime import timedelta
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from identity_app.models import Invitation, InvitationStatus, Membership, Role
 from tests.factories import MembershipFactory, UserFactory
@@ -164,3 +169,56 @@ def test_anonymous_is_refused(client, project):
     assert client.get(reverse("web:project_members", args=[project.pk])).status_code == 302
     assert APIClient().get("/api/users/me/invitations").status_code == 401
     assert APIClient().post(f"/api/projects/{project.pk}/members", {"username": "x"}, format="json").status_code == 401
+
+
+def _age(days: float) -> None:
+    """Every invitation was sent ``days`` ago."""
+    Invitation.objects.update(created_at=timezone.now() - timedelta(days=days))
+
+
+def test_an_expired_invitation_is_not_listed_and_cannot_be_accepted_or_declined(api, alice, mallory, project, settings):
+    settings.INVITATION_EXPIRY_DAYS = 14
+    assert invite(api(alice), project, "mallory").status_code == 202
+    client = api(mallory)
+    [invitation] = pending_for(client)
+    _age(14.01)
+    assert pending_for(client) == []
+    for action in ("accept", "decline"):
+        assert client.post(f"/api/users/me/invitations/{invitation['id']}/{action}").status_code == 404
+    assert ("mallory", "member") not in members(project)
+    assert Invitation.objects.get().status == InvitationStatus.PENDING  # nothing changed
+
+
+def test_an_invitation_within_its_days_is_accepted_and_sending_again_renews_it(api, alice, mallory, project, settings):
+    settings.INVITATION_EXPIRY_DAYS = 14
+    invite(api(alice), project, "mallory")
+    _age(13.9)
+    assert len(pending_for(api(mallory))) == 1
+    _age(20)
+    assert invite(api(alice), project, "mallory", "viewer").status_code == 202  # sent again
+    [invitation] = pending_for(api(mallory))
+    assert api(mallory).post(f"/api/users/me/invitations/{invitation['id']}/accept").status_code == 201
+
+
+def test_expired_invitations_for_any_username_are_deleted_by_the_worker_and_the_command(
+    api, alice, mallory, project, settings
+):
+    settings.INVITATION_EXPIRY_DAYS = 14
+    client = api(alice)
+    for name in ("nobody-1", "nobody-2", "mallory"):
+        invite(client, project, name)
+    _age(15)
+    invite(client, project, "fresh-name")  # a new one stays
+    accepted = Invitation.objects.create(
+        project=project, username="old-answer", invited_by=alice, status=InvitationStatus.ACCEPTED
+    )
+    Invitation.objects.filter(pk=accepted.pk).update(created_at=timezone.now() - timedelta(days=30))
+    out = io.StringIO()
+    call_command("expire_invitations", stdout=out)
+    assert "3" in out.getvalue()
+    assert sorted(Invitation.objects.values_list("username", flat=True)) == ["fresh-name", "old-answer"]
+    _age(15)
+    out = io.StringIO()
+    call_command("memory_worker", "--once", stdout=out)
+    assert "1 expired invitation(s) deleted" in out.getvalue()
+    assert list(Invitation.objects.values_list("username", flat=True)) == ["old-answer"]

@@ -11,7 +11,6 @@ import time
 import anyio
 import httpx2
 import pytest
-from django.conf import settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -20,16 +19,6 @@ from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused
 from tests.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
-
-# SQLITE_SUBPROCESS_SKIP: in the full SQLite pass (after the other transactional tests) the
-# server subprocess's writes to the shared SQLite file were not seen by the test process, while
-# the module passes on its own; the subprocess transports are checked on PostgreSQL.
-pytestmark = [
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"),
-        reason="subprocess transports are checked on PostgreSQL only",
-    ),
-]
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -6,8 +6,6 @@ import subprocess
 import sys
 
 import anyio
-import pytest
-from django.conf import settings
 from django.utils import timezone
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -17,16 +15,6 @@ from memory_app.agent.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_tools import USER_TOOLS
-
-# SQLITE_SUBPROCESS_SKIP: in the full SQLite pass (after the other transactional tests) the
-# server subprocess's writes to the shared SQLite file were not seen by the test process, while
-# the module passes on its own; the subprocess transports are checked on PostgreSQL.
-pytestmark = [
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"),
-        reason="subprocess transports are checked on PostgreSQL only",
-    ),
-]
 
 TIMEOUT = 120
 

@@ -431,3 +431,28 @@ def test_the_framing_corpus_stays_inside_every_mcp_output(world, alice, svc):
     assert_contained(tools.resource_read(ctx=ctx, uri=tools.NOTES_URI))
     assert_contained(tools.resource_read(ctx=ctx, uri=tools.IDENTITY_URI))
     assert_contained(call(ctx, "get_identity_context")["identity_context"])
+
+
+HUGE = "Hunter2Secret " * 2000
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "named"),
+    [
+        ("add_memory", {"content": HUGE}, "'content'"),
+        ("add_memory", {"content": 5, "kind": HUGE}, "'content'"),
+        ("add_memory", {"content": "x", HUGE: "y"}, "unknown argument"),
+        ("add_memory", {"content": "x", "kind": HUGE}, "'kind'"),
+        ("search_memories", {"query": [HUGE] * 3}, "'query'"),
+        ("correct_memory", {"memory_id": HUGE, "content": "x"}, "'memory_id'"),
+    ],
+)
+def test_an_argument_error_names_the_argument_and_never_echoes_the_value(alice, name, arguments, named):
+    with pytest.raises(InvalidInput) as refused:
+        tools.tool_call(ctx=as_user(alice), name=name, arguments=arguments)
+    message = refused.value.message
+    assert refused.value.code == "invalid_arguments"
+    assert named in message
+    assert len(message) <= tools.MAX_PROBLEM_CHARS
+    assert HUGE[: tools.MAX_ECHOED_NAME + 1] not in message  # an unknown key's name is cut, a value never shown
+    assert "Hunter2Secret" not in message or named == "unknown argument"

@@ -16,6 +16,7 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from config.errors import DomainError, ServiceUnavailable
+from identity_app.services import invitations_expire
 from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
 from memory_app.memories.services import memories_purge_expired
@@ -80,6 +81,15 @@ class Command(BaseCommand):
             summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to do"
             self.stdout.write(f"auto-memory round: {len(results)} runs ({summary})")
             self._purge_expired()
+            try:
+                expired = invitations_expire()
+            except DatabaseError as exc:
+                if once:
+                    raise
+                logger.warning("invitation expiry failed", extra={"error_class": type(exc).__name__})
+                expired = 0
+            if expired:
+                self.stdout.write(f"invitations: {expired} expired invitation(s) deleted")
             if dream:
                 dreamed = dream_round(limit=dream_limit)
                 failed = sum(isinstance(r, DomainError) for r in dreamed.values())

@@ -10,6 +10,7 @@ from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.worker import round_run
 from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run, manual_round
+from tests.memory_app.automemory.redaction_lookalikes import LOOKALIKES
 
 # (kind, statement holding the secret, the secret string itself)
 SECRETS = [
@@ -300,6 +301,78 @@ FORMATS = [
 ]
 
 
+# Credentials people paste from a terminal, password phrases in other languages, card numbers.
+PASTED = [
+    ("curl_user", "We always call curl -u deploy:Cu7lPassw0rd https://api.example.com/health.", ["Cu7lPassw0rd"]),
+    ("curl_user_long", "We always call curl --user deploy:Cu7lPassw0rd https://api.example.com.", ["Cu7lPassw0rd"]),
+    ("mysql_attached", "We always run mysql -uroot -pHunter2Secret billing for the report.", ["Hunter2Secret"]),
+    ("mysqldump", "We always run mysqldump -h db -u app -pDumpS3cret billing nightly.", ["DumpS3cret"]),
+    ("sshpass", "We always deploy with sshpass -p Ssh9assXyz ssh deploy@example.com.", ["Ssh9assXyz"]),
+    ("docker_login", "We always run docker login -u ci -p D0ckerPassXyz registry.example.com.", ["D0ckerPassXyz"]),
+    (
+        "docker_login_long",
+        "We always run docker login --username ci --password D0ckerPassXyz registry.example.com.",
+        ["D0ckerPassXyz"],
+    ),
+    ("psql_uri", "We always run psql postgres://app:PsqlS3cretXyz@db.example.com/billing for it.", ["PsqlS3cretXyz"]),
+    ("pgpassword", "We always run PGPASSWORD=PgPassXyz42 psql -h db -U app billing.", ["PgPassXyz42"]),
+    ("password_ja", "We decided this: テスト環境のパスワードはNihonG0Passです。", ["NihonG0Pass"]),
+    ("password_es", "We decided this: la contraseña de staging es Espan0lClave.", ["Espan0lClave"]),
+    ("password_fr", "We decided this: le mot de passe est Franc4isMdp pour la préprod.", ["Franc4isMdp"]),
+    ("password_de", "We decided this: das Passwort ist Deutsch9Wort für Staging.", ["Deutsch9Wort"]),
+    ("password_de_colon", "We decided this: Kennwort: Kenn7WortXyz für den Server.", ["Kenn7WortXyz"]),
+    ("password_ko", "We decided this: 비밀번호는 Hangul5Pass 입니다.", ["Hangul5Pass"]),
+    ("password_ru", "We decided this: пароль от сервера — Russk1yPass.", ["Russk1yPass"]),
+    ("password_ru_bare", "We decided this: мой пароль Russk1yPass9 для всех.", ["Russk1yPass9"]),
+    ("card_spaces", "We always pay with the card 4111 1111 1111 1111 for the cloud bill.", ["1111 1111 1111"]),
+    ("card_dashes", "We always pay with the card 5555-5555-5555-4444 for the cloud bill.", ["5555-5555-5555"]),
+    ("card_bare", "We always pay with the card 4012888888881881 for the cloud bill.", ["4012888888881881"]),
+    ("card_amex", "We always pay with the card 3782 822463 10005 for the cloud bill.", ["822463"]),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("kind", "statement", "secrets"), PASTED, ids=[f[0] for f in PASTED])
+def test_pasted_credential_reaches_no_table_and_no_log(
+    api, svc, run_api, alice, project, caplog, kind, statement, secrets
+):
+    enable(alice, min_length_chars=10, min_idle_minutes=0, min_duration_seconds=0)
+    owner = api(alice)
+    with caplog.at_level(logging.DEBUG):
+        run_id = _chat_run(api(svc), run_api, project=project, text=statement)
+        before = _cells_holding(secrets)  # the conversation itself: the input, kept as written
+        _extract_now(owner, run_id)
+    assert before, "the secret was not in the conversation"
+    assert not _cells_holding(secrets) - before
+    [memory] = auto_memories(project)
+    assert "[REDACTED:" in memory.content
+    for secret in secrets:
+        assert secret not in memory.content
+        assert secret not in caplog.text
+        assert secret not in str(owner.get("/api/users/me/auto-memory-log").json())
+
+
+@pytest.mark.django_db
+def test_a_pasted_mysql_password_never_reaches_a_chat_memory_through_consolidation(api, svc, caplog):
+    secret = "Hunter2Secret"
+    with caplog.at_level(logging.DEBUG):
+        response = api(svc).post(
+            "/api/memory/consolidate",
+            {
+                "session_id": "milky:private:10001",
+                "messages": [
+                    {"role": "user", "content": f"I prefer to connect with mysql -uroot -p{secret} to the billing db."}
+                ],
+            },
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+    assert response.json()["counts"].get("created") == 1
+    assert secret not in response.content.decode()
+    assert not _cells_holding([secret])
+    assert secret not in caplog.text
+
+
 def _text_cells() -> list[tuple[str, str, str]]:
     """Every cell of every table in the database, as (table, column, text)."""
     cells = []
@@ -398,6 +471,12 @@ ORDINARY = [
     "我们使用 Redis 7 做缓存，提交 9fceb02d0ae598e95dc970b74767f19372d61af8 已经合并。",
     "We always rotate the tokens every month and keep secrets in the vault.",
 ]
+
+
+@pytest.mark.parametrize("text", LOOKALIKES)
+def test_lookalikes_of_flags_cards_and_phrases_are_unchanged(text):
+    result = redact(text, contact_info=False)  # phone numbers and emails go by their own setting
+    assert result.text == text and result.counts == {}
 
 
 @pytest.mark.parametrize("text", ORDINARY)

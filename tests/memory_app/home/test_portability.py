@@ -359,6 +359,10 @@ def test_without_legacy_the_command_strips_clues_and_refuses_global_items(home, 
         ),
         (" " * (MAX_IMPORT_BYTES + 1), "The file is larger than"),
         ("[" * 200 + "]" * 200, "The file nests deeper than"),
+        (
+            '{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "version": 1}',
+            "The file is not valid: The JSON object has the key 'version' twice.",
+        ),
     ],
 )
 def test_command_refuses_a_bad_file_and_changes_nothing(alice_home, tmp_path, content, message):
