@@ -6,6 +6,8 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
+from identity_app.models import Role
+
 register = template.Library()
 
 
@@ -20,3 +22,12 @@ def when(value, precision: str = "minutes"):
     return format_html(
         '<time datetime="{}" title="{}">{}</time>', value.isoformat(), timezone.get_current_timezone_name(), shown
     )
+
+
+@register.filter
+def role_label(value):
+    """A project role's name in the page's language (``owner`` → its label)."""
+    try:
+        return Role(value).label
+    except ValueError:
+        return value or ""
