@@ -251,22 +251,22 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
         return _(
             "No other user reads these (operators of the service who hold the review permission can, in the "
             "admin). Your main agent gets the latest %(n)s at the start of each new chat when “%(switch)s” is "
-            "on — it is %(state)s now. Sub-agents never see them."
+            "on — it is %(state)s now. Helper agents it starts never see them."
         ) % {"n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_PROJECT:
         return ngettext(
             "Every member of this project can read these (%(members)s person). Your main agent gets the latest "
             "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
-            "Sub-agents never see them.",
+            "Helper agents it starts never see them.",
             "Every member of this project can read these (%(members)s people). Your main agent gets the latest "
             "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
-            "Sub-agents never see them.",
+            "Helper agents it starts never see them.",
             members,
         ) % {"members": members, "n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_NOTES:
         return _(
             "Your main agent reads this file at every turn and may add notes to it when “%(switch)s” is on — it "
-            "is %(state)s now. When it is off the agent neither reads nor writes it. Sub-agents never see it."
+            "is %(state)s now. When it is off the agent neither reads nor writes it. Helper agents it starts never see it."
         ) % {"switch": notes.label, "state": _state(notes)}
     if kind == SOURCE_CHAT:
         return _(

@@ -114,8 +114,9 @@ def test_settings_page_shows_and_saves(client, alice):
     )
     assert response.status_code == 302
     row = AutoMemorySettings.objects.get(user=alice)
+    # The switches are on the one switches panel: this page leaves them as they were (off).
     assert (row.generate, row.use, row.min_idle_minutes, row.min_length_chars, row.redact_contact_info) == (
-        True,
+        False,
         False,
         5,
         50,
