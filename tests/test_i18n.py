@@ -103,7 +103,7 @@ def test_times_are_shown_in_the_profiles_zone_with_the_zone_named(alice):
     zed = UserFactory(username="zed")
     theirs = UserMemoryFactory(owner=zed, content="coffee")
     type(theirs).objects.filter(pk=theirs.pk).update(created_at=datetime(2025, 6, 1, 6, 30, tzinfo=UTC))
-    assert "2025-06-01 06:30 UTC" in _signed_in(zed).get(reverse("web:my_memory", args=[theirs.pk])).content.decode()
+    assert "2025-06-01 06:30 UTC" in _signed_in(zed).get(reverse("web:memory_home_item", args=[theirs.pk])).content.decode()
 
 
 def test_every_message_is_translated_and_the_compiled_catalog_matches():
