@@ -65,14 +65,17 @@ def chat_binding_delete(*, actor: AbstractBaseUser, binding_id: int) -> None:
 MAX_DISPLAY_NAME = 100
 
 
-def chat_binding_rename(*, actor: AbstractBaseUser, chat_key: str, display_name: str) -> ChatBinding:
+def chat_binding_rename(
+    *, actor: AbstractBaseUser, chat_key: str, display_name: str, own_only: bool = True
+) -> ChatBinding:
     """Give a bound chat a readable name (empty: show its key). The bound user renames their own
-    chats; managers any chat they see (the admin)."""
+    chats; with ``own_only=False`` (the admin) managers any chat they see."""
     display_name = clean_text((display_name or "").strip(), field="display_name")
     if len(display_name) > MAX_DISPLAY_NAME:
         raise InvalidInput(f"display_name is longer than {MAX_DISPLAY_NAME} characters.", code="invalid_text")
     with transaction.atomic():
-        binding = chat_bindings_visible(user=actor).select_for_update().filter(chat_key=str(chat_key)[:200]).first()
+        bindings = chat_bindings_visible(user=actor).select_for_update().filter(chat_key=str(chat_key)[:200])
+        binding = (bindings.filter(user=actor) if own_only else bindings).first()
         if binding is None:
             raise NotFound("Chat not found.")
         binding.display_name = display_name

@@ -230,30 +230,26 @@ set_password                  GET    -      login login  login login login 404  
 set_password                  POST   -      login login  login login login 404   404   404     404   404
 # password reset by email (the tests send mail to memory); a made-up reset link is refused
 password_reset                GET    -      200   200    200   200   200   200   200   200     200   200
-password_reset                POST   -      200   200    200   200   200   200   200   200     200   200
+password_reset                POST   -      302   302    302   302   302   302   302   302     302   302
+password_reset                PUT    -      200   200    200   200   200   200   200   200     200   200
 password_reset_done           GET    -      200   200    200   200   200   200   200   200     200   200
 password_reset_confirm        GET    -      200   200    200   200   200   200   200   200     200   200
 password_reset_confirm        POST   -      200   200    200   200   200   200   200   200     200   200
+password_reset_confirm        PUT    -      200   200    200   200   200   200   200   200     200   200
 password_reset_complete       GET    -      200   200    200   200   200   200   200   200     200   200
 logout                        POST   -      login login  login login login login login login   login login
 web:home                      GET    -      login login  login login login 200   200   200     200   200
 # the old memory lists lead to the memory home's one list per source, for good (GET only)
 web:my_memories               GET    -      login login  login login login 301   301   301     301   301
-web:my_memories               POST   -      login login  login login login 405   405   405     405   405
 web:my_memory                 GET    -      login login  login login login 301   301   301     301   301
 web:my_memory_correct         GET    -      login login  login login login 301   301   301     301   301
-web:my_memory_correct         POST   -      login login  login login login 405   405   405     405   405
 web:my_memory_forget          GET    -      login login  login login login 301   301   301     301   301
-web:my_memory_forget          POST   -      login login  login login login 405   405   405     405   405
 web:projects                  GET    -      login login  login login login 200   200   200     200   200
 web:projects                  POST   -      login login  login login login 302   302   302     302   302
 web:project_memories          GET    -      login login  login login login 301   301   301     301   301
-web:project_memories          POST   -      login login  login login login 405   405   405     405   405
 web:project_memory            GET    -      login login  login login login 301   301   301     301   301
 web:project_memory_correct    GET    -      login login  login login login 301   301   301     301   301
-web:project_memory_correct    POST   -      login login  login login login 405   405   405     405   405
 web:project_memory_forget     GET    -      login login  login login login 301   301   301     301   301
-web:project_memory_forget     POST   -      login login  login login login 405   405   405     405   405
 web:profile                   GET    -      login login  login login login 200   200   200     200   200
 web:profile                   POST   -      login login  login login login 302   302   302     302   302
 web:tokens                    GET    -      login login  login login login 200   200   200     200   200
@@ -442,9 +438,19 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("memory-home-items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
     ("memory-home-items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
     ("memory-home-items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
-    ("web:memory_home_items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
-    ("web:memory_home_items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
-    ("web:memory_home_items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    # GET lists (the query), POST adds (the form names its source too)
+    ("web:memory_home_items", "-"): Target(
+        query=lambda w: {"source": "user", "status": "all"},
+        body={"source": "user", "kind": "fact", "content": "I drink tea"},
+    ),
+    ("web:memory_home_items", "chat"): Target(
+        query=lambda w: {"source": f"chat:{CHAT_KEY}"},
+        body={"source": f"chat:{CHAT_KEY}", "kind": "fact", "content": "I drink tea"},
+    ),
+    ("web:memory_home_items", "project"): Target(
+        query=lambda w: {"source": f"project:{w.project.pk}"},
+        body=lambda w: {"source": f"project:{w.project.pk}", "kind": "decision", "content": "We ship on Fridays"},
+    ),
     ("memory-home-forget", "-"): Target(body=lambda w: {"ids": [w.user_memory.pk]}),
     ("memory-home-forget", "chat"): Target(body=lambda w: {"ids": [w.chat_item.pk]}),
     ("memory-home-forget", "project"): Target(body=lambda w: {"ids": [w.project_memory.pk]}),
@@ -575,14 +581,9 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
         "messages": [{"role": "user", "content": "I prefer aisle seats."}],
     },
     ("chat-bindings", "POST"): {"chat_key": "milky:private:20002", "user": "bob"},
-    ("web:my_memories", "POST"): {"kind": "fact", "content": "I drink tea"},
-    ("web:memory_home_items", "POST"): {"kind": "fact", "content": "I drink tea"},
     ("web:chat_memories", "POST"): {"chat": CHAT_KEY, "display_name": "Travel chat"},
     ("password_reset", "POST"): {"email": "nobody@example.invalid"},
-    ("web:my_memory_correct", "POST"): {"kind": "preference", "content": "I drink coffee"},
     ("web:projects", "POST"): {"name": "Hermes", "description": ""},
-    ("web:project_memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
-    ("web:project_memory_correct", "POST"): {"kind": "decision", "content": "We ship on Mondays"},
     ("memory-home-correct", "POST"): {"content": "Corrected in the memory home"},
     ("web:memory_home_item_correct", "POST"): {"kind": "fact", "content": "Corrected in the memory home"},
     ("my-import", "POST"): _export_file,

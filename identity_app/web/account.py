@@ -2,6 +2,8 @@
 password) that leads to setting a password, and Django's password reset by email, offered only
 when an email backend is configured."""
 
+import functools
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, update_session_auth_hash
@@ -62,6 +64,7 @@ def set_password(request):
 
 
 def _when_email(view):
+    @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         if not email_enabled():
             raise Http404("Password reset by email is not set up on this server.")

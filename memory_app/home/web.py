@@ -109,13 +109,14 @@ def _source_header(user, source: selectors.SourceRef) -> dict:
 def source_items(request):
     """The one list of a source: search, kind and status filters, the add form (own memories and
     projects the reader may write in), bulk forget, and why each item is known."""
-    source = selectors.source_parse(request.GET.get("source", ""))
+    source = selectors.source_parse(request.GET.get("source") or request.POST.get("source", ""))
     if source.kind == selectors.SOURCE_NOTES:
         return redirect("web:workspace")
     header = _source_header(request.user, source)
     create_form, status = MemoryCreateForm(), 200
     if request.method == "POST":
         if not header["can_add"]:
+            selectors.source_memories(user=request.user, source=source)  # 404 for a chat not bound to the user
             if source.kind == selectors.SOURCE_PROJECT:
                 project_require_permission(user=request.user, project_id=source.ident, permission=CREATE_TASK)
             raise InvalidInput(_("Memories of this source are not added by hand."), code="invalid_source")
