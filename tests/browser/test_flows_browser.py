@@ -313,7 +313,7 @@ def test_switch_to_chinese_and_back_at_1280_px(open_page, live_server):
     expect(page.locator("header.topbar nav")).to_contain_text("我的记忆")
     fits(page)
     # The profile, not the browser, decides from now on: another page is Chinese too.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.get_attribute("html", "lang") == "zh-Hans"
     fits(page)
 

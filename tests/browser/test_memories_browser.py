@@ -49,11 +49,11 @@ def test_login_create_correct_forget(page, live_server):
     UserFactory(username="dave", password=PASSWORD)
 
     # Log in; the login page sends us home.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     page.fill("input[name=username]", "carol")
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")  # not the header's language buttons
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
 
     # Create.
     page.select_option("#create-memory select[name=kind]", "preference")
@@ -88,7 +88,7 @@ def test_login_create_correct_forget(page, live_server):
     assert chain.nth(1).get_attribute("data-status") == Status.ACTIVE
 
     # The list shows only the active version by default.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.locator("tr.memory-row").count() == 1
     assert "Italian" in page.locator("tr.memory-row").inner_text()
 
@@ -112,7 +112,7 @@ def test_other_users_memory_is_not_found_in_the_browser(page, live_server):
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")  # not the header's language buttons
     page.wait_for_url(live_server.url + "/")
-    response = page.goto(live_server.url + reverse("web:my_memory_forget", args=[foreign.pk]))
+    response = page.goto(live_server.url + reverse("web:memory_home_item_forget", args=[foreign.pk]))
     assert response.status == 404
     assert "frank only" not in page.content()
     assert Memory.objects.filter(pk=foreign.pk, status=Status.ACTIVE).exists()

@@ -23,7 +23,7 @@ def test_memories_list_at_390_px_keeps_the_header_small_and_the_actions_on_scree
         UserMemoryFactory(owner=carol, kind="preference", content=f"Prefers long answers about topic {n} " * 6)
     UserMemoryFactory(owner=carol, kind="fact", content="https://example.com/" + "a" * 120)
     page = new_page(chromium)
-    log_in(page, live_server.url, "carol", next_url=reverse("web:my_memories"))
+    log_in(page, live_server.url, "carol", next_url=reverse("web:memory_home_items") + "?source=user")
 
     header = page.locator("header.topbar").bounding_box()
     assert header["height"] <= MAX_HEADER_PX, header
@@ -89,12 +89,12 @@ def test_chinese_from_the_browser_and_the_language_switch(chromium, live_server)
     page.goto(live_server.url + reverse("login"))
     assert page.locator("h1").inner_text() == "登录"
     assert page.get_attribute("html", "lang") == "zh-Hans"
-    log_in(page, live_server.url, "erin", next_url=reverse("web:my_memories"))
+    log_in(page, live_server.url, "erin", next_url=reverse("web:memory_home_items") + "?source=user")
     assert "我的记忆" in page.locator("header.topbar nav").inner_text()
     assert page.locator(".onboarding").inner_text().startswith("还没有关于你的任何记忆")
 
     page.locator("footer form.language button[lang=en]").click()
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert "My memories" in page.locator("header.topbar nav").inner_text()
     assert Profile.objects.get(user__username="erin").language == "en"
     page.locator("footer form.language button[lang=zh-Hans]").click()

@@ -60,7 +60,7 @@ def test_a_token_user_signs_in_once_with_the_link_and_sets_a_password(settings):
 
 
 def test_expired_forged_and_replaced_links_sign_no_one_in(alice):
-    first, old_secret = sign_in_link_issue(user=alice)
+    _first, old_secret = sign_in_link_issue(user=alice)
     _, secret = sign_in_link_issue(user=alice)  # the newer one replaces it
     client = Client()
     assert client.post(reverse("sign_in_link", args=[old_secret])).status_code == 404
