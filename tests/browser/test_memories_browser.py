@@ -71,7 +71,7 @@ def test_login_create_correct_forget(page, live_server):
     assert page.locator("tr.memory-row").count() == 1
 
     # Correct: the form shows the current text; saving lands on the new version with its chain.
-    page.click(f"#memory-{original.pk} >> text=Correct")
+    page.click(f"#item-{original.pk} >> text=Correct")
     assert page.input_value("#correct-memory textarea[name=content]") == "Prefers answers in French"
     page.fill("#correct-memory textarea[name=content]", "Prefers answers in Italian")
     page.click("#correct-memory button[type=submit]")
@@ -93,7 +93,7 @@ def test_login_create_correct_forget(page, live_server):
     assert "Italian" in page.locator("tr.memory-row").inner_text()
 
     # Forget: a confirmation page first, which changes nothing.
-    page.click(f"#memory-{corrected.pk} >> text=Forget")
+    page.click(f"#item-{corrected.pk} >> text=Forget")
     page.wait_for_selector("text=Forget this memory?")
     assert Memory.objects.count() == 2
     page.click("#forget-memory button[type=submit]")
