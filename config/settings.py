@@ -114,6 +114,8 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "identity_app.web.context_processors.navigation",
+                "identity_app.web.account.first_contact",
             ],
         },
     },
@@ -219,6 +221,18 @@ STORAGES = {
 }
 
 LOGIN_URL = "login"
+# First contact: who to ask for an account (the login page says it), how long a one-time
+# sign-in link works, and the address the links printed by `issue_token --sign-in-link` start with.
+ACCOUNT_CONTACT = env_str("ACCOUNT_CONTACT", "")
+SIGN_IN_LINK_HOURS = env_int("SIGN_IN_LINK_HOURS", 24)
+if not 1 <= SIGN_IN_LINK_HOURS <= 24 * 30:
+    raise ImproperlyConfigured("SIGN_IN_LINK_HOURS must be between 1 and 720")
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://localhost:8000").rstrip("/")
+# Password reset by email works only with a real email backend (EMAIL_BACKEND, EMAIL_HOST, ...).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.dummy.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
 LOGIN_REDIRECT_URL = "web:home"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config.docs import ApiDocsView
 from config.metrics import metrics_view
+from identity_app.web import account
 from identity_app.web.login import AdminLoginForm, LoginForm
 from memory_app import urls as memory_urls
 from memory_app.ops import health
@@ -23,6 +24,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    *account.urlpatterns,
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("identity_app.api.urls")),

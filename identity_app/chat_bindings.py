@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from config.validation import clean_text
 from identity_app.chat_reach import may_bind_chats
 from identity_app.models import ChatBinding
 from identity_app.permissions import is_service_principal, reach_q
@@ -66,3 +67,25 @@ def chat_binding_delete(*, actor: AbstractBaseUser, binding_id: int) -> None:
         if binding is None:
             raise NotFound("Chat binding not found.")
         binding.delete()
+
+
+MAX_DISPLAY_NAME = 100
+
+
+def chat_binding_rename(
+    *, actor: AbstractBaseUser, chat_key: str, display_name: str, own_only: bool = True
+) -> ChatBinding:
+    """Give a bound chat a readable name (empty: show its key). The bound user renames their own
+    chats; with ``own_only=False`` (the admin) managers any chat they see."""
+    display_name = clean_text((display_name or "").strip(), field="display_name")
+    if len(display_name) > MAX_DISPLAY_NAME:
+        raise InvalidInput(f"display_name is longer than {MAX_DISPLAY_NAME} characters.", code="invalid_text")
+    with transaction.atomic():
+        bindings = chat_bindings_visible(user=actor).select_for_update().filter(chat_key=str(chat_key)[:200])
+        binding = (bindings.filter(user=actor) if own_only else bindings).first()
+        if binding is None:
+            raise NotFound("Chat not found.")
+        binding.display_name = display_name
+        binding.full_clean()
+        binding.save(update_fields=["display_name"])
+    return binding

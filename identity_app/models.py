@@ -5,6 +5,7 @@ import zoneinfo
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
 
@@ -100,10 +101,10 @@ class Project(models.Model):
 
 
 class Role(models.TextChoices):
-    OWNER = "owner"
-    ADMIN = "admin"
-    MEMBER = "member"
-    VIEWER = "viewer"
+    OWNER = "owner", _("owner")
+    ADMIN = "admin", _("admin")
+    MEMBER = "member", _("member")
+    VIEWER = "viewer", _("viewer")
 
 
 class Membership(models.Model):
@@ -165,15 +166,18 @@ class ApiToken(models.Model):
         return "active" if now < self.expires_at else "expired"
 
 
+TOKEN_STATE_LABELS = {"active": _("active"), "expired": _("expired"), "revoked": _("revoked")}
+
+
 def new_invitation_id() -> str:
     return new_id("inv")
 
 
 class InvitationStatus(models.TextChoices):
-    PENDING = "pending"
-    ACCEPTED = "accepted"
-    DECLINED = "declined"
-    CANCELLED = "cancelled"
+    PENDING = "pending", _("pending")
+    ACCEPTED = "accepted", _("accepted")
+    DECLINED = "declined", _("declined")
+    CANCELLED = "cancelled", _("cancelled")
 
 
 class Invitation(models.Model):
@@ -232,6 +236,9 @@ class ChatBinding(models.Model):
 
     chat_key = models.CharField(max_length=200, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings")
+    # What the pages call the chat ("Family group"); the key stays the address. Set by the user
+    # on the chats page or by an operator in the admin.
+    display_name = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -239,3 +246,28 @@ class ChatBinding(models.Model):
 
     def __str__(self):
         return f"{self.chat_key} → {self.user_id}"
+
+    @property
+    def name(self) -> str:
+        return self.display_name or self.chat_key
+
+
+class SignInLink(models.Model):
+    """A one-time link that signs a user in so they can set a password (users created for an
+    API token have none). Only a hash of its secret is stored; it works once, until it expires."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_links")
+    secret_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"], name="signinlink_user_idx")]
+
+    def __str__(self):
+        return f"sign-in link #{self.pk} for {self.user_id}"
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()

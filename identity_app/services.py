@@ -18,6 +18,7 @@ from identity_app.models import (
     Profile,
     Project,
     Role,
+    SignInLink,
     hash_token,
 )
 from identity_app.permissions import (
@@ -443,3 +444,38 @@ def user_grant_service(*, user: AbstractBaseUser) -> None:
     perm = Permission.objects.get(codename="run_agents", content_type__app_label="identity_app")
     user.user_permissions.add(perm)
     user.__dict__.pop("_is_service_principal", None)  # drop the cached answer
+
+
+# --- one-time sign-in links ----------------------------------------------------------------
+def sign_in_link_issue(*, user: AbstractBaseUser) -> tuple[SignInLink, str]:
+    """A link that signs ``user`` in once, within ``SIGN_IN_LINK_HOURS``, to set a password.
+    Returns the row and the secret (shown once; only its hash is stored). Older unused links of
+    the user stop working: only the newest one is valid."""
+    if not (user and user.is_active):
+        raise InvalidInput("This account is not active.", code="inactive_user")
+    secret = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        SignInLink.objects.filter(user=user, used_at__isnull=True).update(used_at=now)
+        link = SignInLink.objects.create(
+            user=user,
+            secret_hash=SignInLink.hash_secret(secret),
+            expires_at=now + timedelta(hours=settings.SIGN_IN_LINK_HOURS),
+        )
+    return link, secret
+
+
+def sign_in_link_redeem(*, secret: str) -> AbstractBaseUser:
+    """The user of a valid link, marking it used by a conditional UPDATE (two clicks at once: one
+    wins). Unknown, used and expired links are the same 404."""
+    if not isinstance(secret, str) or not 20 <= len(secret) <= 100:
+        raise NotFound("This sign-in link is not valid.")
+    now = timezone.now()
+    hashed = SignInLink.hash_secret(secret)
+    with transaction.atomic():
+        claimed = SignInLink.objects.filter(
+            secret_hash=hashed, used_at__isnull=True, expires_at__gt=now, user__is_active=True
+        ).update(used_at=now)
+        if claimed != 1:
+            raise NotFound("This sign-in link is not valid.")
+        return SignInLink.objects.select_related("user").get(secret_hash=hashed).user

@@ -29,10 +29,10 @@ def test_the_browsers_chinese_gives_chinese_pages(alice):
     page = _signed_in(alice, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9,en;q=0.5").get(reverse("web:projects"))
     html = page.content.decode()
     assert '<html lang="zh-Hans">' in html
-    assert "笔记文件" in html and "退出登录" in html and "新建项目" in html
+    assert "对话" in html and "退出登录" in html and "新建项目" in html
     assert page["Content-Language"] == "zh-hans"
     english = _signed_in(alice, HTTP_ACCEPT_LANGUAGE="en-US").get(reverse("web:projects")).content.decode()
-    assert "Notes file" in english and "New project" in english and "笔记文件" not in english
+    assert "Conversations" in english and "New project" in english and "对话" not in english
 
 
 def test_the_login_page_follows_the_browser_too():
@@ -91,7 +91,7 @@ def test_profile_language_is_validated_on_the_api(api, alice):
 def test_times_are_shown_in_the_profiles_zone_with_the_zone_named(alice):
     memory = UserMemoryFactory(owner=alice, content="tea")
     type(memory).objects.filter(pk=memory.pk).update(created_at=datetime(2025, 6, 1, 6, 30, tzinfo=UTC))
-    url = reverse("web:my_memory", args=[memory.pk])
+    url = reverse("web:memory_home_item", args=[memory.pk])
     utc_page = _signed_in(alice).get(url).content.decode()
     assert "2025-06-01 06:30" in utc_page and "UTC" in utc_page
     profile_update(user=alice, timezone="Asia/Shanghai")
@@ -103,7 +103,10 @@ def test_times_are_shown_in_the_profiles_zone_with_the_zone_named(alice):
     zed = UserFactory(username="zed")
     theirs = UserMemoryFactory(owner=zed, content="coffee")
     type(theirs).objects.filter(pk=theirs.pk).update(created_at=datetime(2025, 6, 1, 6, 30, tzinfo=UTC))
-    assert "2025-06-01 06:30 UTC" in _signed_in(zed).get(reverse("web:my_memory", args=[theirs.pk])).content.decode()
+    assert (
+        "2025-06-01 06:30 UTC"
+        in _signed_in(zed).get(reverse("web:memory_home_item", args=[theirs.pk])).content.decode()
+    )
 
 
 def test_every_message_is_translated_and_the_compiled_catalog_matches():

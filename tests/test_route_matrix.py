@@ -259,29 +259,43 @@ metrics                       GET    -      404   404    404   404   404   404  
 login                         GET    -      200   200    200   200   200   200   200   200     200   200
 login                         POST   -      200   200    200   200   200   200   200   200     200   200
 login                         PUT    -      200   200    200   200   200   200   200   200     200   200
+# first contact: a sign-in link's page is open to anyone; a made-up link signs no one in
+sign_in_link                  GET    -      200   200    200   200   200   200   200   200     200   200
+sign_in_link                  POST   -      404   404    404   404   404   404   404   404     404   404
+# setting a password without the old one: only right after a sign-in link (or with none set)
+set_password                  GET    -      login login  login login login 404   404   404     404   404
+set_password                  POST   -      login login  login login login 404   404   404     404   404
+# password reset by email (the tests send mail to memory); a made-up reset link is refused
+password_reset                GET    -      200   200    200   200   200   200   200   200     200   200
+password_reset                POST   -      302   302    302   302   302   302   302   302     302   302
+password_reset                PUT    -      200   200    200   200   200   200   200   200     200   200
+password_reset_done           GET    -      200   200    200   200   200   200   200   200     200   200
+password_reset_confirm        GET    -      200   200    200   200   200   200   200   200     200   200
+password_reset_confirm        POST   -      200   200    200   200   200   200   200   200     200   200
+password_reset_confirm        PUT    -      200   200    200   200   200   200   200   200     200   200
+password_reset_complete       GET    -      200   200    200   200   200   200   200   200     200   200
 logout                        POST   -      login login  login login login login login login   login login
 web:home                      GET    -      login login  login login login 200   200   200     200   200
-web:my_memories               GET    -      login login  login login login 200   200   200     200   200
-web:my_memories               POST   -      login login  login login login 302   302   302     302   302
-web:my_memory                 GET    -      login login  login login login 200   404   404     404   404
-web:my_memory_correct         GET    -      login login  login login login 200   404   404     404   404
-web:my_memory_correct         POST   -      login login  login login login 302   404   404     404   404
-web:my_memory_forget          GET    -      login login  login login login 200   404   404     404   404
-web:my_memory_forget          POST   -      login login  login login login 302   404   404     404   404
+# the old memory lists lead to the memory home's one list per source, for good (GET only)
+web:my_memories               GET    -      login login  login login login 301   301   301     301   301
+web:my_memory                 GET    -      login login  login login login 301   301   301     301   301
+web:my_memory_correct         GET    -      login login  login login login 301   301   301     301   301
+web:my_memory_forget          GET    -      login login  login login login 301   301   301     301   301
 web:projects                  GET    -      login login  login login login 200   200   200     200   200
 web:projects                  POST   -      login login  login login login 302   302   302     302   302
-web:project_memories          GET    -      login login  login login login 200   200   404     200   404
-web:project_memories          POST   -      login login  login login login 302   302   404     403   404
-web:project_memory            GET    -      login login  login login login 200   200   404     200   404
-web:project_memory_correct    GET    -      login login  login login login 200   200   404     403   404
-web:project_memory_correct    POST   -      login login  login login login 302   302   404     403   404
-web:project_memory_forget     GET    -      login login  login login login 200   200   404     403   404
-web:project_memory_forget     POST   -      login login  login login login 302   302   404     403   404
+web:project_memories          GET    -      login login  login login login 301   301   301     301   301
+web:project_memory            GET    -      login login  login login login 301   301   301     301   301
+web:project_memory_correct    GET    -      login login  login login login 301   301   301     301   301
+web:project_memory_forget     GET    -      login login  login login login 301   301   301     301   301
 web:profile                   GET    -      login login  login login login 200   200   200     200   200
 web:profile                   POST   -      login login  login login login 302   302   302     302   302
 web:tokens                    GET    -      login login  login login login 200   200   200     200   200
 web:tokens                    POST   -      login login  login login login 200   200   200     200   200
+# revoking or rotating asks first (GET, or a POST without confirmed=yes); the confirmed POST acts
+web:token_revoke              GET    -      login login  login login login 200   404   404     404   404
 web:token_revoke              POST   -      login login  login login login 302   404   404     404   404
+web:token_revoke              POST   ask    login login  login login login 200   404   404     404   404
+web:token_rotate              GET    -      login login  login login login 200   404   404     404   404
 web:token_rotate              POST   -      login login  login login login 200   404   404     404   404
 web:invitations               GET    -      login login  login login login 200   200   200     200   200
 web:invitation_accept         POST   -      login login  login login login 404   404   302     404   404
@@ -307,10 +321,16 @@ web:auto_memory_log           GET    -      login login  login login login 200  
 web:run_auto_memory_flags     GET    -      login login  login login login 200   404   404     404   404
 web:run_auto_memory_flags     POST   -      login login  login login login 302   404   404     404   404
 web:chat_memories             GET    -      login login  login login login 200   200   200     200   200
+# renaming a chat: alice's own chat; another user's is the same 404 as a chat that does not exist
+web:chat_memories             POST   -      login login  login login login 302   404   404     404   404
 web:home                      GET    search login login  login login login 200   200   200     200   200
 web:memory_home_items         GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_items         GET    chat   login login  login login login 200   404   404     404   404
 web:memory_home_items         GET    project login login login login login 200   200   404     200   404
+# the add form: own memories, and a project for those whose role may write there
+web:memory_home_items         POST   -      login login  login login login 302   302   302     302   302
+web:memory_home_items         POST   project login login login login login 302   302   404     403   404
+web:memory_home_items         POST   chat   login login  login login login 400   404   404     404   404
 web:memory_home_item          GET    -      login login  login login login 200   404   404     404   404
 web:memory_home_item          GET    chat   login login  login login login 200   404   404     404   404
 web:memory_home_item          GET    project login login login login login 200   200   404     200   404
@@ -455,9 +475,19 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("memory-home-items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
     ("memory-home-items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
     ("memory-home-items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
-    ("web:memory_home_items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
-    ("web:memory_home_items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
-    ("web:memory_home_items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    # GET lists (the query), POST adds (the form names its source too)
+    ("web:memory_home_items", "-"): Target(
+        query=lambda w: {"source": "user", "status": "all"},
+        body={"source": "user", "kind": "fact", "content": "I drink tea"},
+    ),
+    ("web:memory_home_items", "chat"): Target(
+        query=lambda w: {"source": f"chat:{CHAT_KEY}"},
+        body={"source": f"chat:{CHAT_KEY}", "kind": "fact", "content": "I drink tea"},
+    ),
+    ("web:memory_home_items", "project"): Target(
+        query=lambda w: {"source": f"project:{w.project.pk}"},
+        body=lambda w: {"source": f"project:{w.project.pk}", "kind": "decision", "content": "We ship on Fridays"},
+    ),
     ("memory-home-forget", "-"): Target(body=lambda w: {"ids": [w.user_memory.pk]}),
     ("memory-home-forget", "chat"): Target(body=lambda w: {"ids": [w.chat_item.pk]}),
     ("memory-home-forget", "project"): Target(body=lambda w: {"ids": [w.project_memory.pk]}),
@@ -501,8 +531,11 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("my-invitation-decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
     ("my-token-detail", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
     ("my-token-rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
-    ("web:token_revoke", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
-    ("web:token_rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}),
+    ("web:token_revoke", "-"): Target(lambda w: {"token_id": w.alice_token.pk}, body={"confirmed": "yes"}),
+    ("web:token_revoke", "ask"): Target(lambda w: {"token_id": w.alice_token.pk}, body={}),
+    ("web:token_rotate", "-"): Target(lambda w: {"token_id": w.alice_token.pk}, body={"confirmed": "yes"}),
+    ("sign_in_link", "-"): Target(lambda w: {"secret": "made-up-secret-0123456789abcdef"}),
+    ("password_reset_confirm", "-"): Target(lambda w: {"uidb64": "MQ", "token": "made-up-token"}),
     ("web:invitation_accept", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
     ("web:invitation_decline", "-"): Target(lambda w: {"invitation_id": w.invitation.pk}),
     ("web:project_members", "-"): Target(_project),
@@ -615,11 +648,9 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
         "messages": [{"role": "user", "content": "I prefer aisle seats."}],
     },
     ("chat-bindings", "POST"): {"chat_key": "milky:private:20002", "user": "bob"},
-    ("web:my_memories", "POST"): {"kind": "fact", "content": "I drink tea"},
-    ("web:my_memory_correct", "POST"): {"kind": "preference", "content": "I drink coffee"},
+    ("web:chat_memories", "POST"): {"chat": CHAT_KEY, "display_name": "Travel chat"},
+    ("password_reset", "POST"): {"email": "nobody@example.invalid"},
     ("web:projects", "POST"): {"name": "Hermes", "description": ""},
-    ("web:project_memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
-    ("web:project_memory_correct", "POST"): {"kind": "decision", "content": "We ship on Mondays"},
     ("memory-home-correct", "POST"): {"content": "Corrected in the memory home"},
     ("web:memory_home_item_correct", "POST"): {"kind": "fact", "content": "Corrected in the memory home"},
     ("my-import", "POST"): _export_file,

@@ -7,6 +7,8 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.translation import gettext
 
+from identity_app.models import Role
+
 register = template.Library()
 
 
@@ -44,3 +46,12 @@ def until(value, now=None):
         timezone.get_current_timezone_name(),
         text % {"date": shown},
     )
+
+
+@register.filter
+def role_label(value):
+    """A project role's name in the page's language (``owner`` → its label)."""
+    try:
+        return Role(value).label
+    except ValueError:
+        return value or ""

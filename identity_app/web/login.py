@@ -10,14 +10,18 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
+from django.utils.translation import ngettext
 
 
 def lockout_message() -> str:
     minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
-    return (
-        f"Too many failed login attempts for this account from your address. Logging in is "
-        f"blocked for {minutes} minute{'s' if minutes != 1 else ''}; try again later."
-    )
+    return ngettext(
+        "Too many failed login attempts for this account from your address. Logging in is blocked for "
+        "%(n)s minute; try again later.",
+        "Too many failed login attempts for this account from your address. Logging in is blocked for "
+        "%(n)s minutes; try again later.",
+        minutes,
+    ) % {"n": minutes}
 
 
 class LockoutMessageMixin:

@@ -17,6 +17,7 @@ from django.views.i18n import set_language
 
 from config.web import service_call
 from identity_app import selectors, services
+from identity_app.models import TOKEN_STATE_LABELS
 from identity_app.permissions import MANAGE, READ, is_service_principal, project_require_permission, role_permissions
 from identity_app.selectors import profile_get
 from identity_app.services import profile_update
@@ -83,6 +84,7 @@ def _tokens_page(request, *, form, issued=None, status=200):
     now = timezone.now()
     for token in tokens:
         token.state_now = token.state(now)
+        token.state_label = TOKEN_STATE_LABELS[token.state_now]
         token.only_usernames = [names.get(i, f"#{i}") for i in token.only_user_ids or ()]
     response = render(
         request,
@@ -111,17 +113,28 @@ def tokens(request):
     return _tokens_page(request, form=_token_form(request), issued={"token": token, "key": key})
 
 
+def _token_confirm(request, token_id, *, action: str):
+    """Revoking or rotating kills the key an agent may be using: the link (GET) or a bare POST
+    shows what will happen; only the confirmation form (``confirmed=yes``) does it."""
+    token = selectors.token_get(user=request.user, token_id=token_id)
+    return render(request, "identity_app/token_confirm.html", {"token": token, "action": action})
+
+
 @login_required
-@require_http_methods(["POST"])
+@require_http_methods(["GET", "POST"])
 def token_revoke(request, token_id):
+    if request.method != "POST" or request.POST.get("confirmed") != "yes":
+        return _token_confirm(request, token_id, action="revoke")
     token = services.token_revoke(actor=request.user, token_id=token_id)
     messages.success(request, _("Token %(prefix)s… revoked; it no longer works.") % {"prefix": token.prefix})
     return redirect("web:tokens")
 
 
 @login_required
-@require_http_methods(["POST"])
+@require_http_methods(["GET", "POST"])
 def token_rotate(request, token_id):
+    if request.method != "POST" or request.POST.get("confirmed") != "yes":
+        return _token_confirm(request, token_id, action="rotate")
     token, key = services.token_rotate(actor=request.user, token_id=token_id)
     return _tokens_page(request, form=_token_form(request), issued={"token": token, "key": key, "rotated": True})
 
@@ -140,7 +153,8 @@ def invitation_accept(request, invitation_id):
     membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
     messages.success(
         request,
-        _("You joined %(project)s as %(role)s.") % {"project": membership.project.name, "role": membership.role},
+        _("You joined %(project)s as %(role)s.")
+        % {"project": membership.project.name, "role": membership.get_role_display()},
     )
     return redirect("web:project_members", membership.project_id)
 

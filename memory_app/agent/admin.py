@@ -4,7 +4,6 @@ from django.contrib import admin
 
 from memory_app.agent.models import AgentRun, Conversation, Message, ToolCall, UserSettings
 from memory_app.agent.selectors import run_lease_state, runs_with_lease_state
-from memory_app.agent.services import user_settings_update
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -91,27 +90,21 @@ class MessageAdmin(ReadOnlyAdmin):
 
 @admin.register(UserSettings)
 class UserSettingsAdmin(admin.ModelAdmin):
-    """The memory switch. Rows are never deleted here: a missing row means the default (on), so
-    deleting an "off" row would silently turn memory back on. Every change goes through
-    ``user_settings_update`` (per-user lock), exactly like the API and the settings page."""
+    """The memory switch, shown to operators and never changed by them: it is the user's consent,
+    changed only by the user (settings page, API). Rows are never added or deleted here."""
 
     list_display = ["user", "enable_memory", "updated_at"]
     list_select_related = ["user"]
     raw_id_fields = ["user"]
     search_fields = ["user__username"]
-    fields = ["user", "enable_memory"]
+    fields = ["user", "enable_memory", "updated_at"]
+    readonly_fields = ["user", "enable_memory", "updated_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-    def get_readonly_fields(self, request, obj=None):
-        return ["user"] if obj is not None else []
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        # Not wrapped in the admin's own transaction: the service opens the outermost one and
-        # holds the per-user lock in it until it commits.
-        return self._changeform_view(request, object_id, form_url, extra_context)
-
-    def save_model(self, request, obj, form, change):
-        row = user_settings_update(user=obj.user, enable_memory=obj.enable_memory)
-        obj.pk, obj.updated_at, obj._state.adding = row.pk, row.updated_at, False

@@ -35,7 +35,8 @@ class AutoMemorySettingsAdmin(admin.ModelAdmin):
     list_select_related = ["user"]
     raw_id_fields = ["user"]
     search_fields = ["user__username"]
-    readonly_fields = ["updated_at"]
+    # ``generate`` and ``use`` are the user's consent: shown, changed only by the user.
+    readonly_fields = ["generate", "use", "updated_at"]
 
 
 @admin.register(AutoMemoryLogEntry)

@@ -10,6 +10,7 @@ from django.urls import path, reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
+from config.errors import InvalidInput
 from config.web import service_call
 from memory_app.agent import selectors as agent_selectors
 from memory_app.agent.selectors import run_get
@@ -17,11 +18,16 @@ from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
 
 LOG_PAGE_SIZE = 50
+SWITCH_LABELS = [
+    ("enable_memory", _("Memory (the notes file)")),
+    ("use", _("Use my memories in new runs")),
+    ("generate", _("Generate memories from my finished runs")),
+]
 
 
 class AutoMemorySettingsForm(forms.Form):
-    generate = forms.BooleanField(required=False, label=_("Generate memories from my finished runs"))
-    use = forms.BooleanField(required=False, label=_("Use my memories in new runs"))
+    """The thresholds and models; the two switches are on the one switches panel only."""
+
     extract_model = forms.CharField(required=False, max_length=MODEL_NAME_MAX, label=_("Extraction model (stored)"))
     consolidation_model = forms.CharField(
         required=False, max_length=MODEL_NAME_MAX, label=_("Consolidation model (stored)")
@@ -37,7 +43,9 @@ class AutoMemorySettingsForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def auto_memory_settings(request):
     current = selectors.auto_memory_settings_get(user=request.user)
-    initial = {name: getattr(current, name) for name in services.SETTINGS_FIELDS}
+    initial = {
+        name: getattr(current, name) for name in services.SETTINGS_FIELDS if name in AutoMemorySettingsForm.base_fields
+    }
     form = AutoMemorySettingsForm(request.POST or None, initial=initial)
     status = 200
     if request.method == "POST":
@@ -111,12 +119,27 @@ def run_auto_memory_flags(request, run_id):
 @login_required
 @require_http_methods(["GET", "POST"])
 def settings_page(request):
-    """The one panel of the three memory switches (docs/auto-memory.md, "Switches"). A checkbox
-    left out of the form is off, as browsers send only checked boxes."""
+    """The one panel of the three memory switches (docs/auto-memory.md, "Switches"). Each switch
+    is a form of its own, sent when it is toggled: ``switch`` names the one it changes. Without
+    ``switch`` the form sets all three. A checkbox left out of the form is off, as browsers send
+    only checked boxes."""
     if request.method == "POST":
-        changes = {name: request.POST.get(name) == "on" for name in switches.SWITCH_FIELDS}
-        switches.memory_switches_update(user=request.user, changes=changes)
-        messages.success(request, _("Memory switches saved."))
+        names = switches.SWITCH_FIELDS
+        if "switch" in request.POST:
+            names = [name for name in switches.SWITCH_FIELDS if name == request.POST["switch"]]
+            if not names:
+                raise InvalidInput(_("Unknown switch."), code="invalid_switches")
+        changes = {name: request.POST.get(name) == "on" for name in names}
+        state = switches.memory_switches_update(user=request.user, changes=changes)
+        if len(names) == 1:
+            label = dict(SWITCH_LABELS)[names[0]]
+            on = getattr(state, names[0])
+            messages.success(
+                request,
+                (_("Saved: “%(switch)s” is on.") if on else _("Saved: “%(switch)s” is off.")) % {"switch": label},
+            )
+        else:
+            messages.success(request, _("Memory switches saved."))
         return redirect("web:settings")
     state = switches.memory_switches_get(user=request.user)
     private_chats = agent_selectors.conversations_visible(user=request.user).filter(no_memory=True).count()

@@ -159,13 +159,26 @@ def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Me
     raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
 
 
-def source_title(source: SourceRef, *, project_name: str = "") -> str:
+def chat_names(*, user: AbstractBaseUser, keys) -> dict[str, str]:
+    """The display names the user gave their bound chats (keys without one are left out)."""
+    keys = [k for k in keys if k][:MAX_CHATS]
+    if not keys:
+        return {}
+    return dict(
+        bound_chats(user=user)
+        .filter(chat_key__in=keys)
+        .exclude(display_name="")
+        .values_list("chat_key", "display_name")
+    )
+
+
+def source_title(source: SourceRef, *, project_name: str = "", chat_names: dict | None = None) -> str:
     if source.kind == SOURCE_USER:
-        return _("My memories")
+        return _("About me")
     if source.kind == SOURCE_PROJECT:
         return _("Project %(name)s") % {"name": project_name or source.ident}
     if source.kind == SOURCE_CHAT:
-        return _("Chat %(key)s") % {"key": source.ident}
+        return _("Chat “%(name)s”") % {"name": (chat_names or {}).get(source.ident) or source.ident}
     if source.kind == SOURCE_AUTO:
         return _("Auto-extracted")
     if source.kind == SOURCE_NOTES:
@@ -260,22 +273,22 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
         return _(
             "No other user reads these (operators of the service who hold the review permission can, in the "
             "admin). Your main agent gets the latest %(n)s at the start of each new chat when “%(switch)s” is "
-            "on — it is %(state)s now. Sub-agents never see them."
+            "on — it is %(state)s now. Helper agents it starts never see them."
         ) % {"n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_PROJECT:
         return ngettext(
             "Every member of this project can read these (%(members)s person). Your main agent gets the latest "
             "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
-            "Sub-agents never see them.",
+            "Helper agents it starts never see them.",
             "Every member of this project can read these (%(members)s people). Your main agent gets the latest "
             "%(n)s at the start of a new chat in this project when “%(switch)s” is on — it is %(state)s now. "
-            "Sub-agents never see them.",
+            "Helper agents it starts never see them.",
             members,
         ) % {"members": members, "n": LATEST_PER_SOURCE, "switch": use.label, "state": _state(use)}
     if kind == SOURCE_NOTES:
         return _(
             "Your main agent reads this file at every turn and may add notes to it when “%(switch)s” is on — it "
-            "is %(state)s now. When it is off the agent neither reads nor writes it. Sub-agents never see it."
+            "is %(state)s now. When it is off the agent neither reads nor writes it. Helper agents it starts never see it."
         ) % {"switch": notes.label, "state": _state(notes)}
     if kind == SOURCE_CHAT:
         return _(
@@ -378,7 +391,10 @@ def home_overview(*, user: AbstractBaseUser) -> Overview:
         ref = SourceRef(SOURCE_CHAT, key)
         sources.append(
             Source(
-                ref=ref, title=source_title(ref), count=counts.get(key, 0), sentence=_sentence(SOURCE_CHAT, switches)
+                ref=ref,
+                title=source_title(ref, chat_names={c.chat_key: c.display_name for c in chats}),
+                count=counts.get(key, 0),
+                sentence=_sentence(SOURCE_CHAT, switches),
             )
         )
 
@@ -667,7 +683,8 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
     project_ids = [
         row["project_id"] for row in project_ids_with_permission(user=user, permission=READ).order_by("project_id")
     ][:MAX_PROJECTS]
-    chat_keys = list(bound_chats(user=user).values_list("chat_key", flat=True)[:MAX_CHATS])
+    names = dict(bound_chats(user=user).values_list("chat_key", "display_name")[:MAX_CHATS])
+    chat_keys = list(names)
     scopes = [scope_key(Tier.USER.value, str(user.pk))]
     scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
     scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
@@ -690,7 +707,7 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
         if memory is None:
             continue
         source = source_of(memory)
-        title = source_title(source, project_name=memory.project.name if memory.project_id else "")
+        title = source_title(source, project_name=memory.project.name if memory.project_id else "", chat_names=names)
         hits.append(SearchHit(memory, source, title, ranked.score, highlight(memory.content, found.terms)))
         if len(hits) == limit:
             break

@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils import timezone
@@ -19,17 +19,20 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
 from config.web import service_call
-from identity_app.permissions import CREATE_TASK, project_require_permission
+from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
+from identity_app.selectors import membership_role
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
-from memory_app.memories.filters import EXPIRED, status_filter
-from memory_app.memories.forms import ExpiresAtFormField
+from memory_app.memories.filters import EXPIRED, MemoryFilter
+from memory_app.memories.forms import IDENTITY_KIND_CHOICES, ExpiresAtFormField, MemoryCreateForm
 from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier
 from memory_app.memories.selectors import memory_chain
+from memory_app.memories.services import memory_create
+from memory_app.search.highlight import highlight
 
 PAGE_SIZE = 25
 STATUS_CHOICES = [
-    (Status.ACTIVE, gettext_lazy("Active")),
+    *Status.choices,
     (EXPIRED, gettext_lazy("Expired")),
     ("all", gettext_lazy("All versions")),
 ]
@@ -44,11 +47,14 @@ def _annotate(memories, *, user) -> list:
     memories = list(memories)
     prov = selectors.provenance_for(user=user, memories=memories)
     roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    names = selectors.chat_names(user=user, keys={m.scope_id for m in memories if m.scope_type == Tier.CHAT})
     for memory in memories:
         memory.prov = prov[memory.pk]
         source = selectors.source_of(memory)
         memory.source_key = source.key
-        memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
+        memory.source_title = selectors.source_title(
+            source, project_name=memory.project.name if memory.project else "", chat_names=names
+        )
         memory.source_url = _items_url(source.key)
         memory.can_change = selectors.may_change(memory, roles=roles)
         memory.can_correct = selectors.may_correct(memory, roles=roles)
@@ -82,33 +88,99 @@ def memory_home(request):
     )
 
 
+def _source_filter_params(request, source: selectors.SourceRef) -> dict:
+    """The filters that were filled in (an empty select means "any"), in the order of the URL."""
+    params = {"source": source.key}
+    for name in ("q", "kind", "status"):
+        value = request.GET.get(name, "").strip()[: selectors.MAX_QUERY_CHARS]
+        if value:
+            params[name] = value
+    return params
+
+
+def _source_header(user, source: selectors.SourceRef) -> dict:
+    """Title, project and role of a source's page; whether the reader may add to it."""
+    if source.kind == selectors.SOURCE_PROJECT:
+        project = project_require_permission(user=user, project_id=source.ident, permission=READ)
+        role = membership_role(user=user, project=project)
+        return {
+            "title": selectors.source_title(source, project_name=project.name),
+            "project": project,
+            "role": role,
+            "can_add": CREATE_TASK in role_permissions(role),
+        }
+    return {
+        "title": selectors.source_title(source, chat_names=selectors.chat_names(user=user, keys=[source.ident])),
+        "project": None,
+        "role": None,
+        "can_add": source.kind == selectors.SOURCE_USER,
+    }
+
+
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def source_items(request):
-    source = selectors.source_parse(request.GET.get("source", ""))
+    """The one list of a source: search, kind and status filters, the add form (own memories and
+    projects the reader may write in), bulk forget, and why each item is known."""
+    source = selectors.source_parse(request.GET.get("source") or request.POST.get("source", ""))
     if source.kind == selectors.SOURCE_NOTES:
         return redirect("web:workspace")
-    status = request.GET.get("status", Status.ACTIVE)
-    status = status if status in dict(STATUS_CHOICES) else Status.ACTIVE
-    qs = status_filter(
-        selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"), status
+    header = _source_header(request.user, source)
+    create_form, status = MemoryCreateForm(), 200
+    if request.method == "POST":
+        if not header["can_add"]:
+            selectors.source_memories(user=request.user, source=source)  # 404 for a chat not bound to the user
+            if source.kind == selectors.SOURCE_PROJECT:
+                project_require_permission(user=request.user, project_id=source.ident, permission=CREATE_TASK)
+            raise InvalidInput(_("Memories of this source are not added by hand."), code="invalid_source")
+        create_form = MemoryCreateForm(request.POST)
+        if create_form.is_valid():
+            with service_call(create_form) as call:
+                memory_create(
+                    actor=request.user,
+                    tier=Tier.PROJECT if source.kind == selectors.SOURCE_PROJECT else Tier.USER,
+                    project_id=source.ident or None,
+                    origin=Origin.MANUAL,
+                    **create_form.cleaned_data,
+                )
+            if call.ok:
+                messages.success(request, _("Memory saved."))
+                return redirect(_items_url(source.key))
+            status = call.status
+        else:
+            status = 400
+    params = _source_filter_params(request, source)
+    data = QueryDict(mutable=True)
+    data.update({k: v for k, v in params.items() if k != "source"})
+    filtered = MemoryFilter(
+        data,
+        queryset=selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"),
     )
-    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(filtered.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = _annotate(page.object_list, user=request.user)
-    project_name = page.object_list[0].project.name if page.object_list and page.object_list[0].project else ""
+    found = getattr(filtered, "search_result", None)
+    for memory in page.object_list:
+        memory.highlighted = highlight(memory.content, found.terms) if found is not None else None
+    kinds = IDENTITY_KIND_CHOICES if source.kind in (selectors.SOURCE_USER, selectors.SOURCE_PROJECT) else Kind.choices
     return render(
         request,
         "home/items.html",
         {
+            **header,
             "source": source,
-            "title": selectors.source_title(source, project_name=project_name),
             "page": page,
-            "status": status,
+            "params": params,
+            "kind_choices": kinds,
             "status_choices": STATUS_CHOICES,
-            "filter_query": urlencode({"source": source.key, "status": status}),
+            "filter_query": urlencode(params),
+            "filtered": len(params) > 1,
+            "searching": found is not None,
+            "search_warnings": found.warnings if found is not None else [],
+            "create_form": create_form,
             "any_changeable": any(m.can_change for m in page.object_list),
             "forget_all_url": f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.key})}",
         },
+        status=status,
     )
 
 

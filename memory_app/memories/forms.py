@@ -5,10 +5,9 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.models import Project
-from memory_app.memories.models import IDENTITY_KINDS, Kind, Status
+from memory_app.memories.models import IDENTITY_KINDS, Kind
 
 IDENTITY_KIND_CHOICES = [(value, label) for value, label in Kind.choices if value in IDENTITY_KINDS]
-STATUS_FILTER_CHOICES = [*Status.choices, ("expired", _("Expired")), ("all", _("All"))]
 
 
 class ExpiresAtFormField(forms.DateTimeField):
@@ -29,20 +28,6 @@ class MemoryCreateForm(forms.Form):
     kind = forms.ChoiceField(choices=IDENTITY_KIND_CHOICES, initial=Kind.FACT)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
     expires_at = ExpiresAtFormField()
-
-
-class MemoryCorrectForm(forms.Form):
-    kind = forms.ChoiceField(choices=IDENTITY_KIND_CHOICES)
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label=_("Corrected content"))
-    expires_at = ExpiresAtFormField()
-
-
-class MemoryFilterForm(forms.Form):
-    """The list's search box and filters; only read to render them back."""
-
-    q = forms.CharField(required=False, max_length=200, label=_("Search"))
-    kind = forms.ChoiceField(required=False, choices=[("", _("Any kind")), *IDENTITY_KIND_CHOICES])
-    status = forms.ChoiceField(required=False, choices=STATUS_FILTER_CHOICES, initial=Status.ACTIVE)
 
 
 def _max_length(model, field: str) -> int:

@@ -35,6 +35,11 @@ def chat_memories(*, user: AbstractBaseUser, chat_key: str) -> QuerySet[Memory]:
     return memories_visible(user=user, tier=Tier.CHAT).filter(scope_id=chat_key).order_by("-created_at", "-id")
 
 
+def chat_memories_visible(*, user: AbstractBaseUser, chat_keys: list[str]) -> QuerySet[Memory]:
+    """Memories of several chats as ``user`` may see them (the shared visibility selector)."""
+    return memories_visible(user=user, tier=Tier.CHAT).filter(scope_id__in=list(chat_keys))
+
+
 def candidates_for_memories(memory_ids: list[str]) -> QuerySet[MemoryCandidate]:
     """The consolidation records that wrote (or matched) these items, newest first. Callers
     pass ids of items the reader may see."""

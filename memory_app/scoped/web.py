@@ -1,42 +1,71 @@
-"""The chat memories page: a user's bound private chats and what the bots remember there."""
+"""The chats page: the user's bound bot chats, each with a readable name they choose, its key and
+how many memories the bots keep there; the memories themselves are listed on the memory home's
+one list per source."""
 
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.shortcuts import render
-from django.urls import path
+from django.db.models import Count
+from django.http import HttpResponsePermanentRedirect
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from memory_app.memories.filters import MemoryFilter
-from memory_app.memories.models import Status
-from memory_app.scoped.selectors import bound_chats
-from memory_app.scoped.selectors import chat_memories as chat_memories_qs
+from config.web import service_call
+from identity_app.chat_bindings import MAX_DISPLAY_NAME, chat_binding_rename
+from memory_app.memories.models import live_q
+from memory_app.scoped.selectors import bound_chats, chat_memories_visible
 
-PAGE_SIZE = 25
 MAX_CHATS = 50
 
 
+class RenameForm(forms.Form):
+    chat = forms.CharField(widget=forms.HiddenInput, max_length=200)
+    display_name = forms.CharField(required=False, max_length=MAX_DISPLAY_NAME, label=gettext_lazy("Name"))
+
+
+def chat_items_url(chat_key: str, **params) -> str:
+    return f"{reverse('web:memory_home_items')}?{urlencode({'source': f'chat:{chat_key}', **params})}"
+
+
 @login_required
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def chat_memories(request):
-    """The user's bound private chats and, for the chosen one, its memories."""
+    """The user's bound chats; POST renames one. The old ``?chat=`` list leads to that chat's list."""
+    if request.method == "GET" and request.GET.get("chat"):
+        params = {k: request.GET[k][:200] for k in ("status", "page") if request.GET.get(k)}
+        return HttpResponsePermanentRedirect(chat_items_url(request.GET["chat"][:200], **params))
+    form, status = RenameForm(request.POST or None), 200
+    if request.method == "POST":
+        if form.is_valid():
+            with service_call(form) as call:
+                binding = chat_binding_rename(
+                    actor=request.user,
+                    chat_key=form.cleaned_data["chat"],
+                    display_name=form.cleaned_data["display_name"],
+                )
+            if call.ok:
+                messages.success(request, _("Chat renamed to “%(name)s”.") % {"name": binding.name})
+                return redirect("web:chat_memories")
+            status = call.status
+        else:
+            status = 400
     chats = list(bound_chats(user=request.user)[:MAX_CHATS])
-    keys = [c.chat_key for c in chats]
-    selected = request.GET.get("chat") or (keys[0] if keys else "")
-    page = None
-    if selected in keys:
-        # The memory list's own filter: active by default, "all", or one status.
-        filters = MemoryFilter(
-            {"status": request.GET.get("status", "")}, queryset=chat_memories_qs(user=request.user, chat_key=selected)
-        )
-        page = Paginator(filters.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-        status = filters.form.cleaned_data.get("status") or Status.ACTIVE
-    else:
-        selected, status = "", "active"
-    return render(
-        request,
-        "scoped/chat_memories.html",
-        {"chats": chats, "selected": selected, "page": page, "status": status},
+    counts = dict(
+        chat_memories_visible(user=request.user, chat_keys=[c.chat_key for c in chats])
+        .filter(live_q())
+        .order_by()
+        .values_list("scope_id")
+        .annotate(n=Count("pk"))
     )
+    for chat in chats:
+        chat.active_count = counts.get(chat.chat_key, 0)
+        chat.items_url = chat_items_url(chat.chat_key)
+    return render(request, "scoped/chat_memories.html", {"chats": chats, "form": form}, status=status)
 
 
 urlpatterns = [

@@ -1,5 +1,36 @@
 // Behaviour of the web UI, kept out of the HTML so the Content-Security-Policy allows no inline
-// script. A form with data-confirm="…" asks before it submits.
+// script. Every page works without it; it only makes some steps shorter.
+document.documentElement.classList.add("js");
+
+// A form marked "autosave" (a memory switch) is sent as soon as one of its boxes changes; with
+// scripts off its own Save button sends it.
+document.addEventListener("change", (event) => {
+  const form = event.target.form;
+  if (form && form.classList.contains("autosave") && event.target.type === "checkbox") {
+    form.requestSubmit();
+  }
+});
+
+// A button with data-copy="ID" copies the value of the field ID and says so in its data-done text.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest ? event.target.closest("button[data-copy]") : null;
+  if (!button) return;
+  event.preventDefault();
+  const field = document.getElementById(button.dataset.copy);
+  if (!field) return;
+  let copied = false;
+  try {
+    await navigator.clipboard.writeText(field.value);
+    copied = true;
+  } catch (error) {
+    field.select();
+    copied = document.execCommand && document.execCommand("copy");
+  }
+  const status = document.getElementById(`${button.dataset.copy}-status`);
+  if (status) status.textContent = copied ? button.dataset.done : button.dataset.failed;
+});
+
+// A form with data-confirm="…" asks before it submits.
 document.addEventListener("submit", (event) => {
   const message = event.target.dataset ? event.target.dataset.confirm : undefined;
   if (message && !window.confirm(message)) {

@@ -41,6 +41,14 @@ NOT_PAGES = {
     "web:workspace_change_undo": "redirects to the history page",
     "web:conversation_memory": "redirects to the conversation page",
     "web:memory_home_export": "a JSON download",
+    "web:my_memories": "a permanent redirect to the memory home's list",
+    "web:my_memory": "a permanent redirect to the memory home's item",
+    "web:my_memory_correct": "a permanent redirect to the memory home's item",
+    "web:my_memory_forget": "a permanent redirect to the memory home's item",
+    "web:project_memories": "a permanent redirect to the memory home's list",
+    "web:project_memory": "a permanent redirect to the memory home's item",
+    "web:project_memory_correct": "a permanent redirect to the memory home's item",
+    "web:project_memory_forget": "a permanent redirect to the memory home's item",
 }
 
 
@@ -50,7 +58,6 @@ def _get_pages(w):
     Apollo) for the 403 page."""
     project = {"project_id": w.project.pk}
     user_item = {"memory_id": w.user_memory.pk}
-    project_memory = {**project, "memory_id": w.project_memory.pk}
     run = {"run_id": w.main_run.pk}
 
     def at(name, kwargs=None, query=None):
@@ -75,15 +82,7 @@ def _get_pages(w):
         ("web:memory_home_forget_all", "alice", at("web:memory_home_forget_all")),
         ("web:memory_home_forget_all", "alice", at("web:memory_home_forget_all", query=chat_source)),
         ("web:memory_home_import", "alice", at("web:memory_home_import")),
-        ("web:my_memories", "alice", at("web:my_memories")),
-        ("web:my_memory", "alice", at("web:my_memory", user_item)),
-        ("web:my_memory_correct", "alice", at("web:my_memory_correct", user_item)),
-        ("web:my_memory_forget", "alice", at("web:my_memory_forget", user_item)),
         ("web:projects", "alice", at("web:projects")),
-        ("web:project_memories", "alice", at("web:project_memories", project)),
-        ("web:project_memory", "alice", at("web:project_memory", project_memory)),
-        ("web:project_memory_correct", "alice", at("web:project_memory_correct", project_memory)),
-        ("web:project_memory_forget", "alice", at("web:project_memory_forget", project_memory)),
         ("web:project_members", "alice", at("web:project_members", project)),
         ("web:profile", "alice", at("web:profile")),
         ("web:tokens", "alice", at("web:tokens")),
@@ -99,7 +98,22 @@ def _get_pages(w):
         ("web:auto_memory_log", "alice", at("web:auto_memory_log")),
         ("web:run_auto_memory_flags", "alice", at("web:run_auto_memory_flags", run)),
         ("web:chat_memories", "alice", at("web:chat_memories")),
-        ("403", "vera", at("web:project_memory_correct", project_memory)),
+        ("403", "vera", at("web:memory_home_item_correct", {"memory_id": w.project_memory.pk})),
+        ("web:token_revoke", "alice", at("web:token_revoke", {"token_id": w.alice_token.pk})),
+        # The admin pages we template or style, and a list and a change form of the stock ones.
+        ("admin", "root", at("admin:index")),
+        ("admin", "root", at("admin:memory_app_memory_changelist")),
+        ("admin", "root", at("admin:memory_app_memory_change", {"object_id": w.user_memory.pk})),
+        ("admin", "root", at("admin:memory_app_memorycandidate_change", {"object_id": w.candidate.pk})),
+        ("admin", "root", at("admin:memory_app_scopemigrationplan_changelist")),
+        ("admin", "root", at("admin:memory_app_automemorysettings_changelist")),
+        ("admin", "root", at("admin:memory_app_usersettings_changelist")),
+        ("set_password", "alice", at("set_password")),
+        ("sign_in_link", None, at("sign_in_link", {"secret": "made-up-secret-0123456789abcdef"})),
+        ("password_reset", None, at("password_reset")),
+        ("password_reset_done", None, at("password_reset_done")),
+        ("password_reset_confirm", None, at("password_reset_confirm", {"uidb64": "MQ", "token": "made-up"})),
+        ("password_reset_complete", None, at("password_reset_complete")),
     ]
 
 
@@ -122,10 +136,12 @@ def _submitted_pages(page, base_url, w):
     page.click("#create-token button[type=submit]")
     page.wait_for_selector("#new-key")
     yield "web:tokens"
-    page.locator("form[action$='/rotate/'] button").first.click()
+    page.locator("a[href$='/rotate/']").first.click()
+    page.click("#token-confirm button[type=submit]")
     page.wait_for_selector("#new-key h2:has-text('New key for')")
     yield "web:token_rotate"
-    page.locator("form[action$='/revoke/'] button").first.click()
+    page.locator("a[href$='/revoke/']").first.click()
+    page.click("#token-confirm button[type=submit]")
     page.wait_for_selector(".messages li")
     yield "web:token_revoke"
     page.goto(base_url + reverse("web:memory_home_items") + "?source=user")
@@ -187,7 +203,13 @@ def _axe(page, rules=None) -> list[str]:
     return lines
 
 
-def _check_everywhere(page) -> list[str]:
+# The admin's own stylesheet sets its colours (Django's palette, with small grey sort links and
+# light-blue app links below 4.5:1); what our templates and admin-extra.css change there is checked
+# by every other rule, link-in-text-block included.
+ADMIN_SKIPPED_RULES = ["color-contrast"]
+
+
+def _check_everywhere(page, *, admin=False) -> list[str]:
     """The page in every scheme and width: a list of '[scheme, width] violation' lines."""
     lines = []
     for n, (scheme, viewport) in enumerate(COMBINATIONS):
@@ -195,7 +217,11 @@ def _check_everywhere(page) -> list[str]:
         page.set_viewport_size(viewport)
         assert page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") == (scheme == "dark")
         where = f"{scheme}, {viewport['width']} px"
-        lines += [f"[{where}] {line}" for line in _axe(page, None if n == 0 else RENDERING_RULES)]
+        rules = None if n == 0 else RENDERING_RULES
+        found = _axe(page, rules if not admin else [r for r in rules or [] if r not in ADMIN_SKIPPED_RULES] or None)
+        if admin:
+            found = [line for line in found if not line.startswith(tuple(ADMIN_SKIPPED_RULES))]
+        lines += [f"[{where}] {line}" for line in found]
     return lines
 
 
@@ -228,7 +254,7 @@ def test_every_page_has_no_serious_axe_violation_in_both_schemes_and_widths(chro
                 context.add_cookies([_session(world, persona, base)])
             persona_now = persona
         page.goto(base + url)
-        failures += [f"{route} {url} {line}" for line in _check_everywhere(page)]
+        failures += [f"{route} {url} {line}" for line in _check_everywhere(page, admin=route == "admin")]
     context.clear_cookies()
     context.add_cookies([_session(world, "alice", base)])
     page.emulate_media(color_scheme="light")
@@ -252,7 +278,7 @@ def test_the_keyboard_reaches_the_skip_link_first_and_the_header_marks_the_curre
     context = chromium.new_context(viewport=DESKTOP, locale="en-US")
     context.add_cookies([_session(world, "alice", live_server.url)])
     page = context.new_page()
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
 
     skip = page.locator("a.skip-link")
     assert skip.bounding_box()["y"] < 0  # out of sight until it has the focus
@@ -270,7 +296,7 @@ def test_the_keyboard_reaches_the_skip_link_first_and_the_header_marks_the_curre
 
     current = page.locator("header.topbar nav a[aria-current=page]")
     assert current.count() == 1
-    assert current.get_attribute("href") == reverse("web:my_memories")
+    assert current.get_attribute("href") == reverse("web:home")  # the list is part of the memory section
     other = page.locator("header.topbar nav a", has_text="Projects")
     assert other.get_attribute("aria-current") is None
     style = "(el) => [getComputedStyle(el).fontWeight, getComputedStyle(el).textDecorationLine]"
@@ -318,12 +344,14 @@ def test_confirmations_work_from_the_keyboard(chromium, live_server, settings, t
     assert WorkspaceChange.objects.count() == changes
 
     # Forgetting a memory: the skip link, then Tab to the button and Enter.
-    page.goto(live_server.url + reverse("web:my_memory_forget", kwargs={"memory_id": memory_id}))
+    page.goto(live_server.url + reverse("web:memory_home_item_forget", kwargs={"memory_id": memory_id}))
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     _tab_to(page, "#forget-memory button[type=submit]")
     page.keyboard.press("Enter")
-    page.wait_for_url(live_server.url + reverse("web:my_memories") + "*")  # the #content of the skip stays
+    page.wait_for_url(
+        live_server.url + reverse("web:memory_home_items") + "?source=user" + "*"
+    )  # the #content of the skip stays
     assert not Memory.objects.filter(pk=memory_id).exists()
     assert Memory.objects.filter(pk=world.project_memory.pk).exists()
     context.close()

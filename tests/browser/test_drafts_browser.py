@@ -24,7 +24,7 @@ def _end_session_and_submit(page, selector):
 def test_a_memory_typed_when_the_session_ended_is_back_after_login(chromium, live_server):
     frank = UserFactory(username="frank", password=PASSWORD)
     page = new_page(chromium)
-    log_in(page, live_server.url, "frank", next_url=reverse("web:my_memories"))
+    log_in(page, live_server.url, "frank", next_url=reverse("web:memory_home_items") + "?source=user")
     assert "Nothing is remembered about you yet" in page.locator(".onboarding").inner_text()
     page.select_option("#create-memory select[name=kind]", "preference")
     page.fill("#create-memory textarea[name=content]", "Prefers the window seat on night trains")
@@ -33,7 +33,7 @@ def test_a_memory_typed_when_the_session_ended_is_back_after_login(chromium, liv
     page.fill("input[name=username]", "frank")
     page.fill("input[name=password]", PASSWORD)
     page.click("form.card button[type=submit]")
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.input_value("#create-memory textarea[name=content]") == "Prefers the window seat on night trains"
     assert page.input_value("#create-memory select[name=kind]") == "preference"
     assert not Memory.objects.exists()
@@ -54,14 +54,14 @@ def test_a_draft_never_comes_back_for_another_user(chromium, live_server):
     UserFactory(username="gina", password=PASSWORD)
     UserFactory(username="hank", password=PASSWORD)
     page = new_page(chromium)
-    log_in(page, live_server.url, "gina", next_url=reverse("web:my_memories"))
+    log_in(page, live_server.url, "gina", next_url=reverse("web:memory_home_items") + "?source=user")
     page.fill("#create-memory textarea[name=content]", "Gina's private note")
     _end_session_and_submit(page, "#create-memory button[type=submit]")
 
     page.fill("input[name=username]", "hank")
     page.fill("input[name=password]", PASSWORD)
     page.click("form.card button[type=submit]")
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.input_value("#create-memory textarea[name=content]") == ""
     assert page.locator(".draft-restored").count() == 0
     assert page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('memory-draft:'))") == []

@@ -310,17 +310,17 @@ def test_switch_to_chinese_and_back_at_1280_px(open_page, live_server):
     page.locator("footer form.language button[lang=zh-Hans]").click()
     page.wait_for_function("document.documentElement.lang === 'zh-Hans'")
     assert Profile.objects.get(user__username="jon").language == "zh-hans"
-    expect(page.locator("header.topbar nav")).to_contain_text("我的记忆")
+    expect(page.locator("header.topbar nav a[aria-current=page]")).to_have_text("记忆")
     fits(page)
     # The profile, not the browser, decides from now on: another page is Chinese too.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.get_attribute("html", "lang") == "zh-Hans"
     fits(page)
 
     page.locator("footer form.language button[lang=en]").click()
     page.wait_for_function("document.documentElement.lang === 'en'")
     assert Profile.objects.get(user__username="jon").language == "en"
-    expect(page.locator("header.topbar nav")).to_contain_text("My memories")
+    expect(page.locator("header.topbar nav a[aria-current=page]")).to_have_text("Memory")
     fits(page)
 
 
@@ -340,15 +340,21 @@ def test_the_switch_panel_and_a_chat_that_is_not_remembered(open_page, live_serv
     expect(page.locator("#switch-enable_memory")).to_be_checked()
     expect(page.locator("#switch-use")).not_to_be_checked()
     fits(page)
+    # Each switch saves as soon as it is toggled (no Save button while scripts run) and says so.
+    expect(page.locator("#memory-switches .save-button").first).to_be_hidden()
+    in_view(page, page.locator("#switch-enable_memory"))
     page.uncheck("#switch-enable_memory")
-    page.check("#switch-use")
-    page.check("#switch-generate")
-    save = page.locator("#memory-switches button[type=submit]")
-    in_view(page, save)
-    save.click()
-    expect(page.locator(".messages")).to_contain_text("Memory switches saved.")
+    expect(page.locator(".messages")).to_contain_text("“Memory (the notes file)” is off.")
     assert UserSettings.objects.get(user=gina).enable_memory is False
+    assert not AutoMemorySettings.objects.filter(user=gina, use=True).exists()
+    page.check("#switch-use")
+    expect(page.locator(".messages")).to_contain_text("“Use my memories in new runs” is on.")
     auto = AutoMemorySettings.objects.get(user=gina)
+    assert (auto.use, auto.generate) == (True, False)
+    assert UserSettings.objects.get(user=gina).enable_memory is False
+    page.check("#switch-generate")
+    expect(page.locator(".messages")).to_contain_text("“Generate memories from my finished runs” is on.")
+    auto.refresh_from_db()
     assert (auto.use, auto.generate) == (True, True)
     assert not UserSettings.objects.filter(user=hank).exists()
     expect(page.locator("#switch-enable_memory")).not_to_be_checked()

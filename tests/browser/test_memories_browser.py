@@ -49,11 +49,11 @@ def test_login_create_correct_forget(page, live_server):
     UserFactory(username="dave", password=PASSWORD)
 
     # Log in; the login page sends us home.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     page.fill("input[name=username]", "carol")
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")  # not the header's language buttons
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
 
     # Create.
     page.select_option("#create-memory select[name=kind]", "preference")
@@ -71,7 +71,7 @@ def test_login_create_correct_forget(page, live_server):
     assert page.locator("tr.memory-row").count() == 1
 
     # Correct: the form shows the current text; saving lands on the new version with its chain.
-    page.click(f"#memory-{original.pk} >> text=Correct")
+    page.click(f"#item-{original.pk} >> text=Correct")
     assert page.input_value("#correct-memory textarea[name=content]") == "Prefers answers in French"
     page.fill("#correct-memory textarea[name=content]", "Prefers answers in Italian")
     page.click("#correct-memory button[type=submit]")
@@ -88,12 +88,12 @@ def test_login_create_correct_forget(page, live_server):
     assert chain.nth(1).get_attribute("data-status") == Status.ACTIVE
 
     # The list shows only the active version by default.
-    page.goto(live_server.url + reverse("web:my_memories"))
+    page.goto(live_server.url + reverse("web:memory_home_items") + "?source=user")
     assert page.locator("tr.memory-row").count() == 1
     assert "Italian" in page.locator("tr.memory-row").inner_text()
 
     # Forget: a confirmation page first, which changes nothing.
-    page.click(f"#memory-{corrected.pk} >> text=Forget")
+    page.click(f"#item-{corrected.pk} >> text=Forget")
     page.wait_for_selector("text=Forget this memory?")
     assert Memory.objects.count() == 2
     page.click("#forget-memory button[type=submit]")
@@ -112,7 +112,7 @@ def test_other_users_memory_is_not_found_in_the_browser(page, live_server):
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")  # not the header's language buttons
     page.wait_for_url(live_server.url + "/")
-    response = page.goto(live_server.url + reverse("web:my_memory_forget", args=[foreign.pk]))
+    response = page.goto(live_server.url + reverse("web:memory_home_item_forget", args=[foreign.pk]))
     assert response.status == 404
     assert "frank only" not in page.content()
     assert Memory.objects.filter(pk=foreign.pk, status=Status.ACTIVE).exists()

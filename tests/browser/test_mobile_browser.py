@@ -23,7 +23,7 @@ def test_memories_list_at_390_px_keeps_the_header_small_and_the_actions_on_scree
         UserMemoryFactory(owner=carol, kind="preference", content=f"Prefers long answers about topic {n} " * 6)
     UserMemoryFactory(owner=carol, kind="fact", content="https://example.com/" + "a" * 120)
     page = new_page(chromium)
-    log_in(page, live_server.url, "carol", next_url=reverse("web:my_memories"))
+    log_in(page, live_server.url, "carol", next_url=reverse("web:memory_home_items") + "?source=user")
 
     header = page.locator("header.topbar").bounding_box()
     assert header["height"] <= MAX_HEADER_PX, header
@@ -34,11 +34,23 @@ def test_memories_list_at_390_px_keeps_the_header_small_and_the_actions_on_scree
         for label in ("Correct", "Forget"):
             box = rows.nth(i).get_by_role("link", name=label).bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (label, box)
-    # Every link of the header is reachable: the strip scrolls sideways inside itself.
+    # Every link of the header is on screen, the current one included (no strip that scrolls
+    # sideways); the account menu opens without a script and holds the rest.
     nav = page.locator("header.topbar nav")
-    assert nav.evaluate("(el) => getComputedStyle(el).overflowX") == "auto"
-    page.locator("header.topbar nav a", has_text="API tokens").click()
+    assert nav.evaluate("(el) => getComputedStyle(el).overflowX") == "visible"
+    links = page.locator("header.topbar nav > a")
+    assert links.count() == 4
+    for i in range(links.count()):
+        box = links.nth(i).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+    assert page.locator("header.topbar nav a[aria-current=page]").inner_text() == "Memory"
+    page.locator("header.topbar .account-menu summary").click()
+    tokens = page.locator("header.topbar .account-menu a", has_text="API tokens")
+    box = tokens.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+    tokens.click()
     page.wait_for_url(live_server.url + reverse("web:tokens"))
+    assert page.locator("header.topbar .account-menu summary[aria-current=page]").count() == 1
     no_sideways_scroll(page)
 
     for name in ("web:workspace", "web:workspace_history", "web:profile", "web:conversations", "web:projects"):
@@ -89,13 +101,13 @@ def test_chinese_from_the_browser_and_the_language_switch(chromium, live_server)
     page.goto(live_server.url + reverse("login"))
     assert page.locator("h1").inner_text() == "登录"
     assert page.get_attribute("html", "lang") == "zh-Hans"
-    log_in(page, live_server.url, "erin", next_url=reverse("web:my_memories"))
-    assert "我的记忆" in page.locator("header.topbar nav").inner_text()
+    log_in(page, live_server.url, "erin", next_url=reverse("web:memory_home_items") + "?source=user")
+    assert page.locator("header.topbar nav a[aria-current=page]").inner_text() == "记忆"
     assert page.locator(".onboarding").inner_text().startswith("还没有关于你的任何记忆")
 
     page.locator("footer form.language button[lang=en]").click()
-    page.wait_for_url(live_server.url + reverse("web:my_memories"))
-    assert "My memories" in page.locator("header.topbar nav").inner_text()
+    page.wait_for_url(live_server.url + reverse("web:memory_home_items") + "?source=user")
+    assert page.locator("header.topbar nav a[aria-current=page]").inner_text() == "Memory"
     assert Profile.objects.get(user__username="erin").language == "en"
     page.locator("footer form.language button[lang=zh-Hans]").click()
     page.wait_for_selector("text=记住一件事")

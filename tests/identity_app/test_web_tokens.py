@@ -33,8 +33,9 @@ def test_the_page_lists_only_my_tokens_and_others_ids_are_404(client, alice, bob
     client.force_login(alice)
     page = client.get(reverse("web:tokens")).content.decode()
     assert "mine" in page and "bobs-token" not in page
-    assert client.post(reverse("web:token_revoke", args=[bobs.pk])).status_code == 404
-    assert client.post(reverse("web:token_rotate", args=[bobs.pk])).status_code == 404
+    for name in ("web:token_revoke", "web:token_rotate"):
+        assert client.get(reverse(name, args=[bobs.pk])).status_code == 404
+        assert client.post(reverse(name, args=[bobs.pk]), {"confirmed": "yes"}).status_code == 404
     bobs.refresh_from_db()
     assert bobs.revoked_at is None and ApiToken.objects.filter(user=bob).count() == 1
 
@@ -43,15 +44,21 @@ def test_revoke_and_rotate(client, alice):
     first, _ = token_issue(user=alice, name="ci")
     second, _ = token_issue(user=alice, name="bot")
     client.force_login(alice)
-    assert client.post(reverse("web:token_revoke", args=[first.pk])).status_code == 302
+    # Both ask first: the link and a POST without the confirmation show what will happen.
+    for name, token in (("web:token_revoke", first), ("web:token_rotate", second)):
+        for ask in (client.get(reverse(name, args=[token.pk])), client.post(reverse(name, args=[token.pk]))):
+            assert ask.status_code == 200 and 'name="confirmed" value="yes"' in ask.text
+    assert ApiToken.objects.filter(revoked_at__isnull=False).count() == 0
+    assert ApiToken.objects.filter(user=alice).count() == 2
+    assert client.post(reverse("web:token_revoke", args=[first.pk]), {"confirmed": "yes"}).status_code == 302
     first.refresh_from_db()
     assert first.revoked_at is not None
-    rotated = client.post(reverse("web:token_rotate", args=[second.pk]))
+    rotated = client.post(reverse("web:token_rotate", args=[second.pk]), {"confirmed": "yes"})
     key = shown_key(rotated)
     assert rotated.status_code == 200 and key
     new = ApiToken.objects.get(key_hash=hash_token(key))
     assert new.name == "bot" and ApiToken.objects.get(pk=second.pk).revoked_at is not None
-    assert client.post(reverse("web:token_rotate", args=[second.pk])).status_code == 409
+    assert client.post(reverse("web:token_rotate", args=[second.pk]), {"confirmed": "yes"}).status_code == 409
 
 
 def test_bad_input_is_400_and_creates_nothing(client, alice, settings):

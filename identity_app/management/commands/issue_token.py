@@ -4,9 +4,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.urls import reverse
 
 from config.errors import DomainError
-from identity_app.services import token_issue, user_grant_service
+from identity_app.services import sign_in_link_issue, token_issue, user_grant_service
 
 
 def _days(value: str) -> int:
@@ -37,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--staff", action="store_true", help="Mark the user as staff.")
         parser.add_argument("--name", default="", help="A label for the token.")
         parser.add_argument(
+            "--sign-in-link",
+            action="store_true",
+            help="Also print a one-time link (PUBLIC_BASE_URL, valid SIGN_IN_LINK_HOURS) with which the user "
+            "signs in to the web pages and chooses a password.",
+        )
+        parser.add_argument(
             "--expires-in",
             type=_days,
             default=None,
@@ -58,7 +65,18 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, username, create_user, service, staff, name, expires_in, only_users, only_projects, **options
+        self,
+        *args,
+        username,
+        create_user,
+        service,
+        staff,
+        name,
+        expires_in,
+        only_users,
+        only_projects,
+        sign_in_link,
+        **options,
     ):
         User = get_user_model()
         try:
@@ -81,6 +99,7 @@ class Command(BaseCommand):
                     only_users=_names(only_users),
                     only_projects=_names(only_projects),
                 )
+                link_secret = sign_in_link_issue(user=user)[1] if sign_in_link else None
         except DomainError as exc:
             raise CommandError(exc.message) from None
         self.stderr.write(
@@ -90,4 +109,10 @@ class Command(BaseCommand):
             + (" (limited)" if token.restricted else "")
             + f", expires {token.expires_at:%Y-%m-%d %H:%M} UTC. Store it now; it cannot be shown again."
         )
+        if link_secret:
+            url = settings.PUBLIC_BASE_URL + reverse("sign_in_link", args=[link_secret])
+            self.stderr.write(
+                f"Sign-in link for {username!r} (works once, for {settings.SIGN_IN_LINK_HOURS} hours; "
+                f"they choose a password there):\n{url}"
+            )
         self.stdout.write(key)

@@ -67,34 +67,22 @@ def test_user_settings_cannot_be_deleted_in_the_admin(admin, alice):
     assert selectors.memory_enabled_for(user_id=alice.pk) is False
 
 
-def test_admin_edit_of_the_switch_goes_through_the_service_lock(admin, alice, monkeypatch):
-    locked = []
-    real_lock = services.user_lock_acquire
-
-    def recording_lock(*, user_id):
-        locked.append(user_id)
-        return real_lock(user_id=user_id)
-
-    monkeypatch.setattr(services, "user_lock_acquire", recording_lock)
+def test_operators_cannot_change_the_memory_switch_in_the_admin(admin, alice, bob):
+    """The switch is the user's consent: the admin shows it and changes nothing, on the change
+    form as on the add form."""
     services.user_settings_update(user=alice, enable_memory=True)
     row = UserSettings.objects.get(user=alice)
-    locked.clear()
     client = _login(admin)
     url = reverse("admin:memory_app_usersettings_change", args=[row.pk])
-    response = client.post(url, {"enable_memory": ""})  # unchecked box: off
-    assert response.status_code == 302, response.content.decode()[:2000]
-    assert UserSettings.objects.get(user=alice).enable_memory is False
-    assert locked == [alice.pk]
-    # The user cannot be re-pointed from the change form.
-    client.post(url, {"enable_memory": "on", "user": admin.pk})
-    assert UserSettings.objects.get(pk=row.pk).user_id == alice.pk
-
-
-def test_admin_add_of_the_switch_goes_through_the_service(admin, bob):
-    client = _login(admin)
-    response = client.post(reverse("admin:memory_app_usersettings_add"), {"user": bob.pk, "enable_memory": ""})
-    assert response.status_code == 302, response.content.decode()[:2000]
-    assert UserSettings.objects.get(user=bob).enable_memory is False
+    page = client.get(url)
+    assert page.status_code == 200 and 'name="enable_memory"' not in page.content.decode()
+    assert client.post(url, {"enable_memory": "", "user": admin.pk}).status_code == 403
+    row.refresh_from_db()
+    assert (row.enable_memory, row.user_id) == (True, alice.pk)
+    assert selectors.memory_enabled_for(user_id=alice.pk) is True
+    add = reverse("admin:memory_app_usersettings_add")
+    assert client.post(add, {"user": bob.pk, "enable_memory": ""}).status_code == 403
+    assert not UserSettings.objects.filter(user=bob).exists()
 
 
 def test_non_service_claim_is_refused_the_same_way_whoever_owns_the_run(api, alice, mallory, make_run):

@@ -114,8 +114,9 @@ def test_settings_page_shows_and_saves(client, alice):
     )
     assert response.status_code == 302
     row = AutoMemorySettings.objects.get(user=alice)
+    # The switches are on the one switches panel: this page leaves them as they were (off).
     assert (row.generate, row.use, row.min_idle_minutes, row.min_length_chars, row.redact_contact_info) == (
-        True,
+        False,
         False,
         5,
         50,
@@ -243,3 +244,19 @@ def test_admin_cannot_add_settings_beyond_the_limits(client, admin, alice):
     )
     assert response.status_code == 200
     assert not AutoMemorySettings.objects.filter(user=alice).exists()
+
+
+def test_operators_cannot_change_the_auto_memory_switches_in_the_admin(client, admin, alice):
+    """``generate`` and ``use`` are the user's consent: a staff POST of the change form keeps them,
+    while the thresholds beside them still save."""
+    enable(alice)
+    row = AutoMemorySettings.objects.get(user=alice)
+    assert (row.generate, row.use) == (True, True)
+    client.force_login(admin)
+    url = f"/admin/memory_app/automemorysettings/{row.pk}/change/"
+    page = client.get(url).content.decode()
+    assert 'name="generate"' not in page and 'name="use"' not in page
+    response = client.post(url, {**_admin_settings_form(row, min_idle_minutes=42), "generate": "", "use": ""})
+    assert response.status_code == 302, response.content
+    row.refresh_from_db()
+    assert (row.generate, row.use, row.min_idle_minutes) == (True, True, 42)

@@ -113,8 +113,8 @@ def test_the_panel_shows_every_switch_with_what_it_does(alice):
         assert f'name="{name}"' in page
     assert 'id="switch-enable_memory" checked' in page
     assert 'id="switch-use" checked' not in page and 'id="switch-generate" checked' not in page
-    assert "sub-agents, coordinators and checkpoints never do" in page
-    assert "first round of each new chat run" in page
+    assert "helper agents it starts never do" in page
+    assert "at the start of each new conversation" in page
     assert "Don&#x27;t remember this chat" in page or "Don't remember this chat" in page
     assert reverse("web:auto_memory_settings") in page  # thresholds and models stay there
 
@@ -129,6 +129,22 @@ def test_the_panel_saves_all_three_at_once(alice):
     assert state(alice) == {"enable_memory": True, "use": False, "generate": False}
     page = client.get(reverse("web:settings")).content.decode()
     assert 'id="switch-enable_memory" checked' in page and 'id="switch-use" checked' not in page
+
+
+def test_each_switch_saves_alone_and_says_so(alice):
+    """A form per switch (sent when toggled): ``switch`` names the one that changes; the others
+    keep their value whatever else the form carries, and the page confirms what was saved."""
+    client = _web(alice)
+    assert state(alice) == {"enable_memory": True, "use": False, "generate": False}
+    response = client.post(reverse("web:settings"), {"switch": "use", "use": "on"}, follow=True)
+    assert state(alice) == {"enable_memory": True, "use": True, "generate": False}
+    assert "Saved: “Use my memories in new runs” is on." in response.content.decode()
+    client.post(reverse("web:settings"), {"switch": "enable_memory"})  # box unchecked: off
+    assert state(alice) == {"enable_memory": False, "use": True, "generate": False}
+    assert client.post(reverse("web:settings"), {"switch": "bogus", "use": ""}).status_code == 400
+    assert state(alice) == {"enable_memory": False, "use": True, "generate": False}
+    page = client.get(reverse("web:settings")).content.decode()
+    assert page.count('class="autosave switch-form"') == 3
 
 
 def test_the_panel_needs_a_login_and_changes_only_the_signed_in_user(alice, bob):

@@ -47,7 +47,10 @@ def test_overview_groups_everything_about_me_with_counts_sentences_and_switches(
     assert body["total"] == 1 + 2 + 3 + 2
     switches = {s["name"]: s["on"] for s in body["switches"]}
     assert switches == {"enable_memory": True, "auto_memory_use": False, "auto_memory_generate": False}
-    assert "it is off now" in sources["user"]["sentence"] and "Sub-agents never see them" in sources["user"]["sentence"]
+    assert (
+        "it is off now" in sources["user"]["sentence"]
+        and "Helper agents it starts never see them" in sources["user"]["sentence"]
+    )
     assert "it is on now" in sources["notes"]["sentence"]
     assert "3 people" in sources[project_key]["sentence"]
     assert sources["notes"]["switches"] == ["enable_memory"] and sources["auto"]["switches"] == ["auto_memory_generate"]

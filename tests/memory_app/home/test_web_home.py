@@ -30,11 +30,11 @@ def test_home_shows_every_source_with_its_sentence_switches_and_links(web, home)
     response = web(home.alice).get(reverse("web:home"))
     assert response.status_code == 200
     text = response.text
-    for title in ("My memories", "Notes file", "Project Apollo", f"Chat {ALICE_CHAT}", "Auto-extracted"):
+    for title in ("About me", "Notes file", "Project Apollo", f"Chat “{ALICE_CHAT}”", "Auto-extracted"):
         assert title in text
     assert "I like green tea" in text and "We use PostgreSQL 16 for billing" in text
-    assert "Sub-agents never see them" in text and "it is off now" in text and "it is on now" in text
-    assert reverse("web:settings") in text and reverse("web:auto_memory_settings") in text
+    assert "Helper agents it starts never see them" in text and "it is off now" in text and "it is on now" in text
+    assert reverse("web:settings") in text
     assert "2 lines" in text
     assert "passport" not in text  # chats show counts; their items are one click away
     assert BOB_CHAT not in text and "Bob collects stamps" not in text
@@ -223,6 +223,6 @@ def test_bad_import_files_change_nothing(web, home, data, message):
 
 
 def test_the_memory_pages_link_to_the_provenance(web, home):
-    text = web(home.alice).get(reverse("web:my_memories")).text
+    text = web(home.alice).get(items_url("user")).text
     assert reverse("web:memory_home_item", args=[home.mine.pk]) + "#provenance" in text
-    assert "written by hand" in text and "Manual" not in text
+    assert "wrote it by hand" in text and "Manual" not in text

@@ -167,7 +167,7 @@ def test_staff_without_the_permission_cannot_read_a_memory(client, alice):
 def test_the_privacy_sentence_names_who_else_reads_and_that_is_who_the_admin_lets_in(client, alice):
     client.force_login(alice)
     UserMemoryFactory(owner=alice, content="Private thing")
-    page = client.get(reverse("web:my_memories"), HTTP_ACCEPT_LANGUAGE="en").text
+    page = client.get(reverse("web:memory_home_items"), {"source": "user"}, HTTP_ACCEPT_LANGUAGE="en").text
     assert "No other user can see them; the site's operators who are allowed to review memories" in page
     for codename, status in (("view_memory", 200), ("change_memory", 200), ("view_memorycandidate", 403)):
         staff_with(client, codename, username=f"op_{codename}")

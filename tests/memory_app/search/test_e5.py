@@ -46,12 +46,12 @@ def test_memory_found_by_meaning_once_embedded_and_by_words_before(e5, client, a
         services.memory_create(actor=alice, tier="user", kind="preference", content=text)
     assert not SearchDocument.objects.exclude(vector=None).exists()  # nothing embedded inside the writes
     client.force_login(alice)
-    url = reverse("web:my_memories")
-    before = client.get(url, {"q": "postgresql"}).text
+    url = reverse("web:memory_home_items")
+    before = client.get(url, {"source": "user", "q": "postgresql"}).text
     assert decision.pk in before and "not embedded yet" in before  # words still work, with a warning
     assert "Decided to use <mark>PostgreSQL</mark> 17" in before  # why it matched
     assert embed_pending() == 4
-    response = client.get(url, {"q": "which database did I pick"})
+    response = client.get(url, {"source": "user", "q": "which database did I pick"})
     assert response.context["page"].object_list[0].pk == decision.pk  # no word in common
     assert "not embedded yet" not in response.text
 
