@@ -14,7 +14,6 @@ from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
 from config.lowtrust import neutralize_low_trust
-from config.metrics import observe_search
 from config.validation import clean_text, json_size
 from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.indexing import HISTORY_ROLES, history_scope
@@ -166,7 +165,6 @@ def _candidates(user_id: int, ids) -> dict[int, dict]:
     }
 
 
-@observe_search
 def _ranked(*, user_id: int, query: str, limit: int) -> tuple[engine.Rankings, list[tuple[int, float]], dict]:
     """The engine's rankings of the user's history, then, on the loaded candidates, the
     next-turn share, fusion and the speaker preference: ``(rankings, [(message id, score)], rows)``."""
