@@ -56,6 +56,7 @@ def parse_args():
     parser.add_argument("--pool", type=int, default=1500)
     parser.add_argument("--provider", choices=("e5", "hashed"), default="e5")
     parser.add_argument("--profile", action="store_true", help="profile history_search in-process instead")
+    parser.add_argument("--pyinstrument", action="store_true", help="with --profile: also print a pyinstrument tree")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL))
     parser.add_argument("--keep", action="store_true")
     return parser.parse_args()
@@ -135,8 +136,31 @@ def prepare(args, phases, pool):
 def profile(args, runs, asked):
     from django.test.utils import override_settings
 
+    from memory_app.agent import history
     from memory_app.agent.history import history_search
+    from memory_app.search import embeddings, engine
 
+    stages: dict[str, float] = {}
+
+    def clocked(module, name, label):
+        plain = getattr(module, name)
+
+        def wrapper(*a, **k):
+            t0 = time.process_time()
+            try:
+                return plain(*a, **k)
+            finally:
+                stages[label] = stages.get(label, 0.0) + time.process_time() - t0
+
+        setattr(module, name, wrapper)
+
+    clocked(engine, "_scopes_and_postings", "statement: scopes + postings + df")
+    clocked(engine, "lexical_rank", "BM25 scoring (numpy)")
+    clocked(engine, "dense_rank", "dense ranking (query embedding included)")
+    clocked(embeddings.E5Embedding, "embed_query", "  of which the query embedding")
+    clocked(engine, "_refs_of", "refs of the hits (scope cache)")
+    clocked(history, "_candidates", "candidates + next turns + speakers (1 statement)")
+    clocked(history, "_snippet", "snippets")
     try:
         from pyinstrument import Profiler
     except ImportError:
@@ -146,21 +170,26 @@ def profile(args, runs, asked):
             with override_settings(MEMORY_SEARCH_MODE=mode):
                 for q in asked[:10]:
                     history_search(user_id=user_id, query=q)
-                profiler = Profiler(interval=0.0005) if Profiler else None
+                profiler = Profiler(interval=0.0005) if Profiler and args.pyinstrument else None
                 if profiler:
                     profiler.start()
                 times = []
+                stages.clear()
+                cpu0 = time.process_time()
                 for q in asked[10 : 10 + args.calls]:
                     t0 = time.perf_counter()
                     history_search(user_id=user_id, query=q)
                     times.append((time.perf_counter() - t0) * 1000)
                 print(
                     f"\n{mode} {label} in-process: p50 {percentile(times, 50):.1f} p95 {percentile(times, 95):.1f} ms"
+                    f"; CPU {(time.process_time() - cpu0) * 1000 / args.calls:.2f} ms/call"
                 )
+                for stage, seconds in stages.items():
+                    print(f"    CPU {seconds * 1000 / args.calls:7.2f} ms/call  {stage}")
                 if profiler:
                     profiler.stop()
                     print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False)[:6000])
-        asked = asked[10 + args.calls :]
+            asked = asked[10 + args.calls :]  # new questions for every row
 
 
 def main():
