@@ -184,6 +184,7 @@ class ListPagination(DefaultPagination):
 
 class MessageOutput(serializers.ModelSerializer):
     tool_calls = ToolCallOutput(many=True, read_only=True)
+    sent_at = serializers.SerializerMethodField(help_text="When the message was said; its created_at if not given.")
 
     class Meta:
         model = Message
@@ -200,7 +201,11 @@ class MessageOutput(serializers.ModelSerializer):
             "feedback",
             "tool_calls",
             "created_at",
+            "sent_at",
         ]
+
+    def get_sent_at(self, message) -> str:
+        return serializers.DateTimeField().to_representation(message.sent_at or message.created_at)
 
 
 class MessageListOutput(serializers.ModelSerializer):
@@ -257,6 +262,12 @@ class MessageCreateInput(StrictInputMixin, serializers.Serializer):
     images = documented(serializers.JSONField, JSON_ARRAY_OR_NULL, required=False, default=list, allow_null=True)
     feedback = documented(serializers.JSONField, JSON_OBJECT_OR_NULL, required=False, default=dict, allow_null=True)
     run_id = StrictCharField(max_length=40, required=False, allow_null=True, default=None)
+    sent_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When the message was said (ISO 8601 with a time zone); default: when it is stored.",
+    )
     tool_calls = documented(
         serializers.JSONField,
         {**JSON_ARRAY_OR_NULL, "items": TOOL_CALL_SCHEMA, "maxItems": MAX_TOOL_CALLS_PER_MESSAGE},

@@ -9,7 +9,8 @@ is framed with this response's boundary (``low_trust_result``; docs/runs.md, Low
 
 import json
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
 
 from config.errors import InvalidInput, NotFound
@@ -17,10 +18,10 @@ from config.lowtrust import low_trust_result, mark_data
 from config.validation import clean_text, json_size
 from memory_app.agent.budgets import truncate_json_text, truncate_utf8, utf8_len
 from memory_app.agent.indexing import HISTORY_ROLES, history_scope
-from memory_app.agent.models import Message, MessageType, ToolCall
+from memory_app.agent.models import Message, MessageRole, MessageType, ToolCall
 from memory_app.agent.selectors import history_messages, history_threads
 from memory_app.search import engine
-from memory_app.search.analysis import match_spans, query_terms
+from memory_app.search.analysis import match_spans, normalize, query_terms, text_runs
 
 SEARCH_MAX_HITS = 10
 SEARCH_HIT_BYTES = 512
@@ -31,6 +32,8 @@ SEARCH_QUERY_MAX_CHARS = 1000
 SEARCH_SCORING_CHARS = 3000  # a hit's snippet comes from its first characters
 NEXT_TURN_SOURCES = 20
 NEXT_TURN_WEIGHT = 0.5
+SPEAKER_WEIGHT = 0.5  # a named speaker's turns: score × (1 + this)
+LEXICAL_WEIGHT = 1.0  # weight of the word ranking in the fusion (the meaning ranking's is 1)
 READ_MAX_MESSAGES = 20
 READ_MESSAGE_BYTES = 8 * 1024
 READ_CONTENT_BYTES = 32 * 1024
@@ -62,14 +65,75 @@ def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
     return shown.text, shown.truncated or bool(start)
 
 
-def _with_next_turns(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def _with_next_turns(
+    ranked: list[tuple[str, float]], rows: dict[int, dict], coverage: dict[str, float] | None = None
+) -> list[tuple[str, float]]:
     """Neighbouring-turn context for the word ranking: the reply after each of the best hits (the
     next turn, when the other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score, since an
     answer ("In the morning, with breakfast.") follows the question that names its topic. (The
-    vectors carry the same context: a message is embedded with the turn before it.)"""
-    sources = [(int(ref), score) for ref, score in ranked[:NEXT_TURN_SOURCES]]
-    if not sources or not NEXT_TURN_WEIGHT:
+    vectors carry the same context: a message is embedded with the turn before it.) ``rows``
+    hold each candidate's next turn (``_candidates``): no statement here."""
+    if not NEXT_TURN_WEIGHT:
         return ranked
+    scores = dict(ranked)
+    for ref, score in ranked[:NEXT_TURN_SOURCES]:
+        row = rows.get(int(ref))
+        if row is not None and row["next_id"] is not None and row["next_role"] != row["role"]:
+            key = str(row["next_id"])
+            scores[key] = scores.get(key, 0.0) + NEXT_TURN_WEIGHT * score
+            if coverage is not None:  # the reply counts as holding what its question held
+                coverage[key] = max(coverage.get(key, 0.0), coverage.get(ref, 0.0))
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def _speaker_names(query: str) -> set[str]:
+    """Lower-cased words and CJK runs of the query, to find the names of speakers in it."""
+    return {run for _, run in text_runs(query)}
+
+
+def _named(name: str, query: str, words: set[str]) -> bool:
+    name = normalize(name).strip()
+    if not name or len(name) > 100:
+        return False
+    parts = [run for _, run in text_runs(name)]
+    if not parts:
+        return False
+    if all(is_cjk for is_cjk, _ in text_runs(name)):
+        return name in normalize(query)
+    # The whole name, or its first word ("Mia" for "Mia Chen").
+    return all(part in words for part in parts) or parts[0] in words
+
+
+def _speaker(row: dict | None) -> str:
+    """Who wrote a candidate row: its metadata's ``name``, else the user's display name for the
+    user's turns ("" if unknown)."""
+    if row is None:
+        return ""
+    if isinstance(row["speaker"], str) and row["speaker"].strip():
+        return row["speaker"]
+    return (row["display_name"] or "") if row["role"] == MessageRole.USER else ""
+
+
+def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query: str) -> list[tuple[str, float]]:
+    """A question that names a speaker favours that speaker's turns: their score times
+    ``1 + SPEAKER_WEIGHT``. A turn's speaker is the ``name`` of its metadata (what a runtime
+    sends for a two-person or group chat), else, for the user's turns, the user's display name."""
+    if not SPEAKER_WEIGHT:
+        return ranked
+    words = _speaker_names(query)
+    named: dict[str, bool] = {}
+    out = []
+    for ref, score in ranked:
+        speaker = _speaker(rows.get(int(ref)))
+        if speaker and speaker not in named:
+            named[speaker] = _named(speaker, query, words)
+        out.append((ref, score * (1 + SPEAKER_WEIGHT) if speaker and named[speaker] else score))
+    return sorted(out, key=lambda pair: -pair[1])
+
+
+def _candidates(user_id: int, ids) -> dict[int, dict]:
+    """The visible rows of ``ids`` (``history_messages``), each with what ranking needs: its
+    next turn in the thread (id and role), its speaker, the head of its text. One statement."""
     later = Message.objects.filter(
         conversation_id=OuterRef("conversation_id"), role__in=HISTORY_ROLES, type=MessageType.TEXT
     ).filter(
@@ -77,24 +141,43 @@ def _with_next_turns(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]
         Q(created_at__gte=OuterRef("created_at")),
         Q(created_at__gt=OuterRef("created_at")) | Q(id__gt=OuterRef("id")),
     )
-    following = {
-        message_id: next_id
-        for message_id, role, next_id, next_role in Message.objects.filter(
-            id__in=[message_id for message_id, _ in sources]
-        )
+    return {
+        row["id"]: row
+        for row in history_messages(user_id=user_id)
+        .filter(id__in=ids)
         .annotate(
+            # One character more than is scored: a longer message goes on, and its snippet says so.
+            head=Left("content", SEARCH_SCORING_CHARS + 1),
             next_id=Subquery(later.order_by("created_at", "id").values("id")[:1]),
             next_role=Subquery(later.order_by("created_at", "id").values("role")[:1]),
+            speaker=KeyTextTransform("name", "metadata"),
+            display_name=F("conversation__owner__profile__display_name"),
         )
-        .values_list("id", "role", "next_id", "next_role")
-        if next_role is not None and next_role != role
+        .values(
+            "id",
+            "conversation_id",
+            "conversation__title",
+            "role",
+            "created_at",
+            "head",
+            "next_id",
+            "next_role",
+            "speaker",
+            "display_name",
+        )
     }
-    scores = dict(ranked)
-    for message_id, score in sources:
-        next_id = following.get(message_id)
-        if next_id is not None:
-            scores[str(next_id)] = scores.get(str(next_id), 0.0) + NEXT_TURN_WEIGHT * score
-    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def _ranked(*, user_id: int, query: str, limit: int) -> tuple[engine.Rankings, list[tuple[int, float]], dict]:
+    """The engine's rankings of the user's history, then, on the loaded candidates, the
+    next-turn share, fusion and the speaker preference: ``(rankings, [(message id, score)], rows)``."""
+    rankings = engine.rank(scopes=[history_scope(user_id)], query=query, depth=limit * 3 + 20)
+    ids = {int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]}
+    rows = _candidates(user_id, ids) if ids else {}
+    if rankings.lexical:
+        rankings.lexical = _with_next_turns(rankings.lexical, rows, rankings.coverage)[: rankings.depth]
+    fused = _speaker_aware(engine.fuse(rankings, lexical_weight=LEXICAL_WEIGHT), rows, query)
+    return rankings, [(int(ref), score) for ref, score in fused], rows
 
 
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
@@ -106,22 +189,11 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
     if not query_terms(query):
         raise InvalidInput("query has no searchable words.", code="invalid_query")
-    found = engine.search(
-        scopes=[history_scope(user_id)],
-        query=query,
-        limit=limit,
-        depth=limit * 3 + 20,
-        expand_lexical=_with_next_turns,
-    )
-    ranked = [(int(hit.ref), hit.score) for hit in found.hits]
-    ids = [message_id for message_id, _ in ranked]
-    rows = {
-        row["id"]: row
-        for row in history_messages(user_id=user_id)
-        .filter(id__in=ids)
-        .annotate(head=Left("content", SEARCH_SCORING_CHARS + 1))
-        .values("id", "conversation_id", "conversation__title", "role", "created_at", "head")
-    }
+    found, ranked, rows = _ranked(user_id=user_id, query=query, limit=limit)
+    # A next turn lifted into the first hits may not be a candidate itself: load those at once.
+    missing = [message_id for message_id, _ in ranked[: limit * 2] if message_id not in rows]
+    if missing:
+        rows.update(_candidates(user_id, missing))
     hits = []
     for message_id, score in ranked:
         row = rows.get(message_id)

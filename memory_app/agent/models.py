@@ -118,6 +118,9 @@ class Message(models.Model):
     images = models.JSONField(default=list, blank=True)
     feedback = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the message was said, as the runtime reports it (a transcript imported later, a
+    # message queued offline); None: when it was stored (``created_at``).
+    sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -7,7 +7,7 @@ lock (``locks.py``) so they serialize with ``remember_memory`` (docs/runs.md).""
 import hmac
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -217,6 +217,7 @@ def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> User
 
 MAX_MESSAGE_CONTENT_BYTES = 256 * 1024
 MAX_MESSAGE_JSON_BYTES = 16 * 1024
+SENT_AT_MAX_AHEAD = timedelta(minutes=5)  # clock skew of a runtime
 MAX_TOOL_CALLS_PER_MESSAGE = 50
 MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
 
@@ -292,8 +293,17 @@ def message_create(
     feedback: dict | None = None,
     run_id: str | None = None,
     tool_calls: list | None = None,
+    sent_at: datetime | None = None,
 ) -> Message:
+    """A message of a conversation; ``sent_at`` is when it was said (default: now), at most
+    ``SENT_AT_MAX_AHEAD`` ahead of the server's clock."""
     require_service_principal(actor)
+    if sent_at is not None and (
+        not isinstance(sent_at, datetime) or timezone.is_naive(sent_at) or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
+    ):
+        raise InvalidInput(
+            "sent_at must be a date and time with a time zone, not in the future.", code="invalid_sent_at"
+        )
     if role not in MessageRole.values:
         raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
     if type not in MessageType.values:
@@ -319,6 +329,7 @@ def message_create(
         ),
         images=validate_json_container(images, field="images", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
         feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        sent_at=sent_at,
     )
     with transaction.atomic(durable=True):
         conversation = (

@@ -40,6 +40,7 @@ MODES = ("hybrid", "lexical", "dense")
 BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_K = 60
+COVERAGE_POWER = 1.0  # score-aware fusion (``fuse``); 0: plain reciprocal rank fusion
 COORD_WEIGHT = 0.5
 DF_CAP = 20000
 POSTINGS_BUDGET = 6000
@@ -73,80 +74,118 @@ def default_mode() -> str:
 
 def _scopes(keys: list[str]) -> list[tuple[int, int, int, int]]:
     """``(id, docs, total_length, version)`` of the existing scopes among ``keys``."""
-    if not keys:
-        return []
-    return list(
-        SearchScope.objects.filter(key__in=sorted(set(keys))).values_list("id", "docs", "total_length", "version")
-    )
+    return _scopes_and_postings(keys, [])[0]
 
 
 def _table(model) -> str:
     return model._meta.db_table
 
 
-def _postings(scope_ids: list[int], terms: list[str]) -> tuple[dict[str, list[tuple]], dict[str, int]]:
-    """Postings ``(document id, tf, length)`` per term (bounded) and each term's document frequency."""
-    per_term = max(MIN_TERM_POSTINGS, POSTINGS_BUDGET // max(len(terms), 1))
-    marks = ",".join("%s" for _ in scope_ids)
-    table = _table(SearchPosting)
-    parts, params = [], []
+def _per_term(terms: list[str]) -> int:
+    return max(MIN_TERM_POSTINGS, POSTINGS_BUDGET // max(len(terms), 1))
+
+
+def _scopes_and_postings(
+    keys: list[str], terms: list[str]
+) -> tuple[list[tuple[int, int, int, int]], dict[str, list[tuple]], dict[str, int]]:
+    """The scopes among ``keys`` (``(id, docs, total_length, version)``), the postings
+    ``(document id, tf, length)`` of each term in them (at most ``_per_term`` per term, the
+    newest first) and each term's document frequency (exact up to ``DF_CAP``): one statement."""
+    keys = sorted(set(keys))
+    found: dict[str, list[tuple]] = {term: [] for term in terms}
+    if not keys:
+        return [], found, dict.fromkeys(terms, 0)
+    per_term = _per_term(terms)
+    postings, scope_table = _table(SearchPosting), _table(SearchScope)
+    in_scopes = "scope_id IN (SELECT id FROM s)"
+    parts = ["SELECT -1 AS t, id AS a, docs AS b, total_length AS c, version AS d FROM s"]
+    params: list = list(keys)
     for i, term in enumerate(terms):
         parts.append(
-            f"SELECT * FROM (SELECT {i} AS t, document_id, tf, length FROM {table} "
-            f"WHERE scope_id IN ({marks}) AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
+            f"SELECT * FROM (SELECT {i} AS t, document_id AS a, tf AS b, length AS c, 0 AS d FROM {postings} "
+            f"WHERE {in_scopes} AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
         )
-        params += [*scope_ids, term, per_term + 1]
-    found: dict[str, list[tuple]] = {term: [] for term in terms}
+        params += [term, per_term]
+        # The document frequency, counted only as far as DF_CAP (a common term counts as that).
+        parts.append(
+            f"SELECT -2, {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM {postings} WHERE {in_scopes} AND term = %s "
+            f"LIMIT %s) AS c{i}), 0, 0"
+        )
+        params += [term, DF_CAP]
+    marks = ",".join("%s" for _ in keys)
+    sql = f"WITH s AS (SELECT id, docs, total_length, version FROM {scope_table} WHERE key IN ({marks})) " + (
+        " UNION ALL ".join(parts)
+    )
+    scopes, df = [], dict.fromkeys(terms, 0)
     with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        for t, doc_id, tf, length in cursor.fetchall():
-            found[terms[t]].append((doc_id, tf, length))
-    df = {}
-    for term, rows in found.items():
-        if len(rows) <= per_term:
-            df[term] = len(rows)
-            continue
-        rows.pop()  # the extra row only told that there are more
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE scope_id IN ({marks}) AND term = %s LIMIT %s) AS c",
-                [*scope_ids, term, DF_CAP],
-            )
-            df[term] = cursor.fetchone()[0]
-    return found, df
+        cursor.execute(sql, params)
+        for t, a, b, c, d in cursor.fetchall():
+            if t == -1:
+                scopes.append((a, b, c, d))
+            elif t == -2:
+                df[terms[a]] = b
+            else:
+                found[terms[t]].append((a, b, c))
+    scopes.sort()
+    return scopes, found, df
 
 
-def lexical_rank(scopes: list[tuple], terms: list[str], depth: int) -> list[tuple[int, float]]:
-    """``(document id, BM25 score)`` best first."""
+def lexical_rank(
+    scopes: list[tuple],
+    terms: list[str],
+    depth: int,
+    postings: dict[str, list[tuple]],
+    df: dict[str, int],
+    coverage: dict[int, float] | None = None,
+) -> list[tuple[int, float]]:
+    """``(document id, BM25 score)`` best first, from ``_scopes_and_postings``. ``coverage``,
+    if given, receives each ranked document's share of the query's idf mass (the weight of the
+    query's words it holds, a term found nowhere weighing most: 0 to 1)."""
     n_docs = sum(s[1] for s in scopes)
     if not terms or not n_docs:
         return []
     avg_len = max(sum(s[2] for s in scopes) / n_docs, 1.0)
-    postings, df = _postings([s[0] for s in scopes], terms)
-    scores: dict[int, float] = {}
-    matched: dict[int, int] = {}
-    for term, rows in postings.items():
-        if not rows:
-            continue
-        idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
-        for doc_id, tf, length in rows:
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len)
-            scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
-            matched[doc_id] = matched.get(doc_id, 0) + 1
+    parts, total_idf = [], 0.0
+    for i, term in enumerate(terms):
+        rows = postings.get(term) or []
+        freq = max(df.get(term, 0), len(rows))
+        idf = math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
+        total_idf += idf
+        if rows:
+            block = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
+            parts.append((i, idf, block))
+    if not parts:
+        return []
+    # Every posting at once (numpy): its document, its BM25 share, its term's idf.
+    doc_col = np.concatenate([block[:, 0] for _, _, block in parts]).astype(np.int64)
+    tf = np.concatenate([block[:, 1] for _, _, block in parts])
+    length = np.concatenate([block[:, 2] for _, _, block in parts])
+    idf_col = np.concatenate([np.full(len(block), idf) for _, idf, block in parts])
+    share = idf_col * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len))
+    docs, slot = np.unique(doc_col, return_inverse=True)
+    scores = np.bincount(slot, weights=share, minlength=len(docs))
+    matched = np.bincount(slot, minlength=len(docs))
+    mass = np.bincount(slot, weights=idf_col, minlength=len(docs))
     # Coordination: a document with more of the question's words beats one with a single
     # rare word (idf is noisy in small scopes, and questions carry several content words).
-    for doc_id, count in matched.items():
-        scores[doc_id] *= 1 - COORD_WEIGHT + COORD_WEIGHT * count / len(terms)
-    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))
-    return ranked[:depth]
+    scores *= 1 - COORD_WEIGHT + COORD_WEIGHT * matched / len(terms)
+    k = min(depth, len(docs))
+    # Best first; equal scores: the newer document (higher id) first.
+    order = np.lexsort((-docs, -scores))[:k]
+    ranked = [(int(docs[j]), float(scores[j])) for j in order]
+    if coverage is not None and total_idf > 0:
+        coverage.update((int(docs[j]), float(mass[j] / total_idf)) for j in order)
+    return ranked
 
 
 class _VectorCache:
-    """Per-process ``scope id → (version, model, document ids, matrix, keys)``, least recently
-    used out.
+    """Per-process ``scope id → (version, model, document ids, matrix, keys, refs)``, least
+    recently used out; ``refs`` maps every document id of the scope (embedded or not) to its
+    ref, as of that version, so a search needs no statement to name its hits.
 
-    On a version change only the id list of the scope is read again; vectors of documents
-    already held are reused (a stored vector never changes for its document id and model).
+    On a version change the id list of the scope is read again (with the refs); vectors of
+    documents already held are reused (a stored vector never changes for its document id and
+    model).
     """
 
     def __init__(self, max_vectors: int = 2_000_000):
@@ -165,25 +204,42 @@ class _VectorCache:
             chunk = doc_ids[start : start + 2000]
             yield from SearchDocument.objects.filter(pk__in=chunk, model=model).values_list(*fields)
 
-    def get(self, scope_id: int, version: int, model: str, dim: int):
+    def held(self, scope_id: int, version: int, model: str):
+        """The entry of a scope if it is current, else None (no statement)."""
         cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
         with self._lock:
             entry = self._data.get(cache_key)
-            if entry is not None:
+            if entry is not None and entry[0] == version and entry[1] == model:
                 self._data.move_to_end(cache_key)
-        if entry is not None and entry[0] == version and entry[1] == model:
-            return entry[2], entry[3]
+                return entry
+        return None
+
+    def refs(self, scope_id: int, version: int, model: str, dim: int) -> dict[int, str]:
+        return self.entry(scope_id, version, model, dim)[5]
+
+    def get(self, scope_id: int, version: int, model: str, dim: int):
+        entry = self.entry(scope_id, version, model, dim)
+        return entry[2], entry[3]
+
+    def entry(self, scope_id: int, version: int, model: str, dim: int):
+        current = self.held(scope_id, version, model)
+        if current is not None:
+            return current
+        cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
+        with self._lock:
+            entry = self._data.get(cache_key)
         # Vectors already held are reused by document id where ids are never reused
         # (PostgreSQL sequences): only the id list is read, and only new ids are loaded. SQLite
         # may hand out an id again after a rollback, so there the text hash is part of the key.
         reuse_by_id = connection.vendor == "postgresql"
-        columns = "id" if reuse_by_id else "id, text_hash"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT {columns} FROM {_table(SearchDocument)} WHERE scope_id = %s AND model = %s ORDER BY id",
-                [scope_id, model],
+                f"SELECT id, text_hash, ref, model FROM {_table(SearchDocument)} WHERE scope_id = %s ORDER BY id",
+                [scope_id],
             )
-            fetched = cursor.fetchall()
+            everything = cursor.fetchall()
+        refs = {row[0]: row[2] for row in everything}
+        fetched = [row[:2] for row in everything if row[3] == model]
         held_entry = entry if entry is not None and entry[1] == model else None
         if reuse_by_id:
             wanted = np.fromiter((row[0] for row in fetched), dtype=np.int64, count=len(fetched))
@@ -211,14 +267,15 @@ class _VectorCache:
             keys = [key for key in keys if key in held]
             matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             ids = np.asarray([key[0] for key in keys], dtype=np.int64)
+        entry = (version, model, ids, matrix, keys, refs)
         with self._lock:
-            self._data[cache_key] = (version, model, ids, matrix, keys)
+            self._data[cache_key] = entry
             self._data.move_to_end(cache_key)
-            total = sum(len(v[2]) for v in self._data.values())
+            total = sum(len(v[5]) for v in self._data.values())
             while total > self.max_vectors and len(self._data) > 1:
                 _, dropped = self._data.popitem(last=False)
-                total -= len(dropped[2])
-        return ids, matrix
+                total -= len(dropped[5])
+        return entry
 
 
 vector_cache = _VectorCache()
@@ -256,17 +313,102 @@ def dense_rank(
     return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > threshold], missing
 
 
-def rrf_fuse(rankings: list[list], *, k: int = RRF_K) -> list[tuple]:
-    """Reciprocal rank fusion: ``score = Σ 1 / (k + rank)`` over the rankings (rank from 1);
-    best first, ties in order of first appearance."""
+def rrf_fuse(rankings: list[list], *, k: int = RRF_K, weights: list[float] | None = None) -> list[tuple]:
+    """Reciprocal rank fusion: ``score = Σ weight / (k + rank)`` over the rankings (rank from
+    1; weights 1 by default); best first, ties in order of first appearance."""
     fused: dict = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
         for rank, key in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
     return sorted(fused.items(), key=lambda pair: pair[1], reverse=True)
 
 
+@dataclass
+class Rankings:
+    """Both rankings of a search, ``(ref, score)`` best first, before fusion."""
+
+    lexical: list[tuple[str, float]]
+    dense: list[tuple[str, float]]
+    terms: list[str]
+    mode: str
+    depth: int
+    not_embedded: int = 0
+    warnings: list[str] = field(default_factory=list)
+    coverage: dict[str, float] = field(default_factory=dict)  # ref → share of the query's idf mass
+
+
+def _refs_of(scopes: list[tuple], doc_ids: set[int], model: str, dim: int) -> dict[int, str]:
+    """Refs of ``doc_ids``: from the per-process cache of the scopes' documents (no statement
+    once a scope's version is held), or one query for scopes too large to hold."""
+    if sum(s[1] for s in scopes) <= EXACT_VECTOR_LIMIT:
+        refs: dict[int, str] = {}
+        for scope_id, _, _, version in scopes:
+            refs.update(vector_cache.refs(scope_id, version, model, dim))
+        return {d: refs[d] for d in doc_ids if d in refs}
+    return dict(SearchDocument.objects.filter(pk__in=doc_ids).values_list("id", "ref"))
+
+
 @observe_search  # latency per mode on /metrics
+def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, floor: bool = False) -> Rankings:
+    """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
+    for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s."""
+    mode = mode or default_mode()
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    terms = query_terms(query)
+    depth = min(max(depth, 1), MAX_DEPTH)
+    result = Rankings(lexical=[], dense=[], terms=terms, mode=mode, depth=depth)
+    wanted_terms = terms if mode in ("lexical", "hybrid") else []
+    rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
+    if not rows:
+        return result
+    coverage: dict[int, float] = {}
+    lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage) if wanted_terms else []
+    dense: list[tuple[int, float]] = []
+    provider = get_provider()
+    if mode in ("dense", "hybrid"):
+        dense, result.not_embedded = dense_rank(rows, query, depth, provider=provider, floor=floor)
+        if result.not_embedded < 0:
+            result.not_embedded = 0
+            result.warnings.append(
+                f"More than {EXACT_VECTOR_LIMIT} items to compare by meaning: they were ranked by their words only."
+            )
+        elif result.not_embedded:
+            result.warnings.append(
+                f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
+            )
+    refs = _refs_of(rows, {d for d, _ in [*lexical, *dense]}, provider.model, provider.dim)
+    result.lexical = [(refs[d], score) for d, score in lexical if d in refs]
+    result.dense = [(refs[d], score) for d, score in dense if d in refs]
+    result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
+    return result
+
+
+def fuse(
+    rankings: Rankings, *, lexical_weight: float = 1.0, coverage_power: float | None = None
+) -> list[tuple[str, float]]:
+    """The ranking a search returns: one of them in a single mode, their reciprocal rank
+    fusion in hybrid mode (the word ranking weighted by ``lexical_weight``).
+
+    Score-aware fusion: each document's share of the word ranking is also weighted by its
+    coverage (``Rankings.coverage``) to the power ``coverage_power`` (default
+    ``COVERAGE_POWER``), so a document that holds the question's weighty words keeps its full
+    share and one found by a single common word adds little."""
+    if rankings.mode == "lexical":
+        return rankings.lexical[: rankings.depth]
+    if rankings.mode == "dense":
+        return rankings.dense[: rankings.depth]
+    power = COVERAGE_POWER if coverage_power is None else coverage_power
+    fused: dict[str, float] = {}
+    for rank, (ref, _) in enumerate(rankings.lexical, start=1):
+        share = rankings.coverage.get(ref, 1.0) ** power if power else 1.0
+        fused[ref] = fused.get(ref, 0.0) + lexical_weight * share / (RRF_K + rank)
+    for rank, (ref, _) in enumerate(rankings.dense, start=1):
+        fused[ref] = fused.get(ref, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(fused.items(), key=lambda pair: pair[1], reverse=True)[: rankings.depth]
+
+
 def search(
     *,
     scopes: list[str],
@@ -289,35 +431,17 @@ def search(
     mode = mode or default_mode()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    terms = query_terms(query)
     depth = min(max(depth or limit, limit, 1), MAX_DEPTH)
-    rows = _scopes(scopes)
-    result = Result(hits=[], terms=terms, mode=mode)
-    if limit <= 0 or not rows:
-        return result
-    lexical = lexical_rank(rows, terms, depth) if mode in ("lexical", "hybrid") else []
-    dense: list[tuple[int, float]] = []
-    if mode in ("dense", "hybrid"):
-        dense, result.not_embedded = dense_rank(rows, query, depth, provider=get_provider(), floor=floor)
-        if result.not_embedded < 0:
-            result.not_embedded = 0
-            result.warnings.append(
-                f"More than {EXACT_VECTOR_LIMIT} items to compare by meaning: they were ranked by their words only."
-            )
-        elif result.not_embedded:
-            result.warnings.append(
-                f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
-            )
-    refs = dict(SearchDocument.objects.filter(pk__in={d for d, _ in [*lexical, *dense]}).values_list("id", "ref"))
-    lexical_refs = [(refs[d], score) for d, score in lexical if d in refs]
-    dense_refs = [(refs[d], score) for d, score in dense if d in refs]
-    if expand_lexical is not None and lexical_refs:
-        lexical_refs = expand_lexical(lexical_refs)[:depth]
-    if mode == "lexical":
-        ranked = lexical_refs
-    elif mode == "dense":
-        ranked = dense_refs
-    else:
-        ranked = rrf_fuse([[r for r, _ in lexical_refs], [r for r, _ in dense_refs]])
-    result.hits = [Ranked(ref=ref, score=score) for ref, score in ranked[:depth]]
-    return result
+    if limit <= 0:
+        return Result(hits=[], terms=query_terms(query), mode=mode)
+    rankings = rank(scopes=scopes, query=query, depth=depth, mode=mode, floor=floor)
+    if expand_lexical is not None and rankings.lexical:
+        rankings.lexical = expand_lexical(rankings.lexical)[:depth]
+    ranked = fuse(rankings)
+    return Result(
+        hits=[Ranked(ref=ref, score=score) for ref, score in ranked],
+        terms=rankings.terms,
+        mode=mode,
+        not_embedded=rankings.not_embedded,
+        warnings=rankings.warnings,
+    )

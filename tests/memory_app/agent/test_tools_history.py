@@ -346,3 +346,76 @@ def test_the_reply_after_a_matching_turn_is_found_with_it(run_api, make_run, svc
     ids = [hit["message_id"] for hit in hits]
     assert reply.pk in ids
     assert all("pharmacy" not in hit["snippet"] and "aglio" not in hit["snippet"] for hit in hits)
+
+
+@pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])
+def test_search_takes_a_bounded_number_of_statements(svc, alice, settings, mode):
+    """Both rankings come from one statement, candidates and their next turns from one more:
+    no statement per hit or per term, however many hits (a scope's refs and vectors are read
+    once per version of the scope)."""
+    from memory_app.agent.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    for t in range(3):
+        thread = _thread(svc, alice, title=f"billing {t}")
+        for i in range(12):
+            _say(
+                svc,
+                thread,
+                f"The billing invoice number {t}-{i} for the database plan",
+                role=("user", "assistant")[i % 2],
+            )
+    history_search(user_id=alice.pk, query="billing invoice database plan")  # the scope's refs and vectors
+    for query in ("billing invoice database plan", "invoice for the plan", "database billing numbers"):
+        with CaptureQueriesContext(connection) as queries:
+            hits = history_search(user_id=alice.pk, query=query)["results"]
+        assert len(hits) == 10
+        assert len(queries.captured_queries) <= 3, [q["sql"][:120] for q in queries.captured_queries]
+
+
+def _two_person_thread(svc, alice):
+    thread = _thread(svc, alice, title="catching up")
+    mia = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia"})
+    _say(svc, thread, "How lovely!", role="assistant", metadata={"name": "Jon"})
+    _say(svc, thread, "Anything new with you?", metadata={"name": "Mia"})
+    jon = _say(svc, thread, "I flew to Lisbon for my sister's wedding too", role="assistant", metadata={"name": "Jon"})
+    return mia, jon
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, mode):
+    from memory_app.agent.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    mia, jon = _two_person_thread(svc, alice)
+    first = lambda query: history_search(user_id=alice.pk, query=query)["results"][0]["message_id"]  # noqa: E731
+    assert first("Where did Mia fly for her sister's wedding?") == mia.pk
+    assert first("Where did Jon fly for his sister's wedding?") == jon.pk
+    assert first("where did mia fly for the wedding") == mia.pk  # any case
+
+
+def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
+    from identity_app.models import Profile
+    from memory_app.agent.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    Profile.objects.update_or_create(user=alice, defaults={"display_name": "Alice Chen"})
+    own = _say(svc, _thread(svc, alice), "I adopted a beagle called Biscuit yesterday")
+    _say(svc, _thread(svc, alice), "I adopted a beagle", role="assistant")  # shorter: first by words alone
+    hits = history_search(user_id=alice.pk, query="Which dog did Alice adopt?")["results"]
+    assert hits[0]["message_id"] == own.pk
+
+
+def test_a_question_naming_nobody_keeps_the_word_ranking(svc, alice, settings):
+    from memory_app.agent import history
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    _two_person_thread(svc, alice)
+    query = "Where did someone fly for a sister's wedding?"
+    with_speakers = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
+    settings_weight, history.SPEAKER_WEIGHT = history.SPEAKER_WEIGHT, 0.0
+    try:
+        plain = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
+    finally:
+        history.SPEAKER_WEIGHT = settings_weight
+    assert with_speakers == plain
