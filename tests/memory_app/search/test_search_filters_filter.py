@@ -78,19 +78,22 @@ def test_a_nonsense_query_lists_nothing_on_every_api_list(api, alice, svc, world
 @pytest.mark.parametrize("query", NONSENSE)
 def test_a_nonsense_query_lists_nothing_on_the_web(client, alice, world, query):
     client.force_login(alice)
+    items = reverse("web:memory_home_items")
     pages = [
-        reverse("web:my_memories"),
-        reverse("web:project_memories", args=[world["project"].pk]),
-        reverse("web:home"),
+        (items, {"source": "user"}),
+        (items, {"source": f"project:{world['project'].pk}"}),
+        (reverse("web:home"), {}),
     ]
-    for page in pages:
-        response = client.get(page, {"q": query})
+    for page, params in pages:
+        response = client.get(page, {**params, "q": query})
         assert response.status_code == 200, page
         found = response.context.get("found")
         if found is not None:  # the memory home's search
             assert found.hits == [], page
         else:
             assert list(response.context["page"].object_list) == [], page
+            # without the query the list is not empty: the filter is what emptied it
+            assert list(client.get(page, params).context["page"].object_list), page
 
 
 def test_a_word_query_lists_only_the_memories_holding_it(api, alice, world):
