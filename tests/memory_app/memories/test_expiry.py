@@ -232,12 +232,15 @@ def test_web_add_form_reads_the_expiry_in_the_users_zone(client, alice, clock):
 
     profile_update(user=alice, timezone="Asia/Shanghai")
     client.force_login(alice)
+    add = "/memory/items/?source=user"  # the one list of my own memories, with its add form
     response = client.post(
-        "/memories/", {"kind": "fact", "content": "Visiting Shanghai", "expires_at": "2026-12-20T18:00"}
+        add, {"source": "user", "kind": "fact", "content": "Visiting Shanghai", "expires_at": "2026-12-20T18:00"}
     )
     assert response.status_code == 302, response.content
     assert Memory.objects.get(content="Visiting Shanghai").expires_at == datetime(2026, 12, 20, 10, 0, tzinfo=UTC)
-    refused = client.post("/memories/", {"kind": "fact", "content": "Was there", "expires_at": "2026-12-01T18:00"})
+    refused = client.post(
+        add, {"source": "user", "kind": "fact", "content": "Was there", "expires_at": "2026-12-01T18:00"}
+    )
     assert refused.status_code == 400 and not Memory.objects.filter(content="Was there").exists()
 
 
