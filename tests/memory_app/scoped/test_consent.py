@@ -180,10 +180,13 @@ def test_forget_the_shared_source_alone(api, client, svc, alice, admin, chats):
     review(client, admin, "approve_candidates", candidate["id"])
     staff_global = api(admin).post(
         "/api/memory/items",
-        {"content": "Backups run at 03:00.", "kind": "procedure", "scope_type": "global", "session_id": A},
+        {"content": "Backups run at 03:00.", "kind": "procedure", "scope_type": "global"},
         format="json",
     )
     assert staff_global.status_code == 201, staff_global.content
+    # Naming alice's chat is refused: staff do not reach a private chat bound to someone else.
+    through_her_chat = {"content": "Rotate keys monthly.", "kind": "procedure", "scope_type": "global", "session_id": A}
+    assert api(admin).post("/api/memory/items", through_her_chat, format="json").status_code == 404
     response = api(alice).post(f"{HOME}/forget-all", {"source": "shared", "confirm": "FORGET"}, format="json")
     assert response.json()["forgotten"] == [candidate["memory_id"]]
     # Staff's explicit global write is not chat-derived: not hers to see or forget.
