@@ -35,8 +35,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 
-from config.errors import DomainError
+from config.errors import DomainError, InvalidInput
 from config.throttling import UserThrottle, unauthenticated_throttled
+from config.validation import DuplicateKey, unique_keys
 from memory_app.mcp import tools
 from memory_app.mcp.auth import NotAuthenticated, Principal, principal_resolve
 from memory_app.mcp.runs import SessionRun
@@ -293,10 +294,41 @@ async def _refuse(send, exc: DomainError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _buffered_body(receive) -> tuple[list[dict], bytes | None]:
+    """The request's body messages, read up to the body cap; the body itself, or None when it is
+    over the cap (the SDK answers that with 413 once the messages are replayed to it)."""
+    messages, size, parts = [], 0, []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > settings.API_MAX_BODY_BYTES:
+            return messages, None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return messages, b"".join(parts)
+
+
+def _duplicate_key_problem(body: bytes) -> DomainError | None:
+    """400 ``duplicate_key`` for a JSON body that names a key twice, as the REST API's parser
+    answers; any other problem is left to the SDK's own answer."""
+    try:
+        json.loads(body, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        return InvalidInput(str(exc), code="duplicate_key")
+    except ValueError:
+        return None
+    return None
+
+
 class TokenAuthMiddleware:
     """Authenticates every HTTP request before the MCP app sees it: ``Authorization: Token
     <key>``, plus ``X-Memory-User`` for a service token. A refused request is answered in the
-    REST API's error shape and never reaches a tool."""
+    REST API's error shape and never reaches a tool. A JSON body that names a key twice is
+    refused the same way (400 ``duplicate_key``), before the SDK would keep the last value."""
 
     def __init__(self, app):
         self.app = app
@@ -312,7 +344,26 @@ class TokenAuthMiddleware:
             await _refuse(send, outcome)
             return
         scope[PRINCIPAL_SCOPE_KEY] = outcome
+        if scope.get("method") == "POST":
+            messages, body = await _buffered_body(receive)
+            problem = _duplicate_key_problem(body) if body else None
+            if problem is not None:
+                await _refuse(send, problem)
+                return
+            receive = _replay(messages, receive)
         await self.app(scope, receive, send)
+
+
+def _replay(messages: list[dict], receive):
+    """A ``receive`` that hands out ``messages`` first, then whatever ``receive`` brings."""
+    pending = list(messages)
+
+    async def replayed():
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

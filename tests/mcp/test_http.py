@@ -77,6 +77,10 @@ def post(url: str, headers: dict) -> httpx2.Response:
     return httpx2.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}, timeout=TIMEOUT, trust_env=False)
 
 
+def alice_auth(alice) -> dict:
+    return {"Authorization": f"Token {key_for(alice)}"}
+
+
 def test_http_transport(http_url, world, alice, bob, svc, workspace_root, monkeypatch):
     # Every request is authenticated before the MCP app sees it.
     for headers, status, code in [
@@ -101,6 +105,21 @@ def test_http_transport(http_url, world, alice, bob, svc, workspace_root, monkey
         trust_env=False,
     )
     assert oversized.status_code == 413  # the REST API's body cap (API_MAX_BODY_BYTES)
+    # A JSON body naming a key twice is refused as the REST API refuses it, before the SDK
+    # would keep the last value; the same body without the repeat is answered.
+    twice = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "method": "initialize", "params": {}}'
+    duplicated = httpx2.post(
+        http_url, content=twice, headers={**ACCEPT, **alice_auth(alice)}, timeout=TIMEOUT, trust_env=False
+    )
+    assert duplicated.status_code == 400 and duplicated.json()["error"]["code"] == "duplicate_key", duplicated.text
+    nested = json.dumps(INITIALIZE)[:-1].encode() + b', "params": {"a": 1, "a": 2}}'
+    assert (
+        httpx2.post(
+            http_url, content=nested, headers={**ACCEPT, **alice_auth(alice)}, timeout=TIMEOUT, trust_env=False
+        ).json()["error"]["code"]
+        == "duplicate_key"
+    )
+    assert post(http_url, alice_auth(alice)).status_code == 200
 
     # Sessions of alice, of bob, and of a service principal acting for alice.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # this test's own queries, between calls
