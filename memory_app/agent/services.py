@@ -65,6 +65,7 @@ from memory_app.agent.selectors import (
 )
 from memory_app.agent.workspace import (
     MAX_WORKSPACE_FILE_BYTES,
+    MEMORY_FILE,
     FileRead,
     Workspace,
     WorkspaceEditConflict,
@@ -74,6 +75,7 @@ from memory_app.agent.workspace import (
     validate_workspace_content,
     validate_workspace_name,
 )
+from memory_app.reads import services as reads_services
 
 
 def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -> FileRead:
@@ -199,6 +201,9 @@ def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) 
         if name is not None:
             qs = qs.filter(name=name)
         count, _ = qs.delete()
+        if name in (None, MEMORY_FILE):
+            # Which notes-file versions agents read goes with the versions' history.
+            reads_services.reads_forget_notes(user_id=user.pk)
     return count
 
 

@@ -276,8 +276,21 @@ class HomeItemListView(generics.GenericAPIView):
         return Memory.objects.none()  # the schema only; the list is read in get()
 
 
+class ReadOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    path = serializers.CharField(help_text="How the text went out: context_notes, context_identity, api_search…")
+    principal = serializers.CharField(allow_null=True, help_text="The username of the identity that got it.")
+    token_name = serializers.CharField(
+        allow_null=True, help_text="The API token's name (your own tokens and services' only)."
+    )
+    run_id = serializers.CharField(allow_null=True)
+    run_generation = serializers.IntegerField(allow_null=True, help_text="The lease generation of the run token.")
+    item = serializers.CharField(help_text="The memory id, or the SHA-256 of the notes-file text shown.")
+
+
 class HomeItemDetailOutput(HomeItemOutput):
     chain = serializers.ListField(child=serializers.DictField(), help_text="The correction chain, oldest first.")
+    last_read = ReadOutput(allow_null=True, help_text="When an agent last got this item, how and by whom.")
 
 
 class HomeItemView(APIView):
@@ -289,6 +302,8 @@ class HomeItemView(APIView):
             {"id": m.pk, "kind": m.kind, "content": m.content, "status": m.status, "created_at": m.created_at}
             for m in memory_chain(memory=memory)
         ]
+        last = selectors.item_last_read(user=request.user, memory=memory)
+        data["last_read"] = selectors.read_data(last) if last is not None else None
         return Response(data)
 
     @extend_schema(responses={204: None})
@@ -475,6 +490,7 @@ class ImportInput(StrictInputMixin, serializers.Serializer):
         help_text="Only memories.user is imported; a file with memories.global is refused (400 global_not_allowed).",
     )
     auto_memory_log = serializers.ListField(required=False)
+    reads = JSONObjectField(required=False, help_text="Who read what: part of an export, ignored by import.")
     truncated = serializers.BooleanField(required=False)
 
 
@@ -518,6 +534,34 @@ class ImportView(APIView):
         return Response(ImportOutput(report).data)
 
 
+class HomeReadsView(generics.GenericAPIView):
+    serializer_class = ReadOutput
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "source",
+                source_schema(
+                    selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_SHARED, selectors.SOURCE_NOTES
+                ),
+                required=True,
+                description="user, notes, auto, shared, project:<id> or chat:<key>",
+            ),
+        ],
+        responses=ReadOutput(many=True),
+        description="Who read this source's items (or notes-file versions), newest first, kept "
+        "MEMORY_READS_RETENTION_DAYS days.",
+    )
+    def get(self, request):
+        source = selectors.source_parse(request.query_params.get("source", ""))
+        page = self.paginate_queryset(selectors.source_reads(user=request.user, source=source))
+        views = selectors.read_views(user=request.user, reads=list(page))
+        return self.get_paginated_response([selectors.read_data(view) for view in views])
+
+    def get_queryset(self):
+        return Memory.objects.none()  # the schema only; the list is read in get()
+
+
 MEM = r"(?P<memory_id>[\w-]+)"
 
 urlpatterns = [
@@ -526,6 +570,7 @@ urlpatterns = [
     api_route(r"users/me/memory-home/items", HomeItemListView.as_view(), "memory-home-items"),
     api_route(rf"users/me/memory-home/items/{MEM}", HomeItemView.as_view(), "memory-home-item"),
     api_route(rf"users/me/memory-home/items/{MEM}/supersede", HomeItemSupersedeView.as_view(), "memory-home-correct"),
+    api_route(r"users/me/memory-home/reads", HomeReadsView.as_view(), "memory-home-reads"),
     api_route(r"users/me/memory-home/forget", ForgetSelectedView.as_view(), "memory-home-forget"),
     api_route(r"users/me/memory-home/forget-all", ForgetAllView.as_view(), "memory-home-forget-all"),
     api_route(r"users/me/export", ExportView.as_view(), "my-export"),

@@ -6,6 +6,7 @@ services as the API."""
 from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -19,7 +20,7 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
 from config.web import service_call
-from identity_app.permissions import CREATE_TASK, project_require_permission
+from identity_app.permissions import CREATE_TASK, READ, project_require_permission
 from memory_app.home import selectors, services
 from memory_app.home.markdown import export_markdown
 from memory_app.memories.filters import EXPIRED, status_filter
@@ -68,6 +69,7 @@ def memory_home(request):
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
         source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
+        source.reads_url = _reads_url(source.ref.key)
     return render(
         request,
         "home/home.html",
@@ -108,6 +110,7 @@ def source_items(request):
             "filter_query": urlencode({"source": source.key, "status": status}),
             "any_changeable": any(m.can_change for m in page.object_list),
             "forget_all_url": f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.key})}",
+            "reads_url": _reads_url(source.key),
         },
     )
 
@@ -118,7 +121,42 @@ def item_detail(request, memory_id):
     memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
     chain = _annotate(memory_chain(memory=memory), user=request.user)
     memory = next(m for m in chain if m.pk == memory.pk)
+    memory.last_read = selectors.item_last_read(user=request.user, memory=memory)
+    memory.reads_url = _reads_url(selectors.source_of(memory).key)
     return render(request, "home/item.html", {"memory": memory, "chain": chain})
+
+
+def _reads_url(source: str) -> str:
+    return f"{reverse('web:memory_home_reads')}?{urlencode({'source': source})}"
+
+
+READS_PAGE_SIZE = 50
+
+
+@login_required
+@require_http_methods(["GET"])
+def source_reads(request):
+    """Who read this source's items (or the notes file's versions), newest first, paginated."""
+    source = selectors.source_parse(request.GET.get("source", ""))
+    page = Paginator(selectors.source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    page.object_list = selectors.read_views(user=request.user, reads=list(page.object_list))
+    project_name = ""
+    if source.kind == selectors.SOURCE_PROJECT:
+        project_name = project_require_permission(user=request.user, project_id=source.ident, permission=READ).name
+    return render(
+        request,
+        "home/reads.html",
+        {
+            "source": source,
+            "title": selectors.source_title(source, project_name=project_name),
+            "page": page,
+            "filter_query": urlencode({"source": source.key}),
+            "retention_days": settings.MEMORY_READS_RETENTION_DAYS,
+            "items_url": _items_url(source.key) if source.kind != selectors.SOURCE_NOTES else "",
+        },
+    )
 
 
 class CorrectForm(forms.Form):
@@ -334,6 +372,7 @@ urlpatterns = [
     path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
     path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
     path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
+    path("memory/reads/", source_reads, name="memory_home_reads"),
     path("memory/forget/", forget_selected, name="memory_home_forget_selected"),
     path("memory/forget-all/", forget_all, name="memory_home_forget_all"),
     path("memory/export/", export, name="memory_home_export"),
