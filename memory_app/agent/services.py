@@ -27,7 +27,7 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import InvalidSessionKey
-from memory_app.agent import indexing, notes_history
+from memory_app.agent import indexing, notes_history, notes_index
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -128,6 +128,8 @@ def workspace_file_delete(
         before = _read_under_lock(workspace, name, base_sha256)
         if before.exists:
             _record(user=user, name=name, action=WorkspaceChangeAction.DELETE, author=author, before=before, after=None)
+        if name == MEMORY_FILE:
+            notes_index.notes_index_drop(user_id=user.pk)  # its lines leave the search index with it
         return workspace.delete_file(name)
 
 

@@ -189,8 +189,22 @@ class HomeSearchOutput(serializers.Serializer):
     terms = serializers.ListField(child=serializers.CharField(), help_text="The query's search terms.")
     results = HomeSearchHitOutput(many=True)
     notes = inline_serializer(
-        "HomeNotesHit", {"line": serializers.IntegerField(), "text": serializers.CharField()}, many=True
+        "HomeNotesHit",
+        {"line": serializers.IntegerField(), "text": serializers.CharField(), "score": serializers.FloatField()},
+        many=True,
     )
+    ranked = inline_serializer(
+        "HomeRankedHit",
+        {
+            "type": serializers.ChoiceField(choices=["memory", "notes"]),
+            "id": serializers.CharField(required=False, help_text="type memory: the item's id (in results)"),
+            "line": serializers.IntegerField(required=False, help_text="type notes: the line (in notes)"),
+            "score": serializers.FloatField(),
+        },
+        many=True,
+        help_text="Items and notes-file lines in one list, best first.",
+    )
+    more = serializers.BooleanField(help_text="A higher limit would return more.")
     warnings = serializers.ListField(child=serializers.CharField())
 
 
@@ -227,7 +241,14 @@ class HomeSearchView(APIView):
                 "query": found.query,
                 "terms": found.terms,
                 "results": items,
-                "notes": [{"line": hit.line, "text": hit.text} for hit in found.notes],
+                "notes": [{"line": hit.line, "text": hit.text, "score": round(hit.score, 6)} for hit in found.notes],
+                "ranked": [
+                    {"type": "notes", "line": hit.line, "score": round(hit.score, 6)}
+                    if isinstance(hit, selectors.NotesHit)
+                    else {"type": "memory", "id": hit.memory.pk, "score": round(float(hit.score), 6)}
+                    for hit in found.ranked
+                ],
+                "more": found.more,
                 "warnings": found.warnings,
             }
         )

@@ -35,6 +35,7 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import profile_get, projects_with_my_role
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
+from memory_app.agent.notes_index import notes_lines_sync, notes_scope
 from memory_app.agent.selectors import conversations_visible, runs_visible, user_settings_get, workspace_file_get
 from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
@@ -47,15 +48,14 @@ from memory_app.reads.selectors import notes_reads_of, reads_of
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
 from memory_app.search import engine
-from memory_app.search.analysis import match_spans
 from memory_app.search.highlight import highlight
 
 MAX_PROJECTS = 50  # projects shown (and searched) in the home; the projects page lists them all
 MAX_CHATS = 50
 LATEST_PER_SOURCE = 5
 SEARCH_LIMIT = 30
+SEARCH_FIRST = 8  # the home shows the best few first, and more on request
 MAX_QUERY_CHARS = 200
-NOTES_SEARCH_LINES = 10
 PROVENANCE_CHUNK = 500
 EXPIRING_SOON_DAYS = 7
 EXPIRING_SOON_LIMIT = 20
@@ -650,6 +650,7 @@ class NotesHit:
     line: int
     text: str
     highlighted: SafeString
+    score: float = 0.0
 
 
 @dataclass
@@ -659,12 +660,19 @@ class HomeSearch:
     notes: list[NotesHit]
     terms: list[str]
     warnings: list[str]
+    # Items and notes-file lines in one list, best first (``hits`` and ``notes`` are its parts).
+    ranked: list[SearchHit | NotesHit] = field(default_factory=list)
+    more: bool = False  # a higher limit would show more
 
 
-def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT) -> HomeSearch:
+def home_search(
+    *, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True
+) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
     each readable project's, each bound chat's and what was shared from it), loaded through
-    ``home_memories``; and the lines of the notes file that hold the query's words."""
+    ``home_memories``, and (``with_notes``) the lines of the notes file, indexed as documents
+    of the user's notes scope: one list, best first, at most ``limit``; ``more`` says whether
+    there is more to show."""
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     limit = max(1, min(limit, SEARCH_LIMIT))
     project_ids = [
@@ -675,7 +683,16 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
     scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
     scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
     scopes += [shared_scope_key(key) for key in chat_keys]
-    found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2, floor=True)
+    lines: dict[str, tuple[int, str]] = {}
+    if with_notes and query:
+        try:
+            content = workspace_file_get(user=user, name=MEMORY_FILE).content
+        except DomainError:
+            content = ""  # a file grown too large on disk, or an unsafe path: searched without it
+        lines = notes_lines_sync(user_id=user.pk, content=content)
+        scopes.append(notes_scope(user.pk))
+    # One more than shown tells whether there is more.
+    found = engine.search(scopes=scopes, query=query, limit=limit + 1, depth=(limit + 1) * 2, floor=True)
     rows = {
         m.pk: m
         for m in home_memories(user=user).filter(
@@ -684,40 +701,30 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
             | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys)
             | shared_from_chats_q(chat_keys),
             live_q(),
-            pk__in=found.refs,
+            pk__in=[ref for ref in found.refs if ref not in lines],
         )
     }
-    hits = []
-    for ranked in found.hits:
-        memory = rows.get(ranked.ref)
-        if memory is None:
-            continue
-        source = source_of(memory)
-        title = source_title(source, project_name=memory.project.name if memory.project_id else "")
-        hits.append(SearchHit(memory, source, title, ranked.score, highlight(memory.content, found.terms)))
-        if len(hits) == limit:
+    ranked: list[SearchHit | NotesHit] = []
+    for hit in found.hits:
+        if hit.ref in lines:
+            number, line = lines[hit.ref]
+            ranked.append(NotesHit(number, line[:500], highlight(line, found.terms, max_chars=500), hit.score))
+        elif (memory := rows.get(hit.ref)) is not None:
+            source = source_of(memory)
+            title = source_title(source, project_name=memory.project.name if memory.project_id else "")
+            ranked.append(SearchHit(memory, source, title, hit.score, highlight(memory.content, found.terms)))
+        if len(ranked) > limit:
             break
-    return HomeSearch(query, hits, _notes_hits(user, found.terms), found.terms, found.warnings)
-
-
-def _notes_hits(user, terms: list[str]) -> list[NotesHit]:
-    if not terms:
-        return []
-    try:
-        content = workspace_file_get(user=user, name=MEMORY_FILE).content
-    except DomainError:
-        return []
-    scored = []
-    for number, line in enumerate(content.splitlines(), start=1):
-        spans = match_spans(line, terms) if line.strip() else []
-        if spans:
-            matched = {line[a:b].lower() for a, b in spans}
-            scored.append((-len(matched), number, line))
-    scored.sort()
-    return [
-        NotesHit(number, line[:500], highlight(line, terms, max_chars=500))
-        for _matched, number, line in scored[:NOTES_SEARCH_LINES]
-    ]
+    more, ranked = len(ranked) > limit, ranked[:limit]
+    return HomeSearch(
+        query,
+        [e for e in ranked if isinstance(e, SearchHit)],
+        [e for e in ranked if isinstance(e, NotesHit)],
+        found.terms,
+        found.warnings,
+        ranked=ranked,
+        more=more,
+    )
 
 
 # --- export ----------------------------------------------------------------------------------

@@ -62,9 +62,15 @@ def memory_home(request):
     overview = selectors.home_overview(user=request.user)
     query = request.GET.get("q", "").strip()[: selectors.MAX_QUERY_CHARS]
     found = None
+    more_url = ""
     if query:
-        found = selectors.home_search(user=request.user, query=query)
+        # The best few first; "show more" asks for the longest list the search gives.
+        showing_more = request.GET.get("more") == "1"
+        limit = selectors.SEARCH_LIMIT if showing_more else selectors.SEARCH_FIRST
+        found = selectors.home_search(user=request.user, query=query, limit=limit)
         _annotate([hit.memory for hit in found.hits], user=request.user)
+        if found.more and not showing_more:
+            more_url = f"{reverse('web:home')}?{urlencode({'q': query, 'more': '1'})}#home-results"
     expiring = _annotate(selectors.expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
@@ -77,6 +83,7 @@ def memory_home(request):
             "overview": overview,
             "query": query,
             "found": found,
+            "more_url": more_url,
             "expiring": expiring,
             "expiring_days": selectors.EXPIRING_SOON_DAYS,
             "confirm_word": services.CONFIRM_WORD,
