@@ -136,3 +136,11 @@ def metrics_view(request):
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+MEMORY_READS = Counter(
+    "memsvc_memory_reads_total",
+    "Reads of memory text by agents (docs/home.md, Who read this?): rows written, or dropped because the "
+    "buffer was full or the write failed.",
+    ["result"],
+)

@@ -263,6 +263,18 @@ MEMORY_EXPIRED_GRACE_DAYS = env_int("MEMORY_EXPIRED_GRACE_DAYS", 30)
 if not 0 <= MEMORY_EXPIRED_GRACE_DAYS <= 3650:
     raise ImproperlyConfigured("MEMORY_EXPIRED_GRACE_DAYS must be 0..3650")
 
+# Who read this? (docs/home.md): every time memory text reaches an agent, which items went to
+# which run, principal and token is recorded, kept this many days (the worker purges older rows).
+MEMORY_READS_RETENTION_DAYS = env_int("MEMORY_READS_RETENTION_DAYS", 90)
+if not 1 <= MEMORY_READS_RETENTION_DAYS <= 3650:
+    raise ImproperlyConfigured("MEMORY_READS_RETENTION_DAYS must be 1..3650")
+# Rows wait in a per-process buffer until the end of the request (or the MCP call, or the
+# worker's round) writes them in one INSERT; past this many waiting rows, new ones are dropped
+# and counted (memsvc_memory_reads_total{result="dropped_full"}), never waiting.
+MEMORY_READS_BUFFER = env_int("MEMORY_READS_BUFFER", 10_000)
+if not 0 <= MEMORY_READS_BUFFER <= 1_000_000:
+    raise ImproperlyConfigured("MEMORY_READS_BUFFER must be 0..1000000")
+
 # Items learned in a typed chat whose kind routes to the global scope (decision, procedure,
 # warning, summary): "review" keeps them in their chat, marked pending, until an operator approves
 # the candidate in the admin; "direct" writes them to global at once, as the scope rules of

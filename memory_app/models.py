@@ -8,5 +8,6 @@ from memory_app.agent.models import *  # noqa: F403
 from memory_app.automemory.models import *  # noqa: F403
 from memory_app.memories.models import *  # noqa: F403
 from memory_app.ops.models import *  # noqa: F403
+from memory_app.reads.models import *  # noqa: F403
 from memory_app.scoped.models import *  # noqa: F403
 from memory_app.search.models import *  # noqa: F403

@@ -13,6 +13,7 @@ from identity_app.models import Role
 from identity_app.services import token_issue, user_grant_service
 from memory_app.agent import services as agent_services
 from memory_app.agent.models import Conversation
+from memory_app.reads import recorder as reads_recorder
 from tests import logcheck
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.memory_app.agent.helpers import RunHandle
@@ -121,6 +122,15 @@ def api(db):
 def fresh_cache():
     """Throttle counters live in the cache: every test starts from zero."""
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def reads_buffer_empty():
+    """Reads a test buffered without a request to write them (a service called directly) never
+    reach the next test's database: every test starts and ends with an empty buffer."""
+    reads_recorder.discard()
+    yield
+    reads_recorder.discard()
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,7 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import InvalidSessionKey
-from memory_app.agent import indexing, notes_history
+from memory_app.agent import indexing, notes_history, notes_index
 from memory_app.agent.budgets import utf8_len
 from memory_app.agent.leases import (
     FINISHED_STATUSES,
@@ -65,6 +65,7 @@ from memory_app.agent.selectors import (
 )
 from memory_app.agent.workspace import (
     MAX_WORKSPACE_FILE_BYTES,
+    MEMORY_FILE,
     FileRead,
     Workspace,
     WorkspaceEditConflict,
@@ -74,6 +75,7 @@ from memory_app.agent.workspace import (
     validate_workspace_content,
     validate_workspace_name,
 )
+from memory_app.reads import services as reads_services
 
 
 def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -> FileRead:
@@ -126,6 +128,8 @@ def workspace_file_delete(
         before = _read_under_lock(workspace, name, base_sha256)
         if before.exists:
             _record(user=user, name=name, action=WorkspaceChangeAction.DELETE, author=author, before=before, after=None)
+        if name == MEMORY_FILE:
+            notes_index.notes_index_drop(user_id=user.pk)  # its lines leave the search index with it
         return workspace.delete_file(name)
 
 
@@ -199,6 +203,9 @@ def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) 
         if name is not None:
             qs = qs.filter(name=name)
         count, _ = qs.delete()
+        if name in (None, MEMORY_FILE):
+            # Which notes-file versions agents read goes with the versions' history.
+            reads_services.reads_forget_notes(user_id=user.pk)
     return count
 
 

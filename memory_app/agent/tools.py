@@ -30,6 +30,8 @@ from memory_app.agent.models import (
 )
 from memory_app.agent.selectors import enable_memory_subquery, memory_enabled_for, memory_enabled_from
 from memory_app.agent.workspace import MEMORY_FILE, FileRead, Workspace
+from memory_app.reads import recorder as reads
+from memory_app.reads.models import ItemKind, ReadPath
 
 logger = logging.getLogger(__name__)
 REMEMBER_MAX_BYTES = 4 * 1024
@@ -386,7 +388,9 @@ def search_thread_messages(*, credential: RunCredential, query=None, limit=None,
         raise InvalidInput(f"limit must be between 1 and {history.SEARCH_MAX_HITS}.", code="invalid_arguments")
     run = _tool_run(credential=credential, claims=claims)
     # The selector's response is the whole tool response (its size cap covers every byte).
-    return history.history_search(user_id=run.user_id, query=query, limit=limit)
+    response = history.history_search(user_id=run.user_id, query=query, limit=limit)
+    _record_messages(run, credential, [hit["message_id"] for hit in response["results"]], ReadPath.HISTORY_SEARCH)
+    return response
 
 
 def read_thread_messages(
@@ -405,12 +409,28 @@ def read_thread_messages(
     if not isinstance(include_tools, bool):
         raise InvalidInput("include_tools must be a boolean.", code="invalid_arguments")
     run = _tool_run(credential=credential, claims=claims)
-    return history.history_read(
+    response = history.history_read(
         user_id=run.user_id,
         thread_id=thread_id,
         limit=limit,
         before_message_id=before_message_id,
         include_tools=include_tools,
+    )
+    _record_messages(run, credential, [message["id"] for message in response["messages"]], ReadPath.HISTORY_READ)
+    return response
+
+
+def _record_messages(run: AgentRun, credential: RunCredential, ids: list, path: str) -> None:
+    """Conversation messages are not memory items of the home, but their text reaches the agent
+    all the same: recorded like them (docs/home.md, "Who read this?")."""
+    reads.record(
+        item_kind=ItemKind.MESSAGE,
+        refs=[str(message_id) for message_id in ids],
+        path=path,
+        user_id=run.user_id,
+        run_id=run.pk,
+        run_generation=credential.generation,
+        principal_id=run.created_by_id,
     )
 
 

@@ -23,6 +23,7 @@ class Injection:
     prompt: str  # a copy of the run's prompt with the identity block prepended
     goal: str | None  # likewise for the goal, when the run has one
     block: str  # the identity block itself (marked as data, not instructions)
+    memory_ids: tuple[str, ...] = ()  # the memories the block shows (recorded as read)
 
 
 def _injects(run, round_number: int) -> bool:
@@ -53,7 +54,8 @@ def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
     )
     prompt = f"{block}\n\n{run.prompt or ''}"
     goal = f"{block}\n\n{run.goal}" if run.goal else run.goal
-    return Injection(prompt=prompt, goal=goal, block=block)
+    memory_ids = tuple(m.pk for m in [*user_memories, *project_memories])
+    return Injection(prompt=prompt, goal=goal, block=block, memory_ids=memory_ids)
 
 
 def injection_or_warning(*, run, round_number: int) -> tuple[Injection | None, str | None]:

@@ -26,6 +26,8 @@ from memory_app.agent.tools import TOOL_SCHEMAS
 from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.automemory import injection as identity_injection
 from memory_app.context import filecache
+from memory_app.reads import recorder as reads
+from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.scoped import context as scoped_context
 
 logger = logging.getLogger(__name__)
@@ -40,10 +42,13 @@ MEMORY_HEADER = (
 )
 
 
-def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False) -> str:
+def _read_text(
+    workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False, versions=None
+) -> str:
     """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
     ``low_trust``: the notes-file block, its content cut, neutralized and datamarked within
-    ``max_bytes`` (marks included) and framed with a fresh boundary on every call."""
+    ``max_bytes`` (marks included) and framed with a fresh boundary on every call.
+    ``versions``: a list the SHA-256 of the bytes shown is appended to (when text is returned)."""
 
     def build(read: FileRead) -> str | Marked:
         # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
@@ -59,11 +64,13 @@ def _read_text(workspace: Workspace, name: str, max_bytes: int, warnings: list[s
     try:
         # A few bytes more than the budget tell whether the file is longer than shown. Built
         # once per version of the file (filecache.py); the frame, with its fresh boundary, is not.
-        built = filecache.file_text(workspace, name, max_bytes=max_bytes + 4, variant=low_trust, build=build)
+        built, digest = filecache.file_version(workspace, name, max_bytes=max_bytes + 4, variant=low_trust, build=build)
     except WorkspaceUnsafe:
         logger.warning("refusing unsafe workspace file %s of user %s", name, workspace.user_id)
         warnings.append(f"workspace_file_unsafe:{name}")
         return ""
+    if versions is not None and built:
+        versions.append(digest)
     if isinstance(built, Marked):
         return low_trust_block(built, notice=MEMORY_HEADER)
     return built
@@ -92,13 +99,23 @@ def _memory_off_reason(run: AgentRun, *, gets_memory: bool, memory_enabled: bool
     return "conversation_no_memory" if not gets_memory else "memory_disabled"
 
 
+READ_PATHS = frozenset({ReadPath.CONTEXT_NOTES, ReadPath.CONTEXT_IDENTITY, ReadPath.CONTEXT_SCOPED})
+
+
 def run_context_build(
-    *, credential: RunCredential, query: str = "", round_number: int | None = None, run: AgentRun | None = None
+    *,
+    credential: RunCredential,
+    query: str = "",
+    round_number: int | None = None,
+    run: AgentRun | None = None,
+    recorded: frozenset = READ_PATHS,
 ) -> dict:
     """``run``: the run row as this same request's authentication read it (the API view passes
     it, saving a query); anything else reads the run here, fresh. ``round_number``: an explicit
     round from the runtime; every assembly is counted on the run all the same, and without one
-    the count decides (the first assembly of a run is round 1, whatever the runtime sends)."""
+    the count decides (the first assembly of a run is round 1, whatever the runtime sends).
+    ``recorded``: the parts whose reads are recorded, those the caller passes on to the agent
+    (the MCP notes resource shows the notes file only)."""
     if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
     clean_text(query, field="query")
@@ -124,10 +141,26 @@ def run_context_build(
     # does a run in a "don't remember this chat" conversation (2 to 5 all stay out).
     gets_memory = run_gets_memory(run)
     memory_enabled = gets_memory and run_memory_enabled(run)
+
+    # Who read what (docs/home.md): buffered here, written after the response.
+    def read(*, item_kind: str, refs, path: str) -> None:
+        if path in recorded:
+            reads.record(
+                item_kind=item_kind,
+                refs=refs,
+                path=path,
+                user_id=run.user_id,
+                run_id=run.pk,
+                run_generation=credential.generation,
+                principal_id=run.created_by_id,
+            )
+
     if memory_enabled:
-        content = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True)
+        versions: list[str] = []
+        content = _read_text(workspace, MEMORY_FILE, MEMORY_CONTEXT_BYTES, warnings, low_trust=True, versions=versions)
         if content:
             sections.append({"name": "memory", "trust": "low", "content": content})
+            read(item_kind=ItemKind.NOTES, refs=versions, path=ReadPath.CONTEXT_NOTES)
 
     prompt, goal = run.prompt, run.goal
     try:
@@ -140,10 +173,12 @@ def run_context_build(
         injected = None
     if injected is not None:
         prompt, goal = injected.prompt, injected.goal
+        read(item_kind=ItemKind.MEMORY, refs=injected.memory_ids, path=ReadPath.CONTEXT_IDENTITY)
 
-    scoped = scoped_context.scoped_items_section(run=run, query=query) if gets_memory else None
+    scoped, scoped_ids = scoped_context.scoped_items(run=run, query=query) if gets_memory else (None, [])
     if scoped:
         sections.append({"name": "scoped_memory", "trust": "low", "content": scoped})
+        read(item_kind=ItemKind.MEMORY, refs=scoped_ids, path=ReadPath.CONTEXT_SCOPED)
 
     return {
         "run_id": run.pk,

@@ -41,17 +41,25 @@ def file_text(
 ):
     """``build(read)`` of at most ``max_bytes`` of the file, from the cache when the file has not
     changed. ``variant`` names what ``build`` makes (the same file may be built differently)."""
+    return file_version(workspace, name, max_bytes=max_bytes, variant=variant, build=build)[0]
+
+
+def file_version(
+    workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], object]
+) -> tuple[object, str]:
+    """``file_text`` and the SHA-256 (hex) of the bytes it was built from ('' when there is no
+    file): for a file read whole, the ``after_sha256`` of the change that wrote it."""
     key = (workspace.root, workspace.user_id, name, max_bytes, variant)
     identity = workspace.file_identity(name)
     if identity is None:
         _forget(key)
-        return build(FileRead(b"", 0, False))
+        return build(FileRead(b"", 0, False)), ""
     with _lock:
         entry = _entries.get(key)
         if entry is not None:
             _entries.move_to_end(key)
     if entry is not None and not entry.racy and entry.identity == identity:
-        return entry.value
+        return entry.value, entry.digest[:32].hex()
     read = workspace.read_file(name, max_bytes=max_bytes)
     # Whether the file goes on past the bytes read is part of what was built (its cut marker).
     digest = hashlib.sha256(read.content).digest() + bytes([read.truncated])
@@ -63,7 +71,7 @@ def file_text(
             _entries.move_to_end(key)
             while len(_entries) > MAX_ENTRIES:
                 _entries.popitem(last=False)
-    return value
+    return value, digest[:32].hex()
 
 
 def _forget(key: tuple) -> None:

@@ -189,8 +189,22 @@ class HomeSearchOutput(serializers.Serializer):
     terms = serializers.ListField(child=serializers.CharField(), help_text="The query's search terms.")
     results = HomeSearchHitOutput(many=True)
     notes = inline_serializer(
-        "HomeNotesHit", {"line": serializers.IntegerField(), "text": serializers.CharField()}, many=True
+        "HomeNotesHit",
+        {"line": serializers.IntegerField(), "text": serializers.CharField(), "score": serializers.FloatField()},
+        many=True,
     )
+    ranked = inline_serializer(
+        "HomeRankedHit",
+        {
+            "type": serializers.ChoiceField(choices=["memory", "notes"]),
+            "id": serializers.CharField(required=False, help_text="type memory: the item's id (in results)"),
+            "line": serializers.IntegerField(required=False, help_text="type notes: the line (in notes)"),
+            "score": serializers.FloatField(),
+        },
+        many=True,
+        help_text="Items and notes-file lines in one list, best first.",
+    )
+    more = serializers.BooleanField(help_text="A higher limit would return more.")
     warnings = serializers.ListField(child=serializers.CharField())
 
 
@@ -227,7 +241,14 @@ class HomeSearchView(APIView):
                 "query": found.query,
                 "terms": found.terms,
                 "results": items,
-                "notes": [{"line": hit.line, "text": hit.text} for hit in found.notes],
+                "notes": [{"line": hit.line, "text": hit.text, "score": round(hit.score, 6)} for hit in found.notes],
+                "ranked": [
+                    {"type": "notes", "line": hit.line, "score": round(hit.score, 6)}
+                    if isinstance(hit, selectors.NotesHit)
+                    else {"type": "memory", "id": hit.memory.pk, "score": round(float(hit.score), 6)}
+                    for hit in found.ranked
+                ],
+                "more": found.more,
                 "warnings": found.warnings,
             }
         )
@@ -276,8 +297,21 @@ class HomeItemListView(generics.GenericAPIView):
         return Memory.objects.none()  # the schema only; the list is read in get()
 
 
+class ReadOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    path = serializers.CharField(help_text="How the text went out: context_notes, context_identity, api_search…")
+    principal = serializers.CharField(allow_null=True, help_text="The username of the identity that got it.")
+    token_name = serializers.CharField(
+        allow_null=True, help_text="The API token's name (your own tokens and services' only)."
+    )
+    run_id = serializers.CharField(allow_null=True)
+    run_generation = serializers.IntegerField(allow_null=True, help_text="The lease generation of the run token.")
+    item = serializers.CharField(help_text="The memory id, or the SHA-256 of the notes-file text shown.")
+
+
 class HomeItemDetailOutput(HomeItemOutput):
     chain = serializers.ListField(child=serializers.DictField(), help_text="The correction chain, oldest first.")
+    last_read = ReadOutput(allow_null=True, help_text="When an agent last got this item, how and by whom.")
 
 
 class HomeItemView(APIView):
@@ -289,6 +323,8 @@ class HomeItemView(APIView):
             {"id": m.pk, "kind": m.kind, "content": m.content, "status": m.status, "created_at": m.created_at}
             for m in memory_chain(memory=memory)
         ]
+        last = selectors.item_last_read(user=request.user, memory=memory)
+        data["last_read"] = selectors.read_data(last) if last is not None else None
         return Response(data)
 
     @extend_schema(responses={204: None})
@@ -475,6 +511,7 @@ class ImportInput(StrictInputMixin, serializers.Serializer):
         help_text="Only memories.user is imported; a file with memories.global is refused (400 global_not_allowed).",
     )
     auto_memory_log = serializers.ListField(required=False)
+    reads = JSONObjectField(required=False, help_text="Who read what: part of an export, ignored by import.")
     truncated = serializers.BooleanField(required=False)
 
 
@@ -518,6 +555,34 @@ class ImportView(APIView):
         return Response(ImportOutput(report).data)
 
 
+class HomeReadsView(generics.GenericAPIView):
+    serializer_class = ReadOutput
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "source",
+                source_schema(
+                    selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_SHARED, selectors.SOURCE_NOTES
+                ),
+                required=True,
+                description="user, notes, auto, shared, project:<id> or chat:<key>",
+            ),
+        ],
+        responses=ReadOutput(many=True),
+        description="Who read this source's items (or notes-file versions), newest first, kept "
+        "MEMORY_READS_RETENTION_DAYS days.",
+    )
+    def get(self, request):
+        source = selectors.source_parse(request.query_params.get("source", ""))
+        page = self.paginate_queryset(selectors.source_reads(user=request.user, source=source))
+        views = selectors.read_views(user=request.user, reads=list(page))
+        return self.get_paginated_response([selectors.read_data(view) for view in views])
+
+    def get_queryset(self):
+        return Memory.objects.none()  # the schema only; the list is read in get()
+
+
 MEM = r"(?P<memory_id>[\w-]+)"
 
 urlpatterns = [
@@ -526,6 +591,7 @@ urlpatterns = [
     api_route(r"users/me/memory-home/items", HomeItemListView.as_view(), "memory-home-items"),
     api_route(rf"users/me/memory-home/items/{MEM}", HomeItemView.as_view(), "memory-home-item"),
     api_route(rf"users/me/memory-home/items/{MEM}/supersede", HomeItemSupersedeView.as_view(), "memory-home-correct"),
+    api_route(r"users/me/memory-home/reads", HomeReadsView.as_view(), "memory-home-reads"),
     api_route(r"users/me/memory-home/forget", ForgetSelectedView.as_view(), "memory-home-forget"),
     api_route(r"users/me/memory-home/forget-all", ForgetAllView.as_view(), "memory-home-forget-all"),
     api_route(r"users/me/export", ExportView.as_view(), "my-export"),

@@ -14,6 +14,7 @@ selector, ``chat_keys_bound_to``.
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
@@ -34,6 +35,7 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import profile_get, projects_with_my_role
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
+from memory_app.agent.notes_index import notes_lines_sync, notes_scope
 from memory_app.agent.selectors import conversations_visible, runs_visible, user_settings_get, workspace_file_get
 from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
@@ -41,18 +43,19 @@ from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log
 from memory_app.memories.derived import scope_key, shared_scope_key
 from memory_app.memories.models import Memory, Origin, Tier, live_q
 from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
+from memory_app.reads.models import ItemKind, MemoryRead
+from memory_app.reads.selectors import notes_reads_of, reads_of
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
 from memory_app.search import engine
-from memory_app.search.analysis import match_spans
 from memory_app.search.highlight import highlight
 
 MAX_PROJECTS = 50  # projects shown (and searched) in the home; the projects page lists them all
 MAX_CHATS = 50
 LATEST_PER_SOURCE = 5
 SEARCH_LIMIT = 30
+SEARCH_FIRST = 8  # the home shows the best few first, and more on request
 MAX_QUERY_CHARS = 200
-NOTES_SEARCH_LINES = 10
 PROVENANCE_CHUNK = 500
 EXPIRING_SOON_DAYS = 7
 EXPIRING_SOON_LIMIT = 20
@@ -663,6 +666,7 @@ class NotesHit:
     line: int
     text: str
     highlighted: SafeString
+    score: float = 0.0
 
 
 @dataclass
@@ -672,12 +676,19 @@ class HomeSearch:
     notes: list[NotesHit]
     terms: list[str]
     warnings: list[str]
+    # Items and notes-file lines in one list, best first (``hits`` and ``notes`` are its parts).
+    ranked: list[SearchHit | NotesHit] = field(default_factory=list)
+    more: bool = False  # a higher limit would show more
 
 
-def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT) -> HomeSearch:
+def home_search(
+    *, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True
+) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
     each readable project's, each bound chat's and what was shared from it), loaded through
-    ``home_memories``; and the lines of the notes file that hold the query's words."""
+    ``home_memories``, and (``with_notes``) the lines of the notes file, indexed as documents
+    of the user's notes scope: one list, best first, at most ``limit``; ``more`` says whether
+    there is more to show."""
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     limit = max(1, min(limit, SEARCH_LIMIT))
     project_ids = [
@@ -689,7 +700,16 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
     scopes += [scope_key(Tier.PROJECT.value, pid) for pid in project_ids]
     scopes += [scope_key(Tier.CHAT.value, key) for key in chat_keys]
     scopes += [shared_scope_key(key) for key in chat_keys]
-    found = engine.search(scopes=scopes, query=query, limit=limit, depth=limit * 2, floor=True)
+    lines: dict[str, tuple[int, str]] = {}
+    if with_notes and query:
+        try:
+            content = workspace_file_get(user=user, name=MEMORY_FILE).content
+        except DomainError:
+            content = ""  # a file grown too large on disk, or an unsafe path: searched without it
+        lines = notes_lines_sync(user_id=user.pk, content=content)
+        scopes.append(notes_scope(user.pk))
+    # One more than shown tells whether there is more.
+    found = engine.search(scopes=scopes, query=query, limit=limit + 1, depth=(limit + 1) * 2, floor=True)
     rows = {
         m.pk: m
         for m in home_memories(user=user).filter(
@@ -698,40 +718,32 @@ def home_search(*, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT
             | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys)
             | shared_from_chats_q(chat_keys),
             live_q(),
-            pk__in=found.refs,
+            pk__in=[ref for ref in found.refs if ref not in lines],
         )
     }
-    hits = []
-    for ranked in found.hits:
-        memory = rows.get(ranked.ref)
-        if memory is None:
-            continue
-        source = source_of(memory)
-        title = source_title(source, project_name=memory.project.name if memory.project_id else "", chat_names=names)
-        hits.append(SearchHit(memory, source, title, ranked.score, highlight(memory.content, found.terms)))
-        if len(hits) == limit:
+    ranked: list[SearchHit | NotesHit] = []
+    for hit in found.hits:
+        if hit.ref in lines:
+            number, line = lines[hit.ref]
+            ranked.append(NotesHit(number, line[:500], highlight(line, found.terms, max_chars=500), hit.score))
+        elif (memory := rows.get(hit.ref)) is not None:
+            source = source_of(memory)
+            title = source_title(
+                source, project_name=memory.project.name if memory.project_id else "", chat_names=names
+            )
+            ranked.append(SearchHit(memory, source, title, hit.score, highlight(memory.content, found.terms)))
+        if len(ranked) > limit:
             break
-    return HomeSearch(query, hits, _notes_hits(user, found.terms), found.terms, found.warnings)
-
-
-def _notes_hits(user, terms: list[str]) -> list[NotesHit]:
-    if not terms:
-        return []
-    try:
-        content = workspace_file_get(user=user, name=MEMORY_FILE).content
-    except DomainError:
-        return []
-    scored = []
-    for number, line in enumerate(content.splitlines(), start=1):
-        spans = match_spans(line, terms) if line.strip() else []
-        if spans:
-            matched = {line[a:b].lower() for a, b in spans}
-            scored.append((-len(matched), number, line))
-    scored.sort()
-    return [
-        NotesHit(number, line[:500], highlight(line, terms, max_chars=500))
-        for _matched, number, line in scored[:NOTES_SEARCH_LINES]
-    ]
+    more, ranked = len(ranked) > limit, ranked[:limit]
+    return HomeSearch(
+        query,
+        [e for e in ranked if isinstance(e, SearchHit)],
+        [e for e in ranked if isinstance(e, NotesHit)],
+        found.terms,
+        found.warnings,
+        ranked=ranked,
+        more=more,
+    )
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -915,9 +927,123 @@ def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
             }
             for e in log
         ],
+        "reads": _export_reads(user),
         "truncated": truncated,
+    }
+
+
+EXPORT_READS = 5000
+
+
+def _export_reads(user) -> dict:
+    """Who read what, newest first, at most ``EXPORT_READS`` rows: the reads of the home's
+    memories, of the notes-file versions and of the conversation messages (docs/home.md).
+    Import ignores this section."""
+    home_refs = home_memories(user=user).values("pk")
+    qs = (
+        MemoryRead.objects.filter(
+            Q(item_kind=ItemKind.MEMORY, item_ref__in=home_refs)
+            | Q(user=user, item_kind__in=[ItemKind.NOTES, ItemKind.MESSAGE])
+        )
+        .select_related("principal", "token")
+        .order_by("-at", "-id")
+    )
+    rows = list(qs[: EXPORT_READS + 1])
+    views = _read_views(user=user, reads=rows[:EXPORT_READS])
+    return {
+        "items": [{**read_data(view), "kind": row.item_kind} for row, view in zip(rows, views, strict=False)],
+        "truncated": len(rows) > EXPORT_READS,
+        "retention_days": settings.MEMORY_READS_RETENTION_DAYS,
     }
 
 
 def _chat_keys(user) -> list[str]:
     return list(bound_chats(user=user).values_list("chat_key", flat=True)[:MAX_CHATS])
+
+
+# --- who read this ---------------------------------------------------------------------------
+@dataclass
+class ReadView:
+    """One read as its reader is shown it: when, how, by whom, for which run (linked only when
+    the reader may open the run), and the item."""
+
+    at: datetime
+    path: str
+    path_label: str
+    principal: str
+    token_name: str
+    run_id: str
+    run_visible: bool
+    run_generation: int | None
+    item_ref: str
+    memory: Memory | None = None
+
+
+def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
+    """A fixed number of queries for any list of reads (the caller bounds it)."""
+    run_ids = {r.run_ref for r in reads if r.run_ref}
+    runs = set(runs_visible(user=user).filter(pk__in=run_ids).values_list("pk", flat=True)) if run_ids else set()
+    token_owners = {r.token.user_id for r in reads if r.token is not None}
+    services = service_principal_ids(token_owners) if token_owners else set()
+    views = []
+    for read in reads:
+        token = read.token
+        # A token's name is the holder's: shown for the reader's own tokens and a service's.
+        shown_token = token is not None and (token.user_id == user.pk or token.user_id in services)
+        views.append(
+            ReadView(
+                at=read.at,
+                path=read.path,
+                path_label=read.get_path_display(),
+                principal=read.principal.get_username() if read.principal is not None else "",
+                token_name=(token.name or token.prefix) if shown_token else "",
+                run_id=read.run_ref,
+                run_visible=read.run_ref in runs,
+                run_generation=read.run_generation,
+                item_ref=read.item_ref,
+                memory=(memories or {}).get(read.item_ref),
+            )
+        )
+    return views
+
+
+def item_last_read(*, user: AbstractBaseUser, memory: Memory) -> ReadView | None:
+    """The latest read of a home item (``memory`` as ``home_item_get`` returned it)."""
+    read = reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk]).first()
+    return _read_views(user=user, reads=[read])[0] if read is not None else None
+
+
+def item_reads(*, user: AbstractBaseUser, memory_id: str) -> QuerySet[MemoryRead]:
+    """The reads of one home item, newest first (404 when it is not in the reader's home)."""
+    memory = home_item_get(user=user, memory_id=memory_id)
+    return reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])
+
+
+def source_reads(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[MemoryRead]:
+    """The reads of one source's items, newest first: the items are those ``source_memories``
+    lets the reader see (a project they may not read, a chat not bound to them: 404); for the
+    notes file, the reads of the reader's own notes-file versions."""
+    if source.kind == SOURCE_NOTES:
+        return notes_reads_of(user_id=user.pk)
+    return reads_of(item_kind=ItemKind.MEMORY, refs=source_memories(user=user, source=source).values("pk"))
+
+
+def read_views(*, user: AbstractBaseUser, reads: list[MemoryRead]) -> list[ReadView]:
+    """``reads`` (a page of ``source_reads``/``item_reads``) with their items loaded through
+    ``home_memories``."""
+    refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY}
+    memories = {m.pk: m for m in home_memories(user=user).filter(pk__in=refs)} if refs else {}
+    return _read_views(user=user, reads=reads, memories=memories)
+
+
+def read_data(view: ReadView) -> dict:
+    """The JSON form of a read (API and export)."""
+    return {
+        "at": view.at.isoformat(),
+        "path": view.path,
+        "principal": view.principal or None,
+        "token_name": view.token_name or None,
+        "run_id": view.run_id or None,
+        "run_generation": view.run_generation,
+        "item": view.item_ref,
+    }

@@ -6,6 +6,7 @@ services as the API."""
 from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -67,13 +68,20 @@ def memory_home(request):
     overview = selectors.home_overview(user=request.user)
     query = request.GET.get("q", "").strip()[: selectors.MAX_QUERY_CHARS]
     found = None
+    more_url = ""
     if query:
-        found = selectors.home_search(user=request.user, query=query)
+        # The best few first; "show more" asks for the longest list the search gives.
+        showing_more = request.GET.get("more") == "1"
+        limit = selectors.SEARCH_LIMIT if showing_more else selectors.SEARCH_FIRST
+        found = selectors.home_search(user=request.user, query=query, limit=limit)
         _annotate([hit.memory for hit in found.hits], user=request.user)
+        if found.more and not showing_more:
+            more_url = f"{reverse('web:home')}?{urlencode({'q': query, 'more': '1'})}#home-results"
     expiring = _annotate(selectors.expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
         source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
+        source.reads_url = _reads_url(source.ref.key)
     return render(
         request,
         "home/home.html",
@@ -81,6 +89,7 @@ def memory_home(request):
             "overview": overview,
             "query": query,
             "found": found,
+            "more_url": more_url,
             "expiring": expiring,
             "expiring_days": selectors.EXPIRING_SOON_DAYS,
             "confirm_word": services.CONFIRM_WORD,
@@ -179,6 +188,7 @@ def source_items(request):
             "create_form": create_form,
             "any_changeable": any(m.can_change for m in page.object_list),
             "forget_all_url": f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.key})}",
+            "reads_url": _reads_url(source.key),
         },
         status=status,
     )
@@ -190,7 +200,42 @@ def item_detail(request, memory_id):
     memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
     chain = _annotate(memory_chain(memory=memory), user=request.user)
     memory = next(m for m in chain if m.pk == memory.pk)
+    memory.last_read = selectors.item_last_read(user=request.user, memory=memory)
+    memory.reads_url = _reads_url(selectors.source_of(memory).key)
     return render(request, "home/item.html", {"memory": memory, "chain": chain})
+
+
+def _reads_url(source: str) -> str:
+    return f"{reverse('web:memory_home_reads')}?{urlencode({'source': source})}"
+
+
+READS_PAGE_SIZE = 50
+
+
+@login_required
+@require_http_methods(["GET"])
+def source_reads(request):
+    """Who read this source's items (or the notes file's versions), newest first, paginated."""
+    source = selectors.source_parse(request.GET.get("source", ""))
+    page = Paginator(selectors.source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    page.object_list = selectors.read_views(user=request.user, reads=list(page.object_list))
+    project_name = ""
+    if source.kind == selectors.SOURCE_PROJECT:
+        project_name = project_require_permission(user=request.user, project_id=source.ident, permission=READ).name
+    return render(
+        request,
+        "home/reads.html",
+        {
+            "source": source,
+            "title": selectors.source_title(source, project_name=project_name),
+            "page": page,
+            "filter_query": urlencode({"source": source.key}),
+            "retention_days": settings.MEMORY_READS_RETENTION_DAYS,
+            "items_url": _items_url(source.key) if source.kind != selectors.SOURCE_NOTES else "",
+        },
+    )
 
 
 class CorrectForm(forms.Form):
@@ -406,6 +451,7 @@ urlpatterns = [
     path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
     path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
     path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
+    path("memory/reads/", source_reads, name="memory_home_reads"),
     path("memory/forget/", forget_selected, name="memory_home_forget_selected"),
     path("memory/forget-all/", forget_all, name="memory_home_forget_all"),
     path("memory/export/", export, name="memory_home_export"),

@@ -36,6 +36,7 @@ class Principal:
     actor: AbstractBaseUser
     user: AbstractBaseUser
     service: bool
+    token_id: int | None = None  # the API token of the session (who read what, docs/home.md)
 
     @property
     def label(self) -> str:
@@ -55,7 +56,7 @@ def principal_resolve(*, authorization: str | None, acting_user: str | None = No
         raise AuthenticationFailed(str(exc.detail)) from None
     if found is None:
         raise NotAuthenticated("An API token is required: 'Authorization: Token <key>'.")
-    actor = found[0]
+    actor, token_id = found[0], found[1].pk
     acting_user = (acting_user or "").strip() or None
     if is_service_principal(actor):
         if acting_user is None:
@@ -63,10 +64,12 @@ def principal_resolve(*, authorization: str | None, acting_user: str | None = No
                 "A service token acts only for a named user; name one (MEMORY_MCP_USER, or the X-Memory-User header).",
                 code="user_required",
             )
-        return Principal(actor=actor, user=user_get_acting(actor=actor, username=acting_user), service=True)
+        return Principal(
+            actor=actor, user=user_get_acting(actor=actor, username=acting_user), service=True, token_id=token_id
+        )
     if acting_user is not None and acting_user != actor.get_username():
         raise PermissionDenied("A user token acts only as its own user.", code="not_your_account")
-    return Principal(actor=actor, user=actor, service=False)
+    return Principal(actor=actor, user=actor, service=False, token_id=token_id)
 
 
 def token_header(key: str | None) -> str | None:

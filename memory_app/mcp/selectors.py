@@ -87,7 +87,7 @@ def memory_search(*, user: AbstractBaseUser, query, limit: int = SEARCH_DEFAULT_
     at most ``SEARCH_RESPONSE_BYTES``. The notes file is not searched here: agents get it
     through its own gate (the notes resource and the run tools)."""
     query = search_query(query)
-    found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS))
+    found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS), with_notes=False)
     fields = {
         "result": "ok",
         "query": shown(query, 512)[0],

@@ -41,6 +41,7 @@ from config.validation import DuplicateKey, unique_keys
 from memory_app.mcp import tools
 from memory_app.mcp.auth import NotAuthenticated, Principal, principal_resolve
 from memory_app.mcp.runs import SessionRun
+from memory_app.reads import recorder as reads
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ class Binding:
             try:
                 return work()
             finally:
+                reads.flush()  # what the call sent to the agent, recorded once it is answered
                 close_old_connections()
 
         return await sync_to_async(wrapped, thread_sensitive=self.thread_sensitive)()

@@ -34,6 +34,8 @@ from memory_app.mcp.runs import SessionRun
 from memory_app.memories import services as memory_services
 from memory_app.memories.identity_context import identity_context_build
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Origin, Tier
+from memory_app.reads import recorder as reads
+from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.scoped import search as scoped_search
 from memory_app.scoped.selectors import searchable_scopes
 
@@ -110,8 +112,15 @@ KIND = {
 
 
 # --- handlers: each is the REST API's service or selector, called as the session -----------
+def _record(ctx: CallContext, ids, path: str) -> None:
+    """Who read what (docs/home.md): the session's principal and token (``reading_as``)."""
+    reads.record(item_kind=ItemKind.MEMORY, refs=ids, path=path, user_id=ctx.principal.user.pk)
+
+
 def _search_memories(ctx: CallContext, *, query, limit=selectors.SEARCH_DEFAULT_HITS) -> dict:
-    return selectors.memory_search(user=ctx.principal.user, query=query, limit=limit)
+    response = selectors.memory_search(user=ctx.principal.user, query=query, limit=limit)
+    _record(ctx, [hit["id"] for hit in response["results"]], ReadPath.MCP_SEARCH)
+    return response
 
 
 def _add_memory(ctx: CallContext, *, content, kind=Kind.FACT, expires_at=None) -> dict:
@@ -143,6 +152,7 @@ def _identity_context(ctx: CallContext, *, project_id=None) -> dict:
     if project_id is not None and not is_valid_id(project_id):
         raise NotFound("Project not found.")
     built = identity_context_build(user=ctx.principal.user, project_id=project_id)
+    _record(ctx, [m.pk for m in [*built.user_memories, *built.project_memories]], ReadPath.MCP_IDENTITY)
     return {
         "result": "ok",
         "trust": "low",
@@ -171,7 +181,9 @@ def _search_chat_memories(ctx: CallContext, *, session_id, query, limit=10, mode
     scopes = searchable_scopes(user=ctx.principal.actor, session_id=session_id, acting_for_id=ctx.principal.user.pk)
     warnings: list[str] = []
     hits = scoped_search.cascade_search(scopes=scopes, query=query, limit=limit, mode=mode, warnings=warnings)
-    return selectors.chat_search_response(query=query, hits=hits, mode=mode, warnings=warnings)
+    response = selectors.chat_search_response(query=query, hits=hits, mode=mode, warnings=warnings)
+    _record(ctx, [hit["id"] for hit in response["results"]], ReadPath.MCP_CHAT_SEARCH)
+    return response
 
 
 def _run_tool_spec(schema: dict, **options) -> ToolSpec:
@@ -415,7 +427,8 @@ def tool_call(*, ctx: CallContext, name: str, arguments) -> dict:
     if error is not None:
         raise InvalidInput(argument_problem(error), code="invalid_arguments")
     _throttle(ctx.principal, spec.throttle)
-    return spec.handler(ctx, **arguments)
+    with reads.reading_as(principal_id=ctx.principal.actor.pk, token_id=ctx.principal.token_id):
+        return spec.handler(ctx, **arguments)
 
 
 # --- resources ----------------------------------------------------------------------------
@@ -463,11 +476,15 @@ def resource_read(*, ctx: CallContext, uri: str) -> str:
     if uri not in {spec.uri for spec in resources_for(ctx.principal)}:
         raise NotFound("Unknown resource.", code="unknown_resource")
     if uri == IDENTITY_URI:
-        return identity_context_build(user=ctx.principal.user, project_id=None).identity_context
+        built = identity_context_build(user=ctx.principal.user, project_id=None)
+        with reads.reading_as(principal_id=ctx.principal.actor.pk, token_id=ctx.principal.token_id):
+            _record(ctx, [m.pk for m in [*built.user_memories, *built.project_memories]], ReadPath.MCP_IDENTITY)
+        return built.identity_context
     _throttle(ctx.principal, ("run",))
     # What the session's run gets as its ``memory`` section: the one gate (top-level run,
     # ``enable_memory``), the 24 KiB cut and the low-trust frame of context assembly.
-    context = run_context_build(credential=ctx.credential())
+    with reads.reading_as(principal_id=ctx.principal.actor.pk, token_id=ctx.principal.token_id):
+        context = run_context_build(credential=ctx.credential(), recorded=frozenset({ReadPath.CONTEXT_NOTES}))
     for section in context["sections"]:
         if section["name"] == "memory":
             return section["content"]

@@ -13,6 +13,8 @@ from their chats without ranking everyone's global items.
 from collections.abc import Callable, Iterable
 
 from memory_app.memories.models import Memory, Status, Tier
+from memory_app.reads import services as reads_services
+from memory_app.reads.models import ItemKind
 from memory_app.search import documents, embedder
 from memory_app.search.index import Row
 
@@ -74,6 +76,7 @@ def on_memories_deleted(memory_ids: list[str]) -> None:
     and so does every registered copy of their text."""
     documents.remove(SOURCE, memory_ids)
     documents.remove(SHARED_SOURCE, memory_ids)
+    reads_services.reads_forget(item_kind=ItemKind.MEMORY, refs=memory_ids)  # who read it goes with it
     for hook in _forget_hooks:
         hook(memory_ids)
 

@@ -8,11 +8,14 @@ from rest_framework.views import APIView
 from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
 from identity_app import chat_bindings
 from identity_app.filters import ChatBindingFilter
-from identity_app.models import ChatBinding
+from identity_app.models import ApiToken, ChatBinding
+from identity_app.permissions import is_service_principal
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
 from memory_app.memories.api import ExpiresAtField
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
 from memory_app.ops.api import JobOutput, job_accepted
+from memory_app.reads import recorder as reads
+from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.scoped import consolidation, search
 from memory_app.scoped import services as items
 from memory_app.scoped.consolidation import MAX_TURN_MESSAGES
@@ -130,6 +133,15 @@ class SearchView(APIView):
             scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"], warnings=warnings
         )
         body = {"results": [hit.as_dict() for hit in hits], "mode": data["mode"], "warnings": warnings}
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        reads.record(  # who read what (docs/home.md); written after the response
+            item_kind=ItemKind.MEMORY,
+            refs=[hit.id for hit in hits],
+            path=ReadPath.API_SEARCH,
+            user_id=None if is_service_principal(request.user) else request.user.pk,
+            principal_id=request.user.pk,
+            token_id=token.pk if token else None,
+        )
         return Response(body)
 
 

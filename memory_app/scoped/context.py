@@ -35,26 +35,32 @@ def _session_in_reach(*, run, session_key: str) -> bool:
 
 def scoped_items_section(*, run, query: str) -> str | None:
     """Return the rendered low-trust section text, or None when there is nothing to add."""
+    return scoped_items(run=run, query=query)[0]
+
+
+def scoped_items(*, run, query: str) -> tuple[str | None, list[str]]:
+    """The section text (or None) and the ids of the items it shows, in order."""
     if not run_is_top_level(run):
-        return None  # sub-agents and other non-top-level runs never see chat or global items
+        return None, []  # sub-agents and other non-top-level runs never see chat or global items
     session_key = getattr(run.conversation, "session_key", "") or ""
     if not session_key or not (query or "").strip():
-        return None
+        return None, []
     if not _session_in_reach(run=run, session_key=session_key):
-        return None  # a chat out of the run's reach is answered as a chat with no items
+        return None, []  # a chat out of the run's reach is answered as a chat with no items
     query = query[:MAX_QUERY_CHARS]
     try:
         hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode=CONTEXT_MODE)
     except InvalidSessionKey:
-        return None  # a conversation with a malformed key has no scope: nothing to add
+        return None, []  # a conversation with a malformed key has no scope: nothing to add
     except ServiceUnavailable:
         # A remote embedding service is down: keyword search needs no vectors and applies the
         # same scope cascade, so the run still gets its scoped items instead of no context.
         logger.warning("embedding service unavailable; scoped context uses keyword search", extra={"run_id": run.pk})
         hits = session_search(session_id=session_key, query=query, limit=CONTEXT_ITEM_LIMIT, mode="fts")
     if not hits:
-        return None
+        return None, []
     lines: list[Marked] = []
+    ids: list[str] = []
     size = len(HEADER)
     zone = user_zone(run.user)
     for hit in hits:
@@ -65,7 +71,8 @@ def scoped_items_section(*, run, query: str) -> str | None:
         if size + len(line.text) + 1 > MAX_SECTION_CHARS:
             break
         lines.append(line)
+        ids.append(hit.id)
         size += len(line.text) + 1
     if not lines:
-        return None
-    return low_trust_block(Marked.join(lines), notice=HEADER)
+        return None, []
+    return low_trust_block(Marked.join(lines), notice=HEADER), ids

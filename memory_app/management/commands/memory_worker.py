@@ -21,6 +21,8 @@ from memory_app.automemory.extraction import get_extractor
 from memory_app.automemory.worker import SWEEP_BATCH, round_run
 from memory_app.memories.services import memories_purge_expired
 from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbeat, worker_heartbeat_end
+from memory_app.reads.recorder import flush as reads_flush
+from memory_app.reads.services import reads_purge
 from memory_app.scoped.consolidation import dream_round
 from memory_app.search.embedder import embed_pending
 
@@ -117,6 +119,16 @@ class Command(BaseCommand):
             return
         if purged:
             self.stdout.write(f"expired memories purged: {len(purged)}")
+        # Who read what is kept MEMORY_READS_RETENTION_DAYS (docs/home.md), a bounded batch per round.
+        try:
+            reads_flush()
+            old_reads = reads_purge()
+        except DatabaseError as exc:
+            logger.warning("memory-read purge failed", extra={"error_class": type(exc).__name__})
+            close_old_connections()
+            return
+        if old_reads:
+            self.stdout.write(f"memory reads purged: {old_reads}")
 
     # --- jobs and heartbeat between rounds ------------------------------------------------
     def _start(self, *, worker_id: str, job_poll: float, once: bool) -> None:

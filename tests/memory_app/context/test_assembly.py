@@ -220,9 +220,9 @@ def test_scoped_items_section_is_added_as_low_trust(run_api, make_run, alice, mo
 
     def scoped(*, run, query):
         calls.append(query)
-        return "- chat fact MARK-SCOPED"
+        return "- chat fact MARK-SCOPED", []
 
-    monkeypatch.setattr(scoped_context, "scoped_items_section", scoped)
+    monkeypatch.setattr(scoped_context, "scoped_items", scoped)
     ctx = _context(run_api, make_run(alice), query="what about it")
     assert calls == ["what about it"]
     assert _section(ctx, "scoped_memory") == {

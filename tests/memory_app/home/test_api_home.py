@@ -105,7 +105,8 @@ def test_one_search_finds_memories_of_every_source_and_notes_lines(api, home):
     assert found[home.auto.pk] == f"project:{home.project.pk}"
     assert found[home.bobs_project_memory.pk] == f"project:{home.project.pk}"
     assert home.bobs_memory.pk not in found and home.bobs_chat_item.pk not in found
-    assert body["notes"] == [{"line": 2, "text": "- Allergic to walnuts"}]
+    assert [(n["line"], n["text"]) for n in body["notes"]] == [(2, "- Allergic to walnuts")]
+    assert body["notes"][0]["score"] > 0
     assert all(hit["provenance"]["sentence"] for hit in body["results"])
 
 
