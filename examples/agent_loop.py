@@ -5,7 +5,7 @@ MEMSVC_URL=http://127.0.0.1:8000 MEMSVC_TOKEN=<service key> .venv/bin/python exa
 
 import sys
 
-from memsvc import Client
+from memsvc import Client, data_text
 
 user = sys.argv[1] if len(sys.argv) > 1 else "alice"
 with Client.from_env() as client:
@@ -26,4 +26,5 @@ with Client.from_env() as client:
         answer = "PostgreSQL 16, as you decided." if any("PostgreSQL 16" in n for n in notes) else "I don't know yet."
         run.add_message("assistant", answer)
     print(answer)
-    print("found in:", ", ".join(sorted({hit["thread_title"] for hit in hits} - {chat["title"]})))
+    # Stored text comes marked as data line by line; data_text shows it as it was written.
+    print("found in:", ", ".join(sorted({data_text(h["thread_title"]) for h in hits if h["thread_id"] != chat["id"]})))

@@ -19,7 +19,7 @@ def test_import_logs_without_a_reserved_log_record_key(api, alice, bob, caplog):
     )
     assert response.status_code == 200, response.content
     [record] = [r for r in caplog.records if r.getMessage() == "home import"]
-    assert record.imported == 1
+    assert record.memories_created == 1
 
 
 def test_the_schema_documents_the_run_token_of_create_and_claim(client):

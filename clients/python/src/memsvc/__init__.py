@@ -28,10 +28,12 @@ from memsvc.errors import (
     TransportError,
     ValidationError,
 )
+from memsvc.framing import DATA_MARK, data_text
 
 __version__ = VERSION
 
 __all__ = [
+    "DATA_MARK",
     "NO_RETRY",
     "ApiError",
     "AsyncClient",
@@ -58,4 +60,5 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "__version__",
+    "data_text",
 ]

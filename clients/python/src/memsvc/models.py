@@ -38,6 +38,8 @@ class Memory(TypedDict):
     source_thread_id: str | None
     metadata: dict[str, Any]
     evidence: dict[str, Any]
+    expires_at: str | None
+    expired: bool
     created_at: str
     updated_at: str
 
@@ -51,6 +53,8 @@ class HomeSearch(TypedDict):
     terms: list[str]
     results: list[dict[str, Any]]
     notes: list[dict[str, Any]]
+    ranked: list[dict[str, Any]]
+    more: bool
     warnings: list[Any]
 
 
@@ -74,6 +78,10 @@ class Item(TypedDict):
     origin: str
     metadata: dict[str, Any]
     evidence: dict[str, Any]
+    expires_at: str | None
+    deduplicated: bool
+    pending_review: bool
+    candidate_id: str | None
     created_at: str
 
 
@@ -115,6 +123,7 @@ class Message(TypedDict):
     images: Any
     feedback: Any
     tool_calls: list[dict[str, Any]]
+    sent_at: str
     created_at: str
 
 
@@ -184,7 +193,7 @@ SCHEMA_NAMES: dict[type, str] = {
     MemoryChain: "MemoryChainOutput",
     HomeSearch: "HomeSearchOutput",
     ImportResult: "ImportOutput",
-    Item: "ItemOutput",
+    Item: "ItemCreateOutput",
     ItemSearch: "SearchOutput",
     Consolidation: "ConsolidateOutput",
     Conversation: "ConversationOutput",
