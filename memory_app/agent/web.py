@@ -189,7 +189,7 @@ def _conversation_page(request, conversation_id, *, status: int = 200):
         {
             "conversation": conversation,
             "page": page,
-            "runs": [(r, selectors.run_lease_state(r)) for r in run_list],
+            "runs": run_list,
             "settings_url": reverse("web:settings"),
         },
         status=status,
@@ -219,7 +219,7 @@ def conversation_memory(request, conversation_id):
             ),
         )
     else:
-        messages.success(request, _("This chat is remembered again, from its next run on."))
+        messages.success(request, _("This chat is remembered again, from its next agent task on."))
     return redirect("web:conversation_detail", conversation_id=conversation_id)
 
 

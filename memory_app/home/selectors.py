@@ -251,14 +251,14 @@ def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
         ),
         "auto_memory_use": Switch(
             "auto_memory_use",
-            _("Use my memories in new runs"),
+            _("Use my memories in new agent tasks"),
             auto.use,
             "web:settings",
             "/api/users/me/memory-switches",
         ),
         "auto_memory_generate": Switch(
             "auto_memory_generate",
-            _("Generate memories from my finished runs"),
+            _("Generate memories from my finished agent tasks"),
             auto.generate,
             "web:settings",
             "/api/users/me/memory-switches",
