@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import models
 from django.test import Client
 from django.urls import get_resolver, reverse
@@ -344,3 +345,53 @@ def test_the_check_sees_english(world):
     profile_update(user=client.get(reverse("web:profile")).wsgi_request.user, language="en")
     html = client.get(reverse("web:conversations")).content.decode()
     assert _english_left(visible_text(html), _catalog_phrases() | _choice_words())
+
+
+BAD_IMPORTS = [
+    b"\xff\xfe not utf-8",
+    b"{not json",
+    b'{"a": 1, "a": 2}',
+    b'{"format": "other"}',
+    b'{"format": "memory-service-export", "version": 9}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": {}}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [1]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "x", "zz": 1}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "nope", "content": "x"}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": " "}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "x", '
+    b'"status": "odd"}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "x", '
+    b'"expires_at": "2030-01-01T00:00:00"}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "x", '
+    b'"expires_at": "soon"}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "settings": {"zz": 1}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "settings": {"enable_memory": 1}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "settings": []}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "notes_files": {"X.md": "a"}}',
+]
+# Where in the file the problem is (``memories.user[0]``, ``settings.enable_memory``) is named as
+# the file spells it.
+KEY_PATH = re.compile(r"\b(?:memories|settings|notes_files|user|format|expires_at|content|kind)(?:\.\w+|\[\d+\])*")
+
+
+def test_import_errors_on_the_web_page_are_in_chinese(world):
+    """Each way an import file can be refused is told in Chinese on the web import page (the API
+    says the same in English)."""
+    client = world["client"]
+    phrases = _catalog_phrases() | _choice_words()
+    problems = {}
+    for raw in BAD_IMPORTS:
+        upload = SimpleUploadedFile("export.json", raw, content_type="application/json")
+        response = client.post(reverse("web:memory_home_import"), {"file": upload})
+        assert response.status_code == 400, raw
+        errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S)
+        assert errors, raw
+        text = KEY_PATH.sub(" ", visible_text(" ".join(errors)))
+        # "kind must be one of …" lists the values as the file spells them.
+        kinds = "|".join(memories_models.Kind.values)
+        text = re.sub(rf"\b(?:{kinds})\b", " ", text)
+        assert re.search(r"[\u4e00-\u9fff]", text), (raw, text)
+        found = _english_left(text, phrases)
+        if found:
+            problems[raw] = (text, found)
+    assert not problems, "\n".join(f"{raw!r}: {text} {found}" for raw, (text, found) in problems.items())
