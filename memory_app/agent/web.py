@@ -214,7 +214,7 @@ def conversation_memory(request, conversation_id):
         messages.success(
             request,
             _(
-                "This chat will not be remembered: its runs get no memory, nothing is extracted from it, and "
+                "This chat will not be remembered: its agent tasks get no memory, nothing is extracted from it, and "
                 "other chats cannot look it up."
             ),
         )
