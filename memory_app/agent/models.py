@@ -46,18 +46,18 @@ class UserSettings(models.Model):
 
 
 class ConversationStatus(models.TextChoices):
-    ACTIVE = "active"
-    ARCHIVED = "archived"
-    DELETED = "deleted"
+    ACTIVE = "active", _("active")
+    ARCHIVED = "archived", _("archived")
+    DELETED = "deleted", _("deleted")
 
 
 class ConversationSource(models.TextChoices):
-    CHAT = "chat"
-    API = "api"
-    AGENT_CALL = "agent_call"
-    AGENT_EVALUATION = "agent_evaluation"
-    SUBAGENT = "subagent"
-    CRON = "cron"
+    CHAT = "chat", _("chat")
+    API = "api", _("API")
+    AGENT_CALL = "agent_call", _("called by an agent")
+    AGENT_EVALUATION = "agent_evaluation", _("agent evaluation")
+    SUBAGENT = "subagent", _("helper task")
+    CRON = "cron", _("scheduled")
 
 
 def new_conversation_id() -> str:
@@ -91,20 +91,20 @@ class Conversation(models.Model):
 
 
 class MessageRole(models.TextChoices):
-    USER = "user"
-    ASSISTANT = "assistant"
-    SYSTEM = "system"
-    TOOL = "tool"
+    USER = "user", _("you")
+    ASSISTANT = "assistant", _("agent")
+    SYSTEM = "system", _("system")
+    TOOL = "tool", _("tool")
 
 
 class MessageType(models.TextChoices):
-    TEXT = "text"
-    TOOL_CALL = "tool_call"
-    TOOL_RESULT = "tool_result"
-    IMAGE = "image"
-    FILE = "file"
-    EVENT = "event"
-    INTER_RUN = "inter_run"
+    TEXT = "text", _("text")
+    TOOL_CALL = "tool_call", _("tool call")
+    TOOL_RESULT = "tool_result", _("tool result")
+    IMAGE = "image", _("image")
+    FILE = "file", _("file")
+    EVENT = "event", _("event")
+    INTER_RUN = "inter_run", _("message from another task")
 
 
 class Message(models.Model):
@@ -149,22 +149,22 @@ class ToolCall(models.Model):
 
 
 class RunKind(models.TextChoices):
-    CHAT = "chat"
-    RESUME = "resume"
-    SUBAGENT = "subagent"
-    COORDINATOR = "coordinator"
-    CHECKPOINT = "checkpoint"
+    CHAT = "chat", _("reply")
+    RESUME = "resume", _("continued reply")
+    SUBAGENT = "subagent", _("helper task")
+    COORDINATOR = "coordinator", _("task that splits the work")
+    CHECKPOINT = "checkpoint", _("progress save")
 
 
 TOP_LEVEL_RUN_KINDS = frozenset({RunKind.CHAT, RunKind.RESUME})
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    QUEUED = "queued", _("waiting")
+    RUNNING = "running", _("working")
+    COMPLETED = "completed", _("finished")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
 
 
 def new_run_id() -> str:

@@ -189,7 +189,7 @@ def _conversation_page(request, conversation_id, *, status: int = 200):
         {
             "conversation": conversation,
             "page": page,
-            "runs": [(r, selectors.run_lease_state(r)) for r in run_list],
+            "runs": run_list,
             "settings_url": reverse("web:settings"),
         },
         status=status,
@@ -214,12 +214,12 @@ def conversation_memory(request, conversation_id):
         messages.success(
             request,
             _(
-                "This chat will not be remembered: its runs get no memory, nothing is extracted from it, and "
+                "This chat will not be remembered: its agent tasks get no memory, nothing is extracted from it, and "
                 "other chats cannot look it up."
             ),
         )
     else:
-        messages.success(request, _("This chat is remembered again, from its next run on."))
+        messages.success(request, _("This chat is remembered again, from its next agent task on."))
     return redirect("web:conversation_detail", conversation_id=conversation_id)
 
 

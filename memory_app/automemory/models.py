@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from memory_app.agent.models import AgentRun
 
@@ -76,11 +77,11 @@ class AutoMemorySettings(models.Model):
 
 
 class AutoMemoryOutcome(models.TextChoices):
-    EXTRACTED = "extracted"  # a new project memory was written
-    SUPERSEDED = "superseded"  # an older auto memory of the same target was replaced
-    UNCHANGED = "unchanged"  # the same target already says the same thing
-    SKIPPED = "skipped"  # a gate (or a missing project / permission) stopped the run
-    FAILED = "failed"  # extraction raised; ``error_class`` says what
+    EXTRACTED = "extracted", _("remembered")  # a new project memory was written
+    SUPERSEDED = "superseded", _("updated")  # an older auto memory of the same target was replaced
+    UNCHANGED = "unchanged", _("already known")  # the same target already says the same thing
+    SKIPPED = "skipped", _("skipped")  # a gate (or a missing project / permission) stopped the run
+    FAILED = "failed", _("failed")  # extraction raised; ``error_class`` says what
 
 
 class AutoMemoryLogEntry(models.Model):

@@ -14,14 +14,14 @@ from config.errors import InvalidInput
 from config.web import service_call
 from memory_app.agent import selectors as agent_selectors
 from memory_app.agent.selectors import run_get
-from memory_app.automemory import selectors, services, switches
+from memory_app.automemory import selectors, services, switches, words
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
 
 LOG_PAGE_SIZE = 50
 SWITCH_LABELS = [
     ("enable_memory", _("Memory (the notes file)")),
-    ("use", _("Use my memories in new runs")),
-    ("generate", _("Generate memories from my finished runs")),
+    ("use", _("Use my memories in new agent tasks")),
+    ("generate", _("Generate memories from my finished agent tasks")),
 ]
 
 
@@ -72,14 +72,18 @@ def auto_memory_log(request):
     run_id = request.GET.get("run", "")[:40] or None  # the entries of one run (links from a memory's provenance)
     entries = selectors.auto_memory_log_for(user=request.user, outcome=outcome, run_id=run_id)
     page = Paginator(entries, LOG_PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = list(page.object_list)
+    for entry in page.object_list:
+        entry.gate_words = words.gate_words(entry.gate)
+        entry.reason_words = words.reason_words(entry.reason)
     return render(
         request,
         "automemory/log.html",
-        {"page": page, "outcome": outcome or "", "outcomes": AutoMemoryOutcome.values, "run_id": run_id or ""},
+        {"page": page, "outcome": outcome or "", "outcomes": AutoMemoryOutcome.choices, "run_id": run_id or ""},
     )
 
 
-_FLAG_CHOICES = [("inherit", _("Inherit my setting")), ("on", _("On for this run")), ("off", _("Off for this run"))]
+_FLAG_CHOICES = [("inherit", _("Inherit my setting")), ("on", _("On for this task")), ("off", _("Off for this task"))]
 _FLAG_VALUES = {"inherit": None, "on": True, "off": False}
 
 
@@ -107,7 +111,7 @@ def run_auto_memory_flags(request, run_id):
             generate=_FLAG_VALUES[form.cleaned_data["generate"]],
             use=_FLAG_VALUES[form.cleaned_data["use"]],
         )
-        messages.success(request, _("Auto-memory flags of this run saved."))
+        messages.success(request, _("Auto-memory flags of this task saved."))
         return redirect("web:run_auto_memory_flags", run_id=run.pk)
     return render(
         request,

@@ -251,14 +251,14 @@ def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
         ),
         "auto_memory_use": Switch(
             "auto_memory_use",
-            _("Use my memories in new runs"),
+            _("Use my memories in new agent tasks"),
             auto.use,
             "web:settings",
             "/api/users/me/memory-switches",
         ),
         "auto_memory_generate": Switch(
             "auto_memory_generate",
-            _("Generate memories from my finished runs"),
+            _("Generate memories from my finished agent tasks"),
             auto.generate,
             "web:settings",
             "/api/users/me/memory-switches",
@@ -306,7 +306,7 @@ def _sentence(kind: str, switches: dict[str, Switch], *, members: int = 0) -> st
             "every bot's agents may find them. Forget one here and it is gone for everyone."
         )
     return _(
-        "Auto-memory writes these from your finished runs into their project when “%(switch)s” is on — it is "
+        "Auto-memory writes these from your finished agent tasks into their project when “%(switch)s” is on — it is "
         "%(state)s now. They are project memories: every member of the project reads them, and agents use them "
         "like any project memory."
     ) % {"switch": generate.label, "state": _state(generate)}

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 from config.errors import DomainError, InvalidInput, NotFound
 from config.validation import (
@@ -258,11 +259,16 @@ def _import_error(section: str, index: int, message: str, code: str = "invalid_i
 
 def _check_version(data) -> None:
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise InvalidInput(f"Not an export of this service (format must be {EXPORT_FORMAT!r}).", code="invalid_import")
+        raise InvalidInput(
+            _("Not an export of this service (format must be %(format)r).") % {"format": EXPORT_FORMAT},
+            code="invalid_import",
+        )
     version = data.get("version")
     if isinstance(version, bool) or version not in EXPORT_READABLE_VERSIONS:
         readable = " or ".join(str(v) for v in EXPORT_READABLE_VERSIONS)
-        raise InvalidInput(f"Only version {readable} exports can be imported.", code="invalid_import")
+        raise InvalidInput(
+            _("Only version %(versions)s exports can be imported.") % {"versions": readable}, code="invalid_import"
+        )
 
 
 def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required: bool = True) -> list[dict]:
@@ -274,34 +280,43 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
     if items is None and not required:
         return []
     if not isinstance(items, list):
-        raise InvalidInput(f"memories.{section} must be a list.", code="invalid_import")
+        raise InvalidInput(_("memories.%(section)s must be a list.") % {"section": section}, code="invalid_import")
     if len(items) > MAX_IMPORT_ITEMS:
-        raise InvalidInput(f"At most {MAX_IMPORT_ITEMS} memories can be imported at once.", code="too_many")
+        raise InvalidInput(
+            _("At most %(n)s memories can be imported at once.") % {"n": MAX_IMPORT_ITEMS}, code="too_many"
+        )
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            raise _import_error(section, index, "must be an object.")
+            raise _import_error(section, index, _("must be an object."))
         unknown = sorted(set(item) - set(EXPORT_ITEM_KEYS))
         if unknown:
-            raise _import_error(section, index, f"unknown keys {', '.join(map(str, unknown))}.")
+            raise _import_error(section, index, _("unknown keys %(keys)s.") % {"keys": ", ".join(map(str, unknown))})
         if item.get("kind") not in kinds:
-            raise _import_error(section, index, f"kind must be one of {', '.join(sorted(kinds))}.", "invalid_kind")
+            raise _import_error(
+                section,
+                index,
+                _("kind must be one of %(kinds)s.") % {"kinds": ", ".join(sorted(kinds))},
+                "invalid_kind",
+            )
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
-            raise _import_error(section, index, "content must be a non-empty string.", "invalid_content")
+            raise _import_error(section, index, _("content must be a non-empty string."), "invalid_content")
         if len(content.strip()) > MAX_CONTENT_CHARS:
-            raise _import_error(section, index, f"content is longer than {MAX_CONTENT_CHARS} characters.", "too_large")
+            raise _import_error(
+                section, index, _("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS}, "too_large"
+            )
         try:
             clean_text(content, field="content")
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None
         if item.get("status", Status.ACTIVE) not in Status.values:
-            raise _import_error(section, index, "unknown status.")
+            raise _import_error(section, index, _("unknown status."))
         for key in ("metadata", "evidence"):
             if item.get(key) is not None and not isinstance(item[key], dict):
-                raise _import_error(section, index, f"{key} must be an object.")
+                raise _import_error(section, index, _("%(key)s must be an object.") % {"key": key})
         for key in IMPORTED_KEYS:
             if key in item and item[key] is not None and not isinstance(item[key], str):
-                raise _import_error(section, index, f"{key} must be a string.")
+                raise _import_error(section, index, _("%(key)s must be a string.") % {"key": key})
         item["expires_at"] = _import_expiry(item.get("expires_at"), section=section, index=index)
     return items
 
@@ -318,9 +333,11 @@ def _import_expiry(value, *, section: str, index: int):
         except ValueError:
             parsed = None
     if parsed is None:
-        raise _import_error(section, index, "expires_at must be an ISO 8601 date-time or null.", "invalid_expires_at")
+        raise _import_error(
+            section, index, _("expires_at must be an ISO 8601 date-time or null."), "invalid_expires_at"
+        )
     if timezone.is_naive(parsed):
-        raise _import_error(section, index, "expires_at needs a time zone.", "invalid_expires_at")
+        raise _import_error(section, index, _("expires_at needs a time zone."), "invalid_expires_at")
     return parsed
 
 
@@ -328,23 +345,23 @@ def import_parse(raw: bytes) -> dict:
     """An uploaded export file: at most ``MAX_IMPORT_BYTES`` of UTF-8 JSON, nested no deeper
     than the API allows, with no NUL characters or lone surrogates (the API body rules)."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise InvalidInput(f"The file is larger than {MAX_IMPORT_BYTES} bytes.", code="too_large")
+        raise InvalidInput(_("The file is larger than %(n)s bytes.") % {"n": MAX_IMPORT_BYTES}, code="too_large")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InvalidInput("The file is not UTF-8 text.", code="invalid_import") from None
+        raise InvalidInput(_("The file is not UTF-8 text."), code="invalid_import") from None
     max_depth = settings.API_MAX_JSON_DEPTH
     if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
-        raise InvalidInput(f"The file nests deeper than {max_depth} levels.", code="too_deep")
+        raise InvalidInput(_("The file nests deeper than %(n)s levels.") % {"n": max_depth}, code="too_deep")
     try:
         data = json.loads(text, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
-        raise InvalidInput(f"The file is not valid: {exc}", code="duplicate_key") from None
+        raise InvalidInput(_("The file is not valid: %(error)s") % {"error": exc}, code="duplicate_key") from None
     except (ValueError, RecursionError):
-        raise InvalidInput("The file is not JSON.", code="invalid_import") from None
+        raise InvalidInput(_("The file is not JSON."), code="invalid_import") from None
     problem = json_text_problem(data)
     if problem:
-        raise InvalidInput(f"The file has a string that {problem}.", code="invalid_import")
+        raise InvalidInput(_("The file has a string that %(problem)s.") % {"problem": problem}, code="invalid_import")
     return data
 
 
@@ -353,7 +370,7 @@ def _section(data: dict, name: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(f"{name} must be an object.", code="invalid_import")
+        raise InvalidInput(_("%(name)s must be an object.") % {"name": name}, code="invalid_import")
     return value
 
 
@@ -365,7 +382,9 @@ def _notes_to_restore(data: dict) -> dict[str, str]:
     for name, content in _section(data, "notes_files").items():
         if name not in WORKSPACE_FILES:
             raise InvalidInput(
-                f"notes_files.{name}: only {', '.join(WORKSPACE_FILES)} can be imported.", code="invalid_import"
+                _("notes_files.%(name)s: only %(files)s can be imported.")
+                % {"name": name, "files": ", ".join(WORKSPACE_FILES)},
+                code="invalid_import",
             )
         if content is None or isinstance(content, dict):
             continue
@@ -382,17 +401,19 @@ def _settings_to_restore(data: dict) -> tuple[dict, dict]:
     settings_data = _section(data, "settings")
     unknown = sorted(set(settings_data) - {"enable_memory", "auto_memory"})
     if unknown:
-        raise InvalidInput(f"settings: unknown keys {', '.join(map(str, unknown))}.", code="invalid_import")
+        raise InvalidInput(
+            _("settings: unknown keys %(keys)s.") % {"keys": ", ".join(map(str, unknown))}, code="invalid_import"
+        )
     switch = {}
     if "enable_memory" in settings_data:
         if not isinstance(settings_data["enable_memory"], bool):
-            raise InvalidInput("settings.enable_memory must be true or false.", code="invalid_settings")
+            raise InvalidInput(_("settings.enable_memory must be true or false."), code="invalid_settings")
         switch["enable_memory"] = settings_data["enable_memory"]
     auto = settings_data.get("auto_memory")
     if auto is None:
         auto = {}
     if not isinstance(auto, dict):
-        raise InvalidInput("settings.auto_memory must be an object.", code="invalid_import")
+        raise InvalidInput(_("settings.auto_memory must be an object."), code="invalid_import")
     try:
         auto = automemory_services.auto_memory_settings_validate(dict(auto))
     except DomainError as exc:
@@ -411,7 +432,7 @@ def _profile_to_restore(data: dict) -> dict:
         try:
             if name != "preferences":
                 if not isinstance(value, str):
-                    raise ValidationError("must be a string.")
+                    raise ValidationError(_("must be a string."))
                 clean_text(value, field=name)
             changes[name] = model_field.clean(value, None)
         except ValidationError as exc:

@@ -155,18 +155,20 @@ class ChatBindingAdmin(ServiceModelAdmin):
 
 
 class PlanImportForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    plan_file = forms.FileField(help_text="JSON written by `migrate_memory_scope inspect`")
+    name = forms.CharField(max_length=200, label=gettext_lazy("Name"))
+    plan_file = forms.FileField(
+        label=gettext_lazy("Plan file"), help_text=gettext_lazy("JSON written by `migrate_memory_scope inspect`")
+    )
 
     def clean_plan_file(self):
         upload = self.cleaned_data["plan_file"]
         if upload.size > MAX_PLAN_UPLOAD_BYTES:
-            raise ValidationError("Plan file too large.")
+            raise ValidationError(_("Plan file too large."))
         try:
             data = json.loads(upload.read().decode("utf-8"))
             migration.validate_plan(data)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ValidationError(f"Not valid JSON: {exc}") from None
+            raise ValidationError(_("Not valid JSON: %(error)s") % {"error": exc}) from None
         except DomainError as exc:
             raise ValidationError(exc.message) from None
         return data
@@ -250,12 +252,15 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             plan = migration.plan_import(
                 data=form.cleaned_data["plan_file"], name=form.cleaned_data["name"], actor=request.user
             )
-            messages.success(request, f"Imported plan {plan.name} with {plan.entries.count()} entries.")
+            messages.success(
+                request,
+                _("Imported plan %(name)s with %(n)s entries.") % {"name": plan.name, "n": plan.entries.count()},
+            )
             return self._changelist()
         context = {
             **self.admin_site.each_context(request),
             "form": form,
-            "title": "Import a scope migration plan",
+            "title": _("Import a scope migration plan"),
             "opts": self.model._meta,
         }
         return TemplateResponse(request, "admin/memory_app/scope_migration_form.html", context)
@@ -305,7 +310,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             "form": form,
             "plan": plan,
             "report": report,
-            "title": f"Apply plan {plan.name}",
+            "title": _("Apply plan %(name)s") % {"name": plan.name},
             "opts": self.model._meta,
             "approved": plan.entries.filter(approval=MigrationApproval.APPROVED).count(),
         }

@@ -348,12 +348,12 @@ def test_the_switch_panel_and_a_chat_that_is_not_remembered(open_page, live_serv
     assert UserSettings.objects.get(user=gina).enable_memory is False
     assert not AutoMemorySettings.objects.filter(user=gina, use=True).exists()
     page.check("#switch-use")
-    expect(page.locator(".messages")).to_contain_text("“Use my memories in new runs” is on.")
+    expect(page.locator(".messages")).to_contain_text("“Use my memories in new agent tasks” is on.")
     auto = AutoMemorySettings.objects.get(user=gina)
     assert (auto.use, auto.generate) == (True, False)
     assert UserSettings.objects.get(user=gina).enable_memory is False
     page.check("#switch-generate")
-    expect(page.locator(".messages")).to_contain_text("“Generate memories from my finished runs” is on.")
+    expect(page.locator(".messages")).to_contain_text("“Generate memories from my finished agent tasks” is on.")
     auto.refresh_from_db()
     assert (auto.use, auto.generate) == (True, True)
     assert not UserSettings.objects.filter(user=hank).exists()

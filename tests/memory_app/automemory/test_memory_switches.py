@@ -138,7 +138,7 @@ def test_each_switch_saves_alone_and_says_so(alice):
     assert state(alice) == {"enable_memory": True, "use": False, "generate": False}
     response = client.post(reverse("web:settings"), {"switch": "use", "use": "on"}, follow=True)
     assert state(alice) == {"enable_memory": True, "use": True, "generate": False}
-    assert "Saved: “Use my memories in new runs” is on." in response.content.decode()
+    assert "Saved: “Use my memories in new agent tasks” is on." in response.content.decode()
     client.post(reverse("web:settings"), {"switch": "enable_memory"})  # box unchecked: off
     assert state(alice) == {"enable_memory": False, "use": True, "generate": False}
     assert client.post(reverse("web:settings"), {"switch": "bogus", "use": ""}).status_code == 400
