@@ -84,6 +84,8 @@ def reset() -> None:
     """Forget what was found about the database (tests, after a migration)."""
     with _ready_lock:
         _ready.clear()
+    with _counts_lock:
+        _counts.clear()
 
 
 def _db_key(*parts) -> tuple:
@@ -139,6 +141,10 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False) -> bool:
         return False
     if not 1 <= int(dim) <= 4000:  # halfvec's HNSW limit
         return False
+    with _ready_lock:
+        _ready.pop(_db_key("index", model, dim), None)
+    if index_ready(model, dim):
+        return True  # no DDL at all, so no lock on the table
     name = index_name(model, dim)
     how = "CONCURRENTLY " if concurrently else ""
     with connection.cursor() as cursor:
@@ -207,27 +213,30 @@ def use_pgvector(n_docs: int, provider) -> bool:
     return index_ready(provider.model, provider.dim)
 
 
-_counts: dict[tuple, int] = {}
+_counts: dict[tuple, tuple[int, int, float]] = {}
 _counts_lock = threading.Lock()
+COUNT_MAX_AGE = 30.0  # seconds a scope's count stands for its later versions (a count of a big scope is not free)
 
 
 def embedded_count(scopes: list[tuple], model: str) -> int:
-    """Documents of ``scopes`` (``(id, docs, length, version)``) with a vector of ``model``,
-    counted once per scope version."""
+    """Documents of ``scopes`` (``(id, docs, length, version)``) with a vector of ``model``:
+    counted again when a scope's version changed and the count is older than ``COUNT_MAX_AGE``
+    (it only feeds the "not embedded yet" notice)."""
     total = 0
+    now = time.monotonic()
     for scope_id, _, _, version in scopes:
-        key = _db_key(scope_id, version, model)
+        key = _db_key(scope_id, model)
         with _counts_lock:
             found = _counts.get(key)
-        if found is None:
+        if found is None or (found[0] != version and now - found[2] > COUNT_MAX_AGE):
             with connection.cursor() as cursor:
                 cursor.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE scope_id = %s AND model = %s", [scope_id, model])
-                found = cursor.fetchone()[0]
+                found = (version, cursor.fetchone()[0], now)
             with _counts_lock:
                 if len(_counts) > 10_000:
                     _counts.clear()
                 _counts[key] = found
-        total += found
+        total += found[1]
     return total
 
 

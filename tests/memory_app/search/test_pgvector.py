@@ -169,6 +169,7 @@ def test_auto_ranks_small_searches_in_memory_and_large_ones_in_postgresql(pgvect
     # A document without a vector of the model is counted as not embedded.
     SearchDocument.objects.filter(pk=docs[0].pk).update(model="", vector=None)
     SearchScope.objects.filter(key="global:__global__").update(version=12345)
+    vectorstore.reset()  # the count of the previous version would stand for COUNT_MAX_AGE seconds
     assert engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").not_embedded == 1
     settings.MEMORY_VECTOR_BACKEND = "numpy"
     engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
