@@ -12,6 +12,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from config.metrics import VECTOR_CACHE_BYTES
 from memory_app.memories import services
@@ -139,6 +142,35 @@ def test_a_small_scope_among_many_gets_only_its_own_rows_and_all_of_them(pgvecto
     # A scope that does not exist, or no scope at all, finds nothing.
     assert vectorstore.rank([], crowd_matrix[0], 10, model=pgvector.model, dim=dim) == []
     assert vectorstore.rank([10**9], crowd_matrix[0], 10, model=pgvector.model, dim=dim) == []
+
+
+def test_any_choice_of_scopes_gets_only_their_rows(pgvector):
+    """Twelve scopes of random sizes (1 to 200 rows) over shared vector clusters; for any subset
+    of them and any query, every answer belongs to the subset, and a subset of at most ten rows
+    is answered whole."""
+    rng = np.random.default_rng(13)
+    dim = pgvector.dim
+    centres = rng.standard_normal((6, dim)).astype(np.float32)
+    members: dict[int, set[int]] = {}
+    for s in range(12):
+        size = int(rng.choice([1, 2, 3, 5, 40, 200]))
+        docs = _index(f"history:{s}", [f"scope {s} row {i}" for i in range(size)], f"s{s}-")
+        _store(docs, _clustered(rng, size, dim, centres), pgvector.model)
+        members[SearchScope.objects.get(key=f"history:{s}").pk] = {d.pk for d in docs}
+    scope_ids = sorted(members)
+
+    @hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(chosen=st.sets(st.sampled_from(scope_ids), min_size=1, max_size=4), seed=st.integers(0, 2**32 - 1))
+    def check(chosen, seed):
+        query = _clustered(np.random.default_rng(seed), 1, dim, centres)[0]
+        allowed = set().union(*(members[s] for s in chosen))
+        got = [d for d, _ in vectorstore.rank(sorted(chosen), query, 10, model=pgvector.model, dim=dim)]
+        assert set(got) <= allowed
+        assert len(got) == len(set(got)) <= 10
+        if len(allowed) <= 10:
+            assert set(got) == allowed
+
+    check()
 
 
 def test_other_models_vectors_are_never_ranked(pgvector):
