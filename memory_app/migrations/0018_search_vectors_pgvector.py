@@ -6,8 +6,9 @@
   IF NOT EXISTS vector`` and a ``vec halfvec`` column (in a savepoint: without the right to
   create the extension, nothing changes), filled from the float32 bytes of the rows that have
   a vector, then the HNSW index of the configured embedding model
-  (``memory_app.search.vectorstore``). Everywhere else (SQLite, PostgreSQL without the
-  extension) this does nothing and the in-memory ranking stays the only one.
+  (``memory_app.search.vectorstore.install``, which ``prepare_node`` runs again at every start,
+  so an extension installed later is taken up then). Everywhere else (SQLite, PostgreSQL
+  without the extension) this does nothing and the in-memory ranking stays the only one.
 
 Backwards drops the column and its indexes (the extension stays: other databases of the
 server may use it). The column is declared as SQL rather than as a field of ``SearchDocument``
@@ -15,30 +16,17 @@ so that the model state, and ``makemigrations --check``, are the same on every d
 """
 
 import pgvector.django.halfvec
-from django.db import DatabaseError, migrations, models, transaction
+from django.db import migrations, models
 
 
 def forwards(apps, schema_editor):
-    connection = schema_editor.connection
-    if connection.vendor != "postgresql":
+    if schema_editor.connection.vendor != "postgresql":
         return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-        if cursor.fetchone() is None:
-            return
-        try:
-            with transaction.atomic(using=connection.alias):
-                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except DatabaseError:
-            return  # no privilege to create the extension: stay on the in-memory path
-        cursor.execute("ALTER TABLE memory_app_searchdocument ADD COLUMN IF NOT EXISTS vec halfvec")
     from memory_app.search import vectorstore  # noqa: PLC0415 - the code of today, on purpose
     from memory_app.search.embeddings import get_provider  # noqa: PLC0415
 
-    vectorstore.reset()
-    vectorstore.backfill()
     provider = get_provider()
-    vectorstore.ensure_index(provider.model, provider.dim)
+    vectorstore.install(provider.model, provider.dim)
 
 
 def backwards(apps, schema_editor):

@@ -17,8 +17,8 @@ def pgvector_check(app_configs=None, **kwargs):
         if not vectorstore.column_ready():
             offered = vectorstore.extension_available()
             missing = (
-                "the 'vector' extension is available but not installed in this database (or migration 0018 "
-                "is not applied)"
+                "the 'vector' extension is available but not installed in this database (or this role may "
+                "not create it)"
                 if offered
                 else "this PostgreSQL server does not offer the 'vector' extension (pgvector)"
             )
@@ -26,9 +26,9 @@ def pgvector_check(app_configs=None, **kwargs):
                 checks.Warning(
                     f"Dense search without pgvector: {missing}. Searches over more vectors than fit in "
                     "MEMORY_VECTOR_CACHE_BYTES are ranked by their words only.",
-                    hint="Install pgvector 0.8+ on the server (e.g. the postgresql-<version>-pgvector package), then "
-                    "run 'manage.py migrate' (as a role that may CREATE EXTENSION) or 'CREATE EXTENSION vector' "
-                    "and migrate memory_app back to 0017 and forward again. docs/deploy.md, 'Vectors'.",
+                    hint="Install pgvector 0.8+ on the server (e.g. the postgresql-<version>-pgvector package) and "
+                    "restart the nodes ('prepare_node' creates the extension, or a superuser runs 'CREATE EXTENSION "
+                    "vector' first). docs/deploy.md, 'Vectors and Redis'.",
                     id="memory_app.W001",
                 )
             ]

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from pgvector import HalfVector
 
 from memory_app.search.embeddings import DTYPE
@@ -157,6 +157,29 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False) -> bool:
     with _ready_lock:
         _ready.pop(_db_key("index", model, dim), None)
     return index_ready(model, dim)
+
+
+def install(model: str, dim: int) -> bool:
+    """Where the server offers the extension: create it (if this role may), add the ``vec``
+    column, copy the vectors already stored and build ``model``'s index. Run by migration 0018,
+    ``prepare_node`` and ``refresh_embeddings``, so pgvector installed on the server later is
+    taken up at the next start. Returns whether the column exists afterwards."""
+    if connection.vendor != "postgresql":
+        return False
+    reset()
+    if not column_ready():
+        if not extension_available():
+            return False
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                cursor.execute(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {COLUMN} halfvec")
+        except DatabaseError:
+            return False  # no privilege to create the extension: stay on the in-memory path
+        reset()
+    backfill()
+    ensure_index(model, dim)
+    return column_ready()
 
 
 def _text(vector) -> str:

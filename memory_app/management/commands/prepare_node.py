@@ -59,11 +59,11 @@ class Command(BaseCommand):
         try:
             call_command("migrate", interactive=False, verbosity=verbosity)
             call_command("createcachetable", verbosity=verbosity)
-            # The pgvector index of the configured embedding model (after a change of model:
-            # empty, so quick; it grows as the vectors are filled in).
+            # pgvector where the server has it (installed after the migrations too), and the
+            # index of the configured embedding model (after a change of model: empty, so
+            # quick; it grows as the vectors are filled in).
             provider = get_provider()
-            vectorstore.reset()
-            vectorstore.ensure_index(provider.model, provider.dim)
+            vectorstore.install(provider.model, provider.dim)
         finally:
             if locked:
                 with connection.cursor() as cursor:

@@ -1,8 +1,9 @@
 """Embed every indexed document (memories of all tiers, history messages) that has no vector
 of the configured model: after a model change, a restore, or with the background thread off.
 Batches are committed one by one, so an interrupted run resumes where it stopped; running it
-twice embeds nothing the second time. Where PostgreSQL has pgvector, it then fills the ``vec``
-column of rows that lack it and builds the configured model's HNSW index if it is missing."""
+twice embeds nothing the second time. Where PostgreSQL offers pgvector, it then installs it if
+needed (``vectorstore.install``), fills the ``vec`` column of rows that lack it and builds the
+configured model's HNSW index if it is missing."""
 
 import sys
 import time
@@ -53,7 +54,6 @@ class Command(BaseCommand):
         if show:
             sys.stderr.write("\n")
         self.stdout.write(f"embedded {count} document(s) with {provider.model}")
-        if vectorstore.column_ready():
-            filled = vectorstore.backfill()
-            ready = vectorstore.ensure_index(provider.model, provider.dim)
-            self.stdout.write(f"pgvector: {filled} vector(s) copied, index {'ready' if ready else 'missing'}")
+        if vectorstore.install(provider.model, provider.dim):
+            ready = vectorstore.index_ready(provider.model, provider.dim)
+            self.stdout.write(f"pgvector: column filled, index {'ready' if ready else 'missing'}")
