@@ -258,7 +258,7 @@ def dense_rank(
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
-    if vectorstore.use_pgvector(n_docs, provider):
+    if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
         query_vector = provider.embed_query(query)
         ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)

@@ -19,7 +19,8 @@ Which path ranks a search (``use_pgvector``), by ``MEMORY_VECTOR_BACKEND``:
 - ``numpy``: always the exact in-memory ranking (``engine._VectorCache``);
 - ``pgvector``: PostgreSQL whenever the column and the model's index exist;
 - ``auto`` (default): PostgreSQL for searches over more than ``MEMORY_VECTOR_EXACT_DOCS``
-  documents when it can; numpy below that (exact, and faster for small scopes).
+  documents, or more than the in-memory cache holds, when it can; numpy below that (exact, and
+  no round trip for small scopes).
 
 Without the extension (SQLite, or PostgreSQL without it) nothing here does anything, and
 ``check --deploy`` says so (``memory_app.W001``).
@@ -226,12 +227,13 @@ def exact_docs() -> int:
     return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 50_000))
 
 
-def use_pgvector(n_docs: int, provider) -> bool:
-    """Whether a search over ``n_docs`` documents is ranked in PostgreSQL (module docstring)."""
+def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
+    """Whether a search over ``n_docs`` documents is ranked in PostgreSQL (module docstring);
+    ``fits_in_memory``: whether their vectors fit in the in-memory path's cache."""
     chosen = backend()
     if chosen == "numpy" or connection.vendor != "postgresql":
         return False
-    if chosen == "auto" and n_docs <= exact_docs():
+    if chosen == "auto" and fits_in_memory and n_docs <= exact_docs():
         return False
     return index_ready(provider.model, provider.dim)
 
@@ -287,6 +289,25 @@ def rank(
             [list(scope_ids), query, candidates],
         )
         found = cursor.fetchall()
+        if len(found) < candidates:
+            # Short: the scopes hold fewer rows, or the graph did not lead to all of them (HNSW
+            # can leave a row that is far from every other one unreachable, most visibly in a
+            # small scope among many). Where the scopes are small, rank them exactly instead:
+            # the order expression differs from the index's, so PostgreSQL computes every
+            # distance over the scopes' rows (read by the (scope, model, id) index).
+            where = f"model = {_literal(model)} AND {COLUMN} IS NOT NULL AND scope_id = ANY(%s)"
+            cursor.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {TABLE} WHERE {where} LIMIT %s) AS c",
+                [list(scope_ids), exact_docs() + 1],
+            )
+            held = cursor.fetchone()[0]
+            if len(found) < held <= exact_docs():
+                cursor.execute(
+                    f"SELECT id, vector FROM {TABLE} WHERE {where} "
+                    f"ORDER BY ({COLUMN}::halfvec({dim}) <#> %s::halfvec({dim})) + 0 LIMIT %s",
+                    [list(scope_ids), query, candidates],
+                )
+                found = cursor.fetchall()
     if not found:
         return []
     ids = np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))

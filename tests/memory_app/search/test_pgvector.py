@@ -185,24 +185,33 @@ def test_other_models_vectors_are_never_ranked(pgvector):
 
 
 def test_auto_ranks_small_searches_in_memory_and_large_ones_in_postgresql(pgvector, settings):
-    rng = np.random.default_rng(11)
-    docs = _index("global:__global__", [f"doc {i}" for i in range(60)], "d")
-    matrix = _clustered(rng, len(docs), pgvector.dim, rng.standard_normal((3, pgvector.dim)).astype(np.float32))
-    _store(docs, matrix, pgvector.model)
+    texts = [f"doc {i} about {word}" for i in range(60) for word in [("tea", "coffee", "juice")[i % 3]]]
+    docs = _index("global:__global__", texts, "d")
+    _store(docs, pgvector.embed(texts), pgvector.model)
     settings.MEMORY_VECTOR_BACKEND = "auto"
     settings.MEMORY_VECTOR_EXACT_DOCS = 100
-    numpy_refs = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").refs
+    in_memory = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").hits
+    assert len(in_memory) == 10 and in_memory[0].ref == "d3"
     assert engine.vector_cache.bytes > 0  # ranked in memory
     engine.vector_cache.clear()
     settings.MEMORY_VECTOR_EXACT_DOCS = 50
     found = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
     assert engine.vector_cache.bytes == 0  # ranked by PostgreSQL
-    assert found.refs == numpy_refs and not found.warnings
+    assert found.refs[0] == "d3" and not found.warnings
+    # The same scores (ties among equally similar texts may come in another order).
+    assert [round(h.score, 5) for h in found.hits] == [round(h.score, 5) for h in in_memory]
     # A document without a vector of the model is counted as not embedded.
     SearchDocument.objects.filter(pk=docs[0].pk).update(model="", vector=None)
     SearchScope.objects.filter(key="global:__global__").update(version=12345)
     vectorstore.reset()  # the count of the previous version would stand for COUNT_MAX_AGE seconds
     assert engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").not_embedded == 1
+    # More vectors than the in-memory cache holds, though under MEMORY_VECTOR_EXACT_DOCS: PostgreSQL.
+    engine.vector_cache.clear()
+    settings.MEMORY_VECTOR_EXACT_DOCS = 1000
+    settings.MEMORY_VECTOR_CACHE_BYTES = 20 * (pgvector.dim * 4 + 8)
+    found = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
+    assert engine.vector_cache.bytes == 0 and found.refs[0] == "d3" and found.not_embedded == 1
+    settings.MEMORY_VECTOR_CACHE_BYTES = 200 * 1024 * 1024
     settings.MEMORY_VECTOR_BACKEND = "numpy"
     engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
     assert engine.vector_cache.bytes > 0
