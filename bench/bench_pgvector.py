@@ -247,6 +247,7 @@ def main():
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--skip-numpy-global", action="store_true", help="no numpy ranking of the global scope")
     parser.add_argument("--compare-vector", action="store_true", help="also build a full-precision vector index")
+    parser.add_argument("--ef-search", default="", help="also measure recall at these hnsw.ef_search values: 200,400")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     phases = Phases()
@@ -365,6 +366,16 @@ def run(args, phases):
         "(it holds the synthetic vectors to compute the exact answers)"
     )
     rows = []
+    for ef in [int(v) for v in args.ef_search.split(",") if v.strip()]:
+        default_ef, vectorstore.EF_SEARCH = vectorstore.EF_SEARCH, ef
+        settings.MEMORY_VECTOR_EF_SEARCH = ef
+        for scope_id, (key, size) in list(enumerate(scopes, start=1))[:2]:
+            value, times = recall(scope_id)
+            rows.append(
+                (f"ef_search {ef}: {key} ({size}) recall@10, rank alone", f"{value:.3f}, {ms(times)}", "≥ 0.95")
+            )
+            print(rows[-1], flush=True)
+        vectorstore.EF_SEARCH = settings.MEMORY_VECTOR_EF_SEARCH = default_ef
     for scope_id, (key, size) in list(enumerate(scopes, start=1))[:2]:
         value, times = recall(scope_id)
         rows.append((f"{key} ({size} items): pgvector recall@10", f"{value:.3f}", "≥ 0.95"))

@@ -275,7 +275,7 @@ def rank(
     dim = int(dim)
     query = _text(query_vector)
     candidates = min(max(depth, CANDIDATES), 1000)
-    ef_search = max(EF_SEARCH, candidates)
+    ef_search = max(int(getattr(settings, "MEMORY_VECTOR_EF_SEARCH", EF_SEARCH)), candidates)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
