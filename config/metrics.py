@@ -26,6 +26,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -80,6 +81,12 @@ SEARCH_SECONDS = Histogram(
 )
 SCOPE_MIGRATION_ENTRIES = Counter(
     "memsvc_scope_migration_entries_total", "Scope-migration apply results per entry (dry runs excluded).", ["result"]
+)
+# One sample per live process (label ``pid`` in multi-process mode): what each one holds.
+VECTOR_CACHE_BYTES = Gauge(
+    "memsvc_vector_cache_bytes",
+    "Bytes of vectors (with their ids) held by this process's cache for exact dense ranking.",
+    multiprocess_mode="liveall",
 )
 BACKGROUND_JOBS = Counter(
     "memsvc_background_jobs_total", "Background jobs finished, by kind and final status.", ["kind", "status"]

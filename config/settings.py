@@ -160,23 +160,41 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Cache (API throttle counters) ----------------------------------------------------------
 # "locmem": per process, so N processes (or nodes) each allow the full rates. "database": a
 # table in the main database (`manage.py createcachetable`) that every process and node
-# shares, at a few extra queries per API request. Login lockouts do not use the cache.
+# shares, at a few extra queries per API request. "redis" (the default when REDIS_URL is set):
+# Django's built-in Redis backend, shared by every node at one round trip per counter. Login
+# lockouts (django-axes) and sessions are rows in the database, not in the cache.
 _CACHE_BACKENDS = {
     "locmem": "django.core.cache.backends.locmem.LocMemCache",
     "database": "django.core.cache.backends.db.DatabaseCache",
+    "redis": "django.core.cache.backends.redis.RedisCache",
 }
-CACHE_BACKEND = env_str("CACHE_BACKEND", "locmem")
+REDIS_URL = env_str("REDIS_URL", "")
+CACHE_BACKEND = env_str("CACHE_BACKEND", "redis" if REDIS_URL else "locmem")
 if CACHE_BACKEND not in _CACHE_BACKENDS:
-    raise ImproperlyConfigured("CACHE_BACKEND must be 'locmem' or 'database'")
-CACHES = {
-    "default": {
-        "BACKEND": _CACHE_BACKENDS[CACHE_BACKEND],
-        "LOCATION": "memory_cache",
-        # Past this many entries a third is dropped (expired ones first in the database), which
-        # resets those counters: room for one counter per active client and scope.
-        "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20000)},
+    raise ImproperlyConfigured("CACHE_BACKEND must be 'locmem', 'database' or 'redis'")
+if CACHE_BACKEND == "redis":
+    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured("CACHE_BACKEND=redis needs REDIS_URL (redis://host:6379/0, rediss://… or unix://…)")
+    CACHES = {
+        "default": {
+            "BACKEND": _CACHE_BACKENDS["redis"],
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "memsvc"),
+            # A Redis that stops answering must not hang requests: fail fast, and the throttle
+            # lets the request through (config/throttling.py).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": _CACHE_BACKENDS[CACHE_BACKEND],
+            "LOCATION": "memory_cache",
+            # Past this many entries a third is dropped (expired ones first in the database), which
+            # resets those counters: room for one counter per active client and scope.
+            "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20000)},
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -302,6 +320,22 @@ MEMORY_EMBEDDING_URL = env_str("MEMORY_EMBEDDING_URL", "")
 MEMORY_EMBEDDING_MODEL = env_str("MEMORY_EMBEDDING_MODEL", "text-embedding-3-small")
 MEMORY_EMBEDDING_API_KEY = env_str("MEMORY_EMBEDDING_API_KEY", "")
 MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 512)
+# Dense ranking (docs/search.md): "auto" ranks searches over more than MEMORY_VECTOR_EXACT_DOCS
+# documents with pgvector's HNSW index where PostgreSQL has the extension, the rest exactly in
+# memory; "numpy" or "pgvector" force one (pgvector still needs the extension and its index).
+MEMORY_VECTOR_BACKEND = env_str("MEMORY_VECTOR_BACKEND", "auto")
+if MEMORY_VECTOR_BACKEND not in ("auto", "numpy", "pgvector"):
+    raise ImproperlyConfigured("MEMORY_VECTOR_BACKEND must be 'auto', 'numpy' or 'pgvector'")
+MEMORY_VECTOR_EXACT_DOCS = env_int("MEMORY_VECTOR_EXACT_DOCS", 50_000)
+# Candidates of pgvector's HNSW search (hnsw.ef_search): more is better recall, slower searches.
+MEMORY_VECTOR_EF_SEARCH = env_int("MEMORY_VECTOR_EF_SEARCH", 100)
+if not 1 <= MEMORY_VECTOR_EF_SEARCH <= 1000:
+    raise ImproperlyConfigured("MEMORY_VECTOR_EF_SEARCH must be between 1 and 1000")
+# Bytes of vectors each process keeps for exact ranking (least recently used scopes out); a
+# search over more vectors than fit is ranked by pgvector, or by words where there is none.
+MEMORY_VECTOR_CACHE_BYTES = env_int("MEMORY_VECTOR_CACHE_BYTES", 200 * 1024 * 1024)
+if MEMORY_VECTOR_CACHE_BYTES < 1024 * 1024:
+    raise ImproperlyConfigured("MEMORY_VECTOR_CACHE_BYTES must be at least 1048576 (1 MiB)")
 
 # API tokens: every key expires; this many days unless the issuer chooses (at most the maximum).
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)

@@ -13,19 +13,25 @@ Scopes (rates in ``settings.API_THROTTLE_RATES``, read on every request so they 
 A view joins ``run`` or ``search`` with ``throttle_scopes = (...)`` or, when that depends on
 the request, ``get_throttle_scopes(request)``. ``API_THROTTLE=off`` turns every scope off.
 Counters live in the ``default`` cache: with several processes or nodes that cache must be
-shared (``CACHE_BACKEND=database``), or each process counts on its own.
+shared (``REDIS_URL``, or ``CACHE_BACKEND=database``), or each process counts on its own. A
+Redis that does not answer (within its 1 s timeout) lets the request through and logs it: the
+limits are a guard against overuse, not a gate the service should go down with.
 """
 
 import ipaddress
+import logging
 import math
 import re
 import time
 
 from django.conf import settings
 from django.core.cache import cache
+from redis.exceptions import RedisError
 from rest_framework import exceptions
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
+
+logger = logging.getLogger(__name__)
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 RATE_RE = re.compile(r"\s*([1-9]\d*)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*")
@@ -106,9 +112,13 @@ class ScopeThrottle(BaseThrottle):
         start = math.floor(now / window) * window
         key = f"throttle:{self.scope}:{ident}:{window}:{start}"
         try:
-            count = cache.incr(key)
-        except ValueError:  # the first request of this window (or its entry was evicted)
-            count = 1 if cache.add(key, 1, timeout=window + 1) else cache.incr(key)
+            try:
+                count = cache.incr(key)
+            except ValueError:  # the first request of this window (or its entry was evicted)
+                count = 1 if cache.add(key, 1, timeout=window + 1) else cache.incr(key)
+        except RedisError as exc:
+            logger.warning("throttle cache unavailable", extra={"error_class": type(exc).__name__})
+            return True
         if count <= limit:
             return True
         self._wait = max(1, math.ceil(start + window - now))

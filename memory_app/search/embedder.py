@@ -15,6 +15,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 
+from memory_app.search import vectorstore
 from memory_app.search.embeddings import get_provider, to_bytes
 from memory_app.search.index import text_hash, vectors_store
 from memory_app.search.models import SearchDocument
@@ -77,10 +78,9 @@ def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = 
 def embed_now(documents: list[SearchDocument], texts: list[str], *, provider) -> None:
     """Vectors for just-created documents of an in-process provider, in the caller's transaction."""
     matrix = provider.embed(texts)
-    SearchDocument.objects.bulk_update(
-        [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)],
-        ["model", "vector"],
-    )
+    updated = [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)]
+    SearchDocument.objects.bulk_update(updated, ["model", "vector"])
+    vectorstore.store([(doc.pk, doc.vector) for doc in updated])
 
 
 def _with_vector(doc: SearchDocument, vector, provider) -> SearchDocument:

@@ -15,8 +15,11 @@ Lexical
     decide a ranking, are read completely.
 Dense
     Cosine similarity between the query vector and the scopes' document vectors of the current
-    model (numpy over a per-process cache kept in step with each scope's ``version``).
-    Documents not embedded yet are not in this ranking; the result says how many.
+    model: exactly, with numpy over a per-process cache kept in step with each scope's
+    ``version`` and bounded in bytes (``MEMORY_VECTOR_CACHE_BYTES``); or, for searches over
+    more documents than that suits, by pgvector's HNSW index in PostgreSQL
+    (``memory_app.search.vectorstore``). Documents not embedded yet are not in this ranking;
+    the result says how many.
 Hybrid
     Reciprocal rank fusion of both rankings (``RRF_K``), each taken ``depth`` deep.
 """
@@ -31,7 +34,8 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from config.metrics import observe_search
+from config.metrics import VECTOR_CACHE_BYTES, observe_search
+from memory_app.search import vectorstore
 from memory_app.search.analysis import query_terms
 from memory_app.search.embeddings import DTYPE, background_similarity, get_provider
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
@@ -46,7 +50,6 @@ DF_CAP = 20000
 POSTINGS_BUDGET = 6000
 MIN_TERM_POSTINGS = 300
 MAX_DEPTH = 200
-EXACT_VECTOR_LIMIT = 200_000  # documents per search held in memory for exact vector ranking
 
 
 @dataclass
@@ -178,24 +181,44 @@ def lexical_rank(
     return ranked
 
 
+def vector_cache_bytes() -> int:
+    return int(getattr(settings, "MEMORY_VECTOR_CACHE_BYTES", 200 * 1024 * 1024))
+
+
+def exact_vector_limit(dim: int) -> int:
+    """Documents per search whose vectors fit in the per-process cache for exact ranking."""
+    return vector_cache_bytes() // (dim * DTYPE.itemsize + 8)
+
+
+def _entry_bytes(entry) -> int:
+    """About what an entry holds: its ids and vectors, and ~120 bytes a key and a ref."""
+    keys, refs = entry[4], entry[5]
+    return entry[2].nbytes + entry[3].nbytes + (len(keys) * 120 if keys is not None else 0) + len(refs) * 120
+
+
 class _VectorCache:
     """Per-process ``scope id → (version, model, document ids, matrix, keys, refs)``, least
-    recently used out; ``refs`` maps every document id of the scope (embedded or not) to its
-    ref, as of that version, so a search needs no statement to name its hits.
+    recently used out once the entries hold more than ``MEMORY_VECTOR_CACHE_BYTES`` (ids, vectors,
+    keys and refs; the last entry stays whatever its size, while it is in use); ``refs`` maps
+    every document id of the scope (embedded or not) to its ref, as of that version, so a search
+    needs no statement to name its hits.
 
     On a version change the id list of the scope is read again (with the refs); vectors of
     documents already held are reused (a stored vector never changes for its document id and
     model).
     """
 
-    def __init__(self, max_vectors: int = 2_000_000):
-        self.max_vectors = max_vectors
+    def __init__(self, max_bytes: int | None = None):
+        self.max_bytes = max_bytes
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self.bytes = 0
 
     def clear(self):
         with self._lock:
             self._data.clear()
+            self.bytes = 0
+        VECTOR_CACHE_BYTES.set(0)
 
     @staticmethod
     def _load(doc_ids: list[int], model: str, *, with_hash: bool = False):
@@ -268,13 +291,16 @@ class _VectorCache:
             matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             ids = np.asarray([key[0] for key in keys], dtype=np.int64)
         entry = (version, model, ids, matrix, keys, refs)
+        limit = self.max_bytes if self.max_bytes is not None else vector_cache_bytes()
         with self._lock:
             self._data[cache_key] = entry
             self._data.move_to_end(cache_key)
-            total = sum(len(v[5]) for v in self._data.values())
-            while total > self.max_vectors and len(self._data) > 1:
+            total = sum(_entry_bytes(v) for v in self._data.values())
+            while total > limit and len(self._data) > 1:
                 _, dropped = self._data.popitem(last=False)
-                total -= len(dropped[5])
+                total -= _entry_bytes(dropped)
+            self.bytes = total
+        VECTOR_CACHE_BYTES.set(total)
         return entry
 
 
@@ -291,7 +317,12 @@ def dense_rank(
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
-    if n_docs > EXACT_VECTOR_LIMIT:
+    if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
+        query_vector = provider.embed_query(query)
+        ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
+        missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
+        return _above_floor(ranked, query_vector, provider, floor), missing
+    if n_docs > exact_vector_limit(provider.dim):
         return [], -1
     query_vector = provider.embed_query(query)
     ids_parts, matrices = [], []
@@ -307,10 +338,14 @@ def dense_rank(
     k = min(depth, len(ids))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
+    return _above_floor([(int(ids[i]), float(sims[i])) for i in top], query_vector, provider, floor), missing
+
+
+def _above_floor(ranked: list[tuple[int, float]], query_vector, provider, floor: bool) -> list[tuple[int, float]]:
     threshold = provider.min_score
     if floor:
         threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
-    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > threshold], missing
+    return [(doc_id, score) for doc_id, score in ranked if score > threshold]
 
 
 def rrf_fuse(rankings: list[list], *, k: int = RRF_K, weights: list[float] | None = None) -> list[tuple]:
@@ -341,7 +376,7 @@ class Rankings:
 def _refs_of(scopes: list[tuple], doc_ids: set[int], model: str, dim: int) -> dict[int, str]:
     """Refs of ``doc_ids``: from the per-process cache of the scopes' documents (no statement
     once a scope's version is held), or one query for scopes too large to hold."""
-    if sum(s[1] for s in scopes) <= EXACT_VECTOR_LIMIT:
+    if sum(s[1] for s in scopes) <= exact_vector_limit(dim):
         refs: dict[int, str] = {}
         for scope_id, _, _, version in scopes:
             refs.update(vector_cache.refs(scope_id, version, model, dim))
@@ -372,7 +407,8 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(
-                f"More than {EXACT_VECTOR_LIMIT} items to compare by meaning: they were ranked by their words only."
+                f"More than {exact_vector_limit(provider.dim)} items to compare by meaning: "
+                "they were ranked by their words only."
             )
         elif result.not_embedded:
             result.warnings.append(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
+from memory_app.search import vectorstore
 from memory_app.search.analysis import term_counts
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
@@ -158,6 +159,7 @@ def vectors_store(doc_vectors: list[tuple[int, str, bytes]], *, model: str) -> i
             if changed:
                 stored += 1
                 touched.add(doc_id)
+        vectorstore.store([(doc_id, raw) for doc_id, _, raw in doc_vectors if doc_id in touched])
         scope_ids = set(SearchDocument.objects.filter(pk__in=touched).values_list("scope_id", flat=True))
         _bump({scope_id: [0, 0] for scope_id in scope_ids})
     return stored

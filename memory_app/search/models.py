@@ -7,6 +7,7 @@ key and a text; owners decide what is indexed (``memory_app.memories.derived``,
 """
 
 from django.db import models
+from pgvector.django import HalfVectorField
 
 
 class SearchScope(models.Model):
@@ -70,3 +71,22 @@ class SearchPosting(models.Model):
 
     def __str__(self):
         return f"{self.term} in {self.document_id}"
+
+
+class DocumentVector(models.Model):
+    """The pgvector copy of a document's vector: the ``vec`` column of ``SearchDocument``'s own
+    table, which exists only on PostgreSQL with the ``vector`` extension (migration 0018), so
+    it is not a field of ``SearchDocument`` (whose every query would then fail without it).
+    Not managed by Django: read it only where ``vectorstore.column_ready()``; written and
+    ranked by ``memory_app.search.vectorstore``, deleted with its document row."""
+
+    scope_id = models.BigIntegerField()
+    model = models.CharField(max_length=128)
+    vec = HalfVectorField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = "memory_app_searchdocument"
+
+    def __str__(self):
+        return f"vector of document {self.pk}"

@@ -16,6 +16,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from memory_app.search import vectorstore
+from memory_app.search.embeddings import get_provider
+
 logger = logging.getLogger(__name__)
 
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"memory-service:prepare-node").digest()[:8], "big", signed=True)
@@ -56,6 +59,11 @@ class Command(BaseCommand):
         try:
             call_command("migrate", interactive=False, verbosity=verbosity)
             call_command("createcachetable", verbosity=verbosity)
+            # pgvector where the server has it (installed after the migrations too), and the
+            # index of the configured embedding model (after a change of model: empty, so
+            # quick; it grows as the vectors are filled in).
+            provider = get_provider()
+            vectorstore.install(provider.model, provider.dim)
         finally:
             if locked:
                 with connection.cursor() as cursor:

@@ -1,7 +1,9 @@
 """Embed every indexed document (memories of all tiers, history messages) that has no vector
 of the configured model: after a model change, a restore, or with the background thread off.
 Batches are committed one by one, so an interrupted run resumes where it stopped; running it
-twice embeds nothing the second time."""
+twice embeds nothing the second time. Where PostgreSQL offers pgvector, it then installs it if
+needed (``vectorstore.install``), fills the ``vec`` column of rows that lack it and builds the
+configured model's HNSW index if it is missing."""
 
 import sys
 import time
@@ -10,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_app.agent.indexing import reindex_all as reindex_messages
 from memory_app.memories.derived import reindex_all as reindex_memories
+from memory_app.search import vectorstore
 from memory_app.search.embedder import embed_pending, pending_count
 from memory_app.search.embeddings import get_provider
 
@@ -51,3 +54,6 @@ class Command(BaseCommand):
         if show:
             sys.stderr.write("\n")
         self.stdout.write(f"embedded {count} document(s) with {provider.model}")
+        if vectorstore.install(provider.model, provider.dim):
+            ready = vectorstore.index_ready(provider.model, provider.dim)
+            self.stdout.write(f"pgvector: column filled, index {'ready' if ready else 'missing'}")

