@@ -187,13 +187,19 @@ def vector_cache_bytes() -> int:
 
 def exact_vector_limit(dim: int) -> int:
     """Documents per search whose vectors fit in the per-process cache for exact ranking."""
-    return vector_cache_bytes() // (dim * DTYPE.itemsize + 8)
+    return vector_cache_bytes() // (dim * DTYPE.itemsize + 8 + REF_BYTES)
+
+
+REF_BYTES = 120  # about what a cached key or ref (a tuple or a short string in a dict) costs
 
 
 def _entry_bytes(entry) -> int:
-    """About what an entry holds: its ids and vectors, and ~120 bytes a key and a ref."""
+    """About what an entry holds: its ids and vectors, a key per vector (SQLite) and a ref per
+    document of the scope."""
     keys, refs = entry[4], entry[5]
-    return entry[2].nbytes + entry[3].nbytes + (len(keys) * 120 if keys is not None else 0) + len(refs) * 120
+    return (
+        entry[2].nbytes + entry[3].nbytes + (len(keys) * REF_BYTES if keys is not None else 0) + len(refs) * REF_BYTES
+    )
 
 
 class _VectorCache:
