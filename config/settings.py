@@ -326,9 +326,9 @@ MEMORY_EMBEDDING_DIM = env_int("MEMORY_EMBEDDING_DIM", 512)
 MEMORY_VECTOR_BACKEND = env_str("MEMORY_VECTOR_BACKEND", "auto")
 if MEMORY_VECTOR_BACKEND not in ("auto", "numpy", "pgvector"):
     raise ImproperlyConfigured("MEMORY_VECTOR_BACKEND must be 'auto', 'numpy' or 'pgvector'")
-MEMORY_VECTOR_EXACT_DOCS = env_int("MEMORY_VECTOR_EXACT_DOCS", 50_000)
+MEMORY_VECTOR_EXACT_DOCS = env_int("MEMORY_VECTOR_EXACT_DOCS", 150_000)
 # Candidates of pgvector's HNSW search (hnsw.ef_search): more is better recall, slower searches.
-MEMORY_VECTOR_EF_SEARCH = env_int("MEMORY_VECTOR_EF_SEARCH", 100)
+MEMORY_VECTOR_EF_SEARCH = env_int("MEMORY_VECTOR_EF_SEARCH", 800)
 if not 1 <= MEMORY_VECTOR_EF_SEARCH <= 1000:
     raise ImproperlyConfigured("MEMORY_VECTOR_EF_SEARCH must be between 1 and 1000")
 # Bytes of vectors each process keeps for exact ranking (least recently used scopes out); a

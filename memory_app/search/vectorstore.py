@@ -42,7 +42,7 @@ TABLE = "memory_app_searchdocument"
 COLUMN = "vec"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-EF_SEARCH = 100  # candidates per index scan step (at least the candidates asked for)
+EF_SEARCH = 800  # MEMORY_VECTOR_EF_SEARCH: candidates per index scan step (docs/search.md)
 # Rows read from the index per search, then scored exactly: with ``relaxed_order`` an iterative
 # scan returns rows roughly, not strictly, nearest first, so the best ``depth`` are taken from
 # more (docs/search.md: at 10 candidates a filtered scope's recall@10 fell to about 0.6).
@@ -224,7 +224,7 @@ def backfill(*, batch: int = 2000, progress=None) -> int:
 
 
 def exact_docs() -> int:
-    return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 50_000))
+    return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 150_000))
 
 
 def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
