@@ -379,13 +379,16 @@ class Rankings:
     coverage: dict[str, float] = field(default_factory=dict)  # ref → share of the query's idf mass
 
 
-def _refs_of(scopes: list[tuple], doc_ids: set[int], model: str, dim: int) -> dict[int, str]:
+def _refs_of(scopes: list[tuple], doc_ids: set[int], provider) -> dict[int, str]:
     """Refs of ``doc_ids``: from the per-process cache of the scopes' documents (no statement
-    once a scope's version is held), or one query for scopes too large to hold."""
-    if sum(s[1] for s in scopes) <= exact_vector_limit(dim):
+    once a scope's version is held) where the in-memory path ranks them; else one query (scopes
+    too large to hold, or ranked by PostgreSQL: their vectors are not loaded just for refs)."""
+    n_docs = sum(s[1] for s in scopes)
+    fits = n_docs <= exact_vector_limit(provider.dim)
+    if fits and not vectorstore.use_pgvector(n_docs, provider, fits_in_memory=fits):
         refs: dict[int, str] = {}
         for scope_id, _, _, version in scopes:
-            refs.update(vector_cache.refs(scope_id, version, model, dim))
+            refs.update(vector_cache.refs(scope_id, version, provider.model, provider.dim))
         return {d: refs[d] for d in doc_ids if d in refs}
     return dict(SearchDocument.objects.filter(pk__in=doc_ids).values_list("id", "ref"))
 
@@ -420,7 +423,7 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
             result.warnings.append(
                 f"{result.not_embedded} item(s) are not embedded yet: they were ranked by their words only."
             )
-    refs = _refs_of(rows, {d for d, _ in [*lexical, *dense]}, provider.model, provider.dim)
+    refs = _refs_of(rows, {d for d, _ in [*lexical, *dense]}, provider)
     result.lexical = [(refs[d], score) for d, score in lexical if d in refs]
     result.dense = [(refs[d], score) for d, score in dense if d in refs]
     result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
