@@ -197,6 +197,9 @@ memory-home-search        GET    -       401  401    401  401 401  200   200 200
 memory-home-items         GET    -       401  401    401  401 401  200   200 200     200  200 200
 memory-home-items         GET    chat    401  401    401  401 401  200   404 404     404  404 404
 memory-home-items         GET    project 401  401    401  401 401  200   200 404     200  404 404
+memory-home-reads         GET    -       401  401    401  401 401  200   200 200     200  200 200
+memory-home-reads         GET    chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-reads         GET    project 401  401    401  401 401  200   200 404     200  404 404
 memory-home-item          GET    -       401  401    401  401 401  200   404 404     404  404 404
 memory-home-item          GET    chat    401  401    401  401 401  200   404 404     404  404 404
 memory-home-item          GET    project 401  401    401  401 401  200   200 404     200  404 404
@@ -327,6 +330,9 @@ web:home                      GET    search login login  login login login 200  
 web:memory_home_items         GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_items         GET    chat   login login  login login login 200   404   404     404   404
 web:memory_home_items         GET    project login login login login login 200   200   404     200   404
+web:memory_home_reads         GET    -      login login  login login login 200   200   200     200   200
+web:memory_home_reads         GET    chat   login login  login login login 200   404   404     404   404
+web:memory_home_reads         GET    project login login login login login 200   200   404     200   404
 # the add form: own memories, and a project for those whose role may write there
 web:memory_home_items         POST   -      login login  login login login 302   302   302     302   302
 web:memory_home_items         POST   project login login login login login 302   302   404     403   404
@@ -475,6 +481,12 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("memory-home-items", "-"): Target(query=lambda w: {"source": "user", "status": "all"}),
     ("memory-home-items", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
     ("memory-home-items", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    ("memory-home-reads", "-"): Target(query=lambda w: {"source": "user"}),
+    ("memory-home-reads", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
+    ("memory-home-reads", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
+    ("web:memory_home_reads", "-"): Target(query=lambda w: {"source": "user"}),
+    ("web:memory_home_reads", "chat"): Target(query=lambda w: {"source": f"chat:{CHAT_KEY}"}),
+    ("web:memory_home_reads", "project"): Target(query=lambda w: {"source": f"project:{w.project.pk}"}),
     # GET lists (the query), POST adds (the form names its source too)
     ("web:memory_home_items", "-"): Target(
         query=lambda w: {"source": "user", "status": "all"},

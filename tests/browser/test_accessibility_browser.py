@@ -74,6 +74,8 @@ def _get_pages(w):
         ("web:memory_home_items", "alice", at("web:memory_home_items", query={"source": "user", "status": "all"})),
         ("web:memory_home_items", "alice", at("web:memory_home_items", query=chat_source)),
         ("web:memory_home_items", "alice", at("web:memory_home_items", query=project_source)),
+        ("web:memory_home_reads", "alice", at("web:memory_home_reads", query={"source": "user"})),
+        ("web:memory_home_reads", "alice", at("web:memory_home_reads", query=project_source)),
         ("web:memory_home_item", "alice", at("web:memory_home_item", user_item)),
         ("web:memory_home_item", "alice", at("web:memory_home_item", {"memory_id": w.chat_item.pk})),
         ("web:memory_home_item", "alice", at("web:memory_home_item", {"memory_id": w.project_memory.pk})),
