@@ -319,6 +319,24 @@ def memory_supersede(
     return new
 
 
+def _with_older_versions(ids: list[str], *, within: Q) -> list[str]:
+    """``ids`` and, locked, every older version they replaced (walking ``superseded_by`` back,
+    at most ``MAX_CHAIN_LENGTH`` steps), among the rows ``within`` allows. The one chain walk of
+    forgetting, purging and moving a memory."""
+    found, frontier = list(ids), list(ids)
+    for _ in range(MAX_CHAIN_LENGTH):
+        frontier = list(
+            Memory.objects.select_for_update()
+            .filter(within, superseded_by_id__in=frontier)
+            .exclude(pk__in=found)
+            .values_list("pk", flat=True)
+        )
+        if not frontier:
+            break
+        found.extend(frontier)
+    return found
+
+
 def memory_forget(
     *,
     actor: AbstractBaseUser,
@@ -342,17 +360,7 @@ def memory_forget(
             if staff_review
             else _older_versions_q(actor=actor, memory=memory)
         )
-        doomed = [memory.pk]
-        frontier = [memory.pk]
-        for _ in range(MAX_CHAIN_LENGTH):
-            frontier = list(
-                Memory.objects.select_for_update()
-                .filter(older, superseded_by_id__in=frontier)
-                .values_list("pk", flat=True)
-            )
-            if not frontier:
-                break
-            doomed.extend(frontier)
+        doomed = _with_older_versions([memory.pk], within=older)
         derived.on_memories_deleted(doomed)
         Memory.objects.filter(pk__in=doomed).delete()
     logger.info("memory forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
@@ -386,17 +394,7 @@ def memory_forget_many(*, actor: AbstractBaseUser, memory_ids: list[str]) -> lis
         for memory in scopes.values():
             _require_write(actor=actor, memory=memory, action="forget")
             in_scopes |= _older_versions_q(actor=actor, memory=memory)
-        doomed, frontier = list(ids), list(ids)
-        for _ in range(MAX_CHAIN_LENGTH):
-            frontier = list(
-                Memory.objects.select_for_update()
-                .filter(in_scopes, superseded_by_id__in=frontier)
-                .exclude(pk__in=doomed)
-                .values_list("pk", flat=True)
-            )
-            if not frontier:
-                break
-            doomed.extend(frontier)
+        doomed = _with_older_versions(ids, within=in_scopes)
         derived.on_memories_deleted(doomed)
         Memory.objects.filter(pk__in=doomed).delete()
     logger.info("memories forgotten", extra={"memory_ids": doomed, "actor": getattr(actor, "pk", None)})
@@ -429,18 +427,7 @@ def memories_purge_expired(*, now: datetime | None = None, grace_days: int | Non
         in_scopes = Q(pk__in=[])
         for scope_type, scope_id in {(t, i) for _pk, t, i in expired}:
             in_scopes |= Q(scope_type=scope_type, scope_id=scope_id)
-        doomed = [pk for pk, _t, _i in expired]
-        frontier = list(doomed)
-        for _ in range(MAX_CHAIN_LENGTH):
-            frontier = list(
-                Memory.objects.select_for_update()
-                .filter(in_scopes, superseded_by_id__in=frontier)
-                .exclude(pk__in=doomed)
-                .values_list("pk", flat=True)
-            )
-            if not frontier:
-                break
-            doomed.extend(frontier)
+        doomed = _with_older_versions([pk for pk, _t, _i in expired], within=in_scopes)
         derived.on_memories_deleted(doomed)
         Memory.objects.filter(pk__in=doomed).delete()
     logger.info("expired memories purged", extra={"memory_ids": doomed, "grace_days": grace_days})
@@ -495,16 +482,7 @@ def memory_rescope(
         if (memory.scope_type, memory.scope_id) != tuple(from_scope):
             raise Conflict("Memory changed scope concurrently.", code="stale")
         # Older versions move along, so the supersede chain (and forgetting it) stays whole.
-        moving, frontier = [memory.pk], [memory.pk]
-        for _ in range(MAX_CHAIN_LENGTH):
-            frontier = list(
-                Memory.objects.select_for_update()
-                .filter(superseded_by_id__in=frontier, scope_type=from_scope[0], scope_id=from_scope[1])
-                .values_list("pk", flat=True)
-            )
-            if not frontier:
-                break
-            moving.extend(frontier)
+        moving = _with_older_versions([memory.pk], within=Q(scope_type=from_scope[0], scope_id=from_scope[1]))
         Memory.objects.filter(pk__in=moving).update(
             scope_type=to_scope[0], scope_id=to_scope[1], updated_at=timezone.now()
         )
