@@ -1,6 +1,7 @@
 """Test settings: the production module plus explicit test overrides."""
 
 import os
+import sys
 import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
@@ -41,3 +42,16 @@ MEMORY_EMBED_IN_BACKGROUND = False
 # Static files straight from the app's folders (nothing is collected for the suite).
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True
+# SQLite: the test database is a file (in memory-backed /dev/shm where there is one), opened as
+# production opens it (WAL, busy timeout), not Django's shared-cache in-memory database: there a
+# second connection -- the in-process job runner's or the embedder's thread -- fails at once with
+# "database table is locked" instead of waiting, and a server subprocess cannot see it at all.
+# (Only in the test process: a server subprocess on these settings is given SQLITE_PATH.)
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and "pytest" in sys.modules:  # noqa: F405
+    import atexit
+    import shutil
+
+    _shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    _test_db_dir = tempfile.mkdtemp(prefix="memsvc-test-db-", dir=_shm)
+    atexit.register(shutil.rmtree, _test_db_dir, ignore_errors=True)
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(_test_db_dir, "test.sqlite3")}  # noqa: F405

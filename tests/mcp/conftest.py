@@ -3,7 +3,6 @@
 this process writes."""
 
 import os
-import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,33 +69,17 @@ def key_for(user, **options) -> str:
 
 
 @pytest.fixture
-def shared_db(transactional_db, tmp_path):
+def shared_db(transactional_db):
     """Environment for a server subprocess that sees this process's database.
 
-    PostgreSQL: the test database itself (a transactional test commits its rows). SQLite: the
-    in-memory test database copied to a file that this process then uses too, until the test
-    ends (the in-memory database stays open meanwhile, and is used again afterwards)."""
+    The test database itself, on either engine: a transactional test commits its rows."""
     if connection.vendor == "postgresql":
         s = connection.settings_dict
         auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
         yield {"DATABASE_URL": f"postgresql://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"}
         return
-    path = tmp_path / "shared.sqlite3"
-    connection.ensure_connection()
-    memory, name = connection.connection, connection.settings_dict["NAME"]
-    target = sqlite3.connect(path)
-    memory.backup(target)
-    # WAL from the start, as the settings ask: switching later needs the database to itself.
-    target.execute("PRAGMA journal_mode=WAL")
-    target.close()
-    connection.connection = None
-    connection.settings_dict["NAME"] = str(path)
-    try:
-        yield {"SQLITE_PATH": str(path)}
-    finally:
-        connection.close()
-        connection.settings_dict["NAME"] = name
-        connection.connection = memory
+    # SQLite: the test database is a file (tests/settings.py); a transactional test commits to it.
+    yield {"SQLITE_PATH": str(connection.settings_dict["NAME"])}
 
 
 def server_env(shared: dict, workspace_root, **extra) -> dict:

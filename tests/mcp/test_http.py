@@ -11,7 +11,6 @@ import time
 import anyio
 import httpx2
 import pytest
-from django.conf import settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -20,18 +19,6 @@ from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused
 from tests.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
-
-# In the full SQLite pass the test process does not see rows the server subprocess wrote to the
-# shared SQLite file (tests/mcp/conftest.py, shared_db), although the module passes on its own and
-# after any single other module tried; the cause is not found yet, so the subprocess transports
-# are checked on PostgreSQL, where they run in every pass.
-pytestmark = [
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"),
-        reason="subprocess transports are checked on PostgreSQL only (see the comment above)",
-    ),
-]
-
 
 INITIALIZE = {
     "jsonrpc": "2.0",

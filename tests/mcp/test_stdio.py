@@ -6,8 +6,6 @@ import subprocess
 import sys
 
 import anyio
-import pytest
-from django.conf import settings
 from django.utils import timezone
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -19,18 +17,6 @@ from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_tools import USER_TOOLS
 
 TIMEOUT = 120
-
-
-# In the full SQLite pass the test process does not see rows the server subprocess wrote to the
-# shared SQLite file (tests/mcp/conftest.py, shared_db), although the module passes on its own and
-# after any single other module tried; the cause is not found yet, so the subprocess transports
-# are checked on PostgreSQL, where they run in every pass.
-pytestmark = [
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"),
-        reason="subprocess transports are checked on PostgreSQL only (see the comment above)",
-    ),
-]
 
 
 def stdio_client(env: dict) -> Client:
