@@ -6,6 +6,7 @@ lock (``locks.py``) so they serialize with ``remember_memory`` (docs/runs.md).""
 
 import hmac
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -38,7 +39,7 @@ from memory_app.agent.leases import (
     new_run_token,
     run_check_lease,
 )
-from memory_app.agent.locks import user_lock_acquire
+from memory_app.agent.locks import LockFailed, user_lock_acquire
 from memory_app.agent.models import (
     TOP_LEVEL_RUN_KINDS,
     AgentRun,
@@ -70,12 +71,16 @@ from memory_app.agent.workspace import (
     Workspace,
     WorkspaceEditConflict,
     WorkspaceFile,
+    WorkspaceUnsafe,
+    WorkspaceWriteFailed,
     sha256_hex,
     validate_base_sha256,
     validate_workspace_content,
     validate_workspace_name,
 )
 from memory_app.reads import services as reads_services
+
+logger = logging.getLogger(__name__)
 
 
 def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -> FileRead:
@@ -131,6 +136,75 @@ def workspace_file_delete(
         if name == MEMORY_FILE:
             notes_index.notes_index_drop(user_id=user.pk)  # its lines leave the search index with it
         return workspace.delete_file(name)
+
+
+FILL_WRITTEN, FILL_IDENTICAL, FILL_CONFLICT = "written", "identical", "conflict"
+
+
+@dataclass(frozen=True)
+class Published:
+    """A file ``workspace_files_fill`` published, with what it replaced (to take it back)."""
+
+    name: str
+    before: FileRead
+
+
+def workspace_files_fill(
+    *, user: AbstractBaseUser, files: dict[str, str], author: Author
+) -> tuple[dict[str, str], list[Published]]:
+    """Write each of ``files`` that is missing or empty, never overwriting text (an import):
+    ``written``, ``identical`` (it already holds that text) or ``conflict`` per name.
+
+    Runs inside the caller's transaction and takes the per-user lock for the rest of it, so the
+    caller's other writes and these files commit together. The files are published last, after
+    their history rows; if one publish fails, the ones before it are taken back and the error
+    raised (the transaction then takes the rows back). The caller passes what was published to
+    ``workspace_files_unpublish`` if its transaction fails afterwards."""
+    if not transaction.get_connection().in_atomic_block:
+        raise LockFailed("Filling the workspace files needs the caller's transaction.")
+    user_lock_acquire(user_id=user.pk)
+    workspace = Workspace(user.pk)
+    results: dict[str, str] = {}
+    to_publish: list[tuple[str, bytes, FileRead]] = []
+    for name, content in files.items():
+        validate_workspace_name(name)
+        data = validate_workspace_content(content).encode("utf-8")
+        before = _read_under_lock(workspace, name, None)
+        if before.exists and not before.truncated and before.content == data:
+            results[name] = FILL_IDENTICAL
+        elif before.exists and (before.truncated or before.content):
+            results[name] = FILL_CONFLICT
+        else:
+            _record(user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data)
+            to_publish.append((name, data, before))
+            results[name] = FILL_WRITTEN
+    published: list[Published] = []
+    try:
+        for name, data, before in to_publish:
+            workspace.replace_authorized_file(name, data)
+            published.append(Published(name, before))
+    except BaseException:
+        workspace_files_unpublish(user=user, published=published)
+        raise
+    return results, published
+
+
+def workspace_files_unpublish(*, user: AbstractBaseUser, published: list[Published]) -> None:
+    """Put back what ``workspace_files_fill`` published (its caller's transaction failed): each
+    file as it was before, or gone if it did not exist. Best effort: a file that cannot be put
+    back is logged, and the other files are still put back."""
+    workspace = Workspace(user.pk)
+    for item in reversed(published):
+        try:
+            if item.before.exists:
+                workspace.replace_authorized_file(item.name, item.before.content)
+            else:
+                workspace.delete_file(item.name)
+        except (OSError, WorkspaceUnsafe, WorkspaceWriteFailed) as exc:
+            logger.error(
+                "workspace file could not be put back",
+                extra={"user_id": user.pk, "file": item.name, "error_class": type(exc).__name__},
+            )
 
 
 def _record(*, user, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra):
@@ -212,7 +286,9 @@ def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) 
 def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:
     if not isinstance(enable_memory, bool):
         raise InvalidInput("enable_memory must be a boolean.", code="invalid")
-    with transaction.atomic(durable=True):
+    # Not durable: an import sets the switch in its own transaction (all or nothing); the lock
+    # then holds to the end of that transaction.
+    with transaction.atomic():
         # Same lock as remember_memory: a switch turned off is seen by every later write.
         user_lock_acquire(user_id=user.pk)
         row, _ = UserSettings.objects.select_for_update().get_or_create(user=user)

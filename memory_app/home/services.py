@@ -32,13 +32,13 @@ from identity_app import services as identity_services
 from identity_app.models import Profile
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.agent import services as agent_services
+from memory_app.agent.locks import user_lock_acquire
 from memory_app.agent.models import WorkspaceChangeSource
 from memory_app.agent.notes_history import Author
 from memory_app.agent.selectors import user_settings_get, workspace_file_get
 from memory_app.agent.workspace import (
     MEMORY_FILE,
     WORKSPACE_FILES,
-    WorkspaceEditConflict,
     validate_workspace_content,
 )
 from memory_app.automemory import services as automemory_services
@@ -517,38 +517,33 @@ def _changed(report: ImportReport, prefix: str, current, wanted: dict) -> dict:
     return changes
 
 
-def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin: str) -> None:
+def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin: str) -> list:
     """Each notes file through the workspace service (the per-user lock and the publish path
-    every notes-file write takes): written when it is missing or empty, skipped when it already
-    holds the same text, reported as a conflict (and left alone) when it holds other text. The
-    emptiness is checked again under the lock (``base_sha256``), so a note the agent saves
-    meanwhile is never overwritten."""
-    source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
-    for name, content in notes.items():
-        current = workspace_file_get(user=actor, name=name)
-        if current.exists and current.content == content:
-            report.notes_files.append({"name": name, "result": NOTES_IDENTICAL})
-            continue
-        if current.exists and current.content:
+    every notes-file write takes), in the import's transaction: written when it is missing or
+    empty, skipped when it already holds the same text, reported as a conflict (and left alone)
+    when it holds other text. Returns what was published (to take back if the import fails)."""
+    if report.dry_run:
+        results = {}
+        for name, content in notes.items():
+            current = workspace_file_get(user=actor, name=name)
+            if current.exists and current.content == content:
+                results[name] = NOTES_IDENTICAL
+            else:
+                results[name] = NOTES_CONFLICT if current.exists and current.content else NOTES_WRITTEN
+        published = []
+    else:
+        source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
+        results, published = agent_services.workspace_files_fill(
+            user=actor, files=notes, author=Author(source, actor=actor)
+        )
+    for name, result in results.items():
+        if result == NOTES_CONFLICT:
             message = f"{name} already holds other text; it was not overwritten."
             report.notes_files.append({"name": name, "result": NOTES_CONFLICT, "message": message})
             report.conflicts.append(message)
-            continue
-        if not report.dry_run:
-            try:
-                agent_services.workspace_file_write(
-                    user=actor,
-                    name=name,
-                    content=content,
-                    base_sha256=current.sha256,
-                    author=Author(source, actor=actor),
-                )
-            except WorkspaceEditConflict:
-                message = f"{name} changed while it was being imported; it was not overwritten."
-                report.notes_files.append({"name": name, "result": NOTES_CONFLICT, "message": message})
-                report.conflicts.append(message)
-                continue
-        report.notes_files.append({"name": name, "result": NOTES_WRITTEN})
+        else:
+            report.notes_files.append({"name": name, "result": result})
+    return published
 
 
 def home_import(
@@ -592,41 +587,51 @@ def home_import(
         raise InvalidInput("memories.global needs the operator's writer; nothing was imported.", code="invalid_import")
     report = ImportReport(dry_run=dry_run)
     tiered = {"legacy": legacy, "origin": origin}
-    with transaction.atomic():
-        _import_memories(
-            items=items,
-            section="user",
-            scope=(Tier.USER.value, str(actor.pk)),
-            active=home_memories(user=actor).filter(live_q(), scope_type=Tier.USER),
-            writer=lambda: actor,
-            report=report,
-            tier=Tier.USER,
-            **tiered,
-        )
-        if global_items:
+    published = []
+    try:
+        # All or nothing: the memories, profile, settings, switch and notes files commit together
+        # (the notes files are published last and taken back if the transaction fails).
+        with transaction.atomic(durable=not dry_run):
+            if not dry_run:
+                user_lock_acquire(user_id=actor.pk)  # first: the order every memory write takes
             _import_memories(
-                items=global_items,
-                section=GLOBAL_SECTION,
-                scope=GLOBAL_SCOPE,
-                active=Memory.objects.filter(live_q(), scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID),
-                writer=global_writer,
+                items=items,
+                section="user",
+                scope=(Tier.USER.value, str(actor.pk)),
+                active=home_memories(user=actor).filter(live_q(), scope_type=Tier.USER),
+                writer=lambda: actor,
                 report=report,
-                tier=Tier.GLOBAL,
+                tier=Tier.USER,
                 **tiered,
             )
-        current_profile = Profile.objects.filter(user=actor).first() or Profile(user=actor)  # a dry run creates none
-        profile_changes = _changed(report, "user.", current_profile, profile)
-        auto_changes = _changed(report, "settings.auto_memory.", auto_memory_settings_get(user=actor), auto)
-        if not dry_run:
-            if profile_changes:
-                identity_services.profile_update(user=actor, **profile_changes)
-            if auto_changes:
-                automemory_services.auto_memory_settings_update(user=actor, changes=auto_changes)
-    # The switch and the notes files own their (durable) transactions and the per-user lock.
-    switch_changes = _changed(report, "settings.", user_settings_get(user=actor), switch)
-    if switch_changes and not dry_run:
-        agent_services.user_settings_update(user=actor, **switch_changes)
-    _restore_notes(actor=actor, notes=notes, report=report, origin=origin)
+            if global_items:
+                _import_memories(
+                    items=global_items,
+                    section=GLOBAL_SECTION,
+                    scope=GLOBAL_SCOPE,
+                    active=Memory.objects.filter(live_q(), scope_type=Tier.GLOBAL, scope_id=GLOBAL_SCOPE_ID),
+                    writer=global_writer,
+                    report=report,
+                    tier=Tier.GLOBAL,
+                    **tiered,
+                )
+            current_profile = Profile.objects.filter(user=actor).first() or Profile(
+                user=actor
+            )  # a dry run creates none
+            profile_changes = _changed(report, "user.", current_profile, profile)
+            auto_changes = _changed(report, "settings.auto_memory.", auto_memory_settings_get(user=actor), auto)
+            switch_changes = _changed(report, "settings.", user_settings_get(user=actor), switch)
+            if not dry_run:
+                if profile_changes:
+                    identity_services.profile_update(user=actor, **profile_changes)
+                if auto_changes:
+                    automemory_services.auto_memory_settings_update(user=actor, changes=auto_changes)
+                if switch_changes:
+                    agent_services.user_settings_update(user=actor, **switch_changes)
+            published = _restore_notes(actor=actor, notes=notes, report=report, origin=origin)
+    except BaseException:
+        agent_services.workspace_files_unpublish(user=actor, published=published)
+        raise
     logger.info(
         "home import",
         extra={

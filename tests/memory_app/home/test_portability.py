@@ -4,11 +4,13 @@ restores them idempotently (conflicts reported, never overwritten); the operator
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError
 from django.urls import reverse
 
 from identity_app.models import Profile
@@ -16,6 +18,7 @@ from identity_app.services import profile_update
 from memory_app.agent import services as agent_services
 from memory_app.agent.models import UserSettings, WorkspaceChange
 from memory_app.agent.selectors import workspace_file_get
+from memory_app.agent.workspace import Workspace, WorkspaceUnsafe, WorkspaceWriteFailed
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.home.services import MAX_IMPORT_BYTES
@@ -71,7 +74,11 @@ def state_of(user) -> dict:
     switch = UserSettings.objects.filter(user=user).values_list("enable_memory", flat=True).first()
     notes = {}
     for name in ("AGENTS.md", "USER.md", "MEMORY.md"):
-        file = workspace_file_get(user=user, name=name)
+        try:
+            file = workspace_file_get(user=user, name=name)
+        except WorkspaceUnsafe:
+            notes[name] = "(not a regular file)"
+            continue
         notes[name] = file.content if file.exists else None
     changes = WorkspaceChange.objects.filter(user=user).count()
     return {"profile": profile, "auto": auto, "switch": switch, "notes": notes, "changes": changes}
@@ -406,3 +413,83 @@ def test_web_import_restores_notes_and_reports_a_conflict(client, api, alice_hom
     assert "profile fields or settings applied." in response.text
     assert workspace_file_get(user=carol, name="MEMORY.md").content == "- Carol's own note\n"
     assert WorkspaceChange.objects.get(user=carol, name="USER.md").source == "web"
+
+
+# --- all or nothing ----------------------------------------------------------------------------
+def nothing_changed_for(user, before: dict, rows) -> None:
+    assert state_of(user) == before
+    assert memory_rows() == rows
+    assert not Memory.objects.filter(owner=user).exists()
+
+
+def test_an_import_whose_notes_file_cannot_be_written_changes_nothing(api, alice_home, settings):
+    """A directory where carol's MEMORY.md should be: the import is refused whole -- no memory,
+    profile field, setting or other notes file of the file was written first."""
+    data = export_of(api(alice_home.alice))
+    carol = UserFactory(username="carol")
+    (Path(settings.WORKSPACE_ROOT) / str(carol.pk) / "agents" / "MEMORY.md").mkdir(parents=True)
+    before, rows = state_of(carol), memory_rows()
+    response = api(carol).post(IMPORT, data, format="json")
+    assert response.status_code == 409, response.content
+    assert response.json()["error"]["code"] == "workspace_unsafe"
+    nothing_changed_for(carol, before, rows)
+
+
+def test_a_publish_that_fails_takes_back_the_files_published_before_it(api, alice_home, monkeypatch):
+    data = export_of(api(alice_home.alice))
+    carol = UserFactory(username="carol")
+    before, rows = state_of(carol), memory_rows()
+    publish = Workspace.replace_authorized_file
+
+    def disk_full_on_memory_md(self, name, content):
+        if name == "MEMORY.md":
+            raise WorkspaceWriteFailed("Cannot create a temp file: No space left on device.")
+        return publish(self, name, content)
+
+    monkeypatch.setattr(Workspace, "replace_authorized_file", disk_full_on_memory_md)
+    response = api(carol).post(IMPORT, data, format="json")
+    assert response.status_code == 503, response.content
+    assert response.json()["error"]["code"] == "workspace_write_failed"
+    nothing_changed_for(carol, before, rows)  # USER.md, published first, is gone again
+
+
+def test_a_commit_that_fails_after_the_publish_takes_the_files_back(api, alice_home, monkeypatch, transactional_db):
+    """The files are published last, just before the commit; a commit that fails (here a
+    deferred foreign key checked at COMMIT, on a real transaction) takes them back too."""
+    data = export_of(api(alice_home.alice))
+    carol = UserFactory(username="carol")
+    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="")  # empty: filled, then emptied again
+    before, rows = state_of(carol), memory_rows()
+    fill = agent_services.workspace_files_fill
+
+    def fill_then_break_the_commit(**kwargs):
+        answer = fill(**kwargs)
+        assert workspace_file_get(user=carol, name="USER.md").exists  # really published
+        UserSettings.objects.create(user_id=10**9)  # no such user: refused at COMMIT
+        return answer
+
+    monkeypatch.setattr(agent_services, "workspace_files_fill", fill_then_break_the_commit)
+    with pytest.raises(IntegrityError):
+        api(carol).post(IMPORT, data, format="json")
+    nothing_changed_for(carol, before, rows)
+    assert workspace_file_get(user=carol, name="MEMORY.md").content == ""
+
+
+def test_the_import_command_is_all_or_nothing_too(api, alice_home, tmp_path, settings):
+    data = export_of(api(alice_home.alice))
+    carol = UserFactory(username="carol")
+    (Path(settings.WORKSPACE_ROOT) / str(carol.pk) / "agents" / "USER.md").mkdir(parents=True)
+    before, rows = state_of(carol), memory_rows()
+    with pytest.raises(CommandError, match=r"USER\.md"):
+        run_command(write_file(tmp_path, data), "--user", "carol")
+    nothing_changed_for(carol, before, rows)
+
+
+def test_a_dry_run_reports_the_notes_files_and_writes_nothing(api, alice_home, tmp_path):
+    data = export_of(api(alice_home.alice))
+    carol = UserFactory(username="carol")
+    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
+    before, rows = state_of(carol), memory_rows()
+    out = run_command(write_file(tmp_path, data), "--user", "carol", "--dry-run")
+    assert "MEMORY.md already holds other text" in out
+    nothing_changed_for(carol, before, rows)
