@@ -23,7 +23,6 @@ from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
 from identity_app.permissions import is_service_principal, may_write_global
 from identity_app.services import user_grant_service
-from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
 from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
 from memory_app.automemory.redaction import redact
 from memory_app.automemory.timebound import expiry_details, with_expiry
@@ -48,6 +47,7 @@ from memory_app.scoped.services import (
     recent_active_texts,
     strip_scope_clues,
 )
+from memory_app.threads.models import Conversation, Message, MessageRole, MessageType
 
 logger = logging.getLogger(__name__)
 

@@ -214,8 +214,8 @@ def test_failing_endpoint_is_retried_then_given_up(alice, project, model_server)
 def test_on_demand_round_stops_starting_runs_after_its_time_budget(api, alice, project, model_server):
     """The first run's extractor call outlasts the budget: no other run is started, the claimed
     ones are given back unspent and the background worker takes them all."""
-    from memory_app.agent.models import AgentRun
     from memory_app.automemory.models import AutoMemoryClaim
+    from memory_app.runs.models import AgentRun
 
     enable(alice, min_length_chars=10)
     runs = [
