@@ -10,10 +10,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from memory_app.automemory.extraction import DeterministicExtractor
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.automemory.worker import round_run
+from memory_app.distill.extraction import DeterministicExtractor
 from memory_app.notes import services as notes_services
 from memory_app.runs import services as run_services
 from memory_app.runs.models import AgentRun

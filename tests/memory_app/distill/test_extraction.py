@@ -1,6 +1,6 @@
 """The deterministic extractor: explicit statements in English and Chinese, nothing else."""
 
-from memory_app.automemory.extraction import DeterministicExtractor, normalize_key
+from memory_app.distill.extraction import DeterministicExtractor, normalize_key
 
 
 def extract(text):

@@ -9,9 +9,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from memory_app.automemory import worker
-from memory_app.automemory.extraction import DeterministicExtractor, ExtractorError, HttpExtractor, get_extractor
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
+from memory_app.distill.extraction import DeterministicExtractor, ExtractorError, HttpExtractor, get_extractor
 from memory_app.memories.models import Memory
 from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run, manual_round
 

@@ -13,8 +13,8 @@ import time_machine
 
 from identity_app.services import profile_update
 from memory_app.automemory.models import AutoMemoryLogEntry
-from memory_app.automemory.timebound import expiry_for
 from memory_app.automemory.worker import round_run
+from memory_app.distill.timebound import expiry_for
 from memory_app.scoped.consolidation import consolidate_turn
 from memory_app.scoped.models import MemoryCandidate
 from tests.factories import ChatBindingFactory

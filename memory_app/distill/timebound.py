@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from memory_app.automemory.extraction import Candidate
+from memory_app.distill.extraction import Candidate
 
 MAX_PHRASE_CHARS = 40
 MAX_TEXT_CHARS = 2000

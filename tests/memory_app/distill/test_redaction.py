@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from memory_app.automemory.models import AutoMemoryLogEntry
-from memory_app.automemory.redaction import redact
 from memory_app.automemory.worker import round_run
+from memory_app.distill.redaction import redact
 from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run, manual_round
-from tests.memory_app.automemory.redaction_lookalikes import LOOKALIKES
+from tests.memory_app.distill.redaction_lookalikes import LOOKALIKES
 
 # (kind, statement holding the secret, the secret string itself)
 SECRETS = [

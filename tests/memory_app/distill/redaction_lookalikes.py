@@ -1,5 +1,5 @@
 """Ordinary text that looks like the command-line, other-language and card forms redaction
-removes; none of it may change (tests/memory_app/automemory/test_redaction.py and
+removes; none of it may change (tests/memory_app/distill/test_redaction.py and
 bench/redaction_worst_case.py)."""
 
 LOOKALIKES = [
