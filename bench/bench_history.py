@@ -9,7 +9,7 @@ Creates a throwaway database (dropped at the end), one user with ``--messages`` 
 ``--threads`` threads, indexed by the engine (``--write bulk``, default: ``bulk_create`` then
 ``indexing.reindex_all``, which indexes in batches; ``--write service``: ``message_create``
 for each, which indexes it in its transaction, several times slower), and times
-``memory_app.agent.history.history_search`` (visibility, engine ranking, snippets, budgets) and
+``memory_app.threads.history.history_search`` (visibility, engine ranking, snippets, budgets) and
 ``engine.search`` alone for ``--queries`` questions in each engine mode (``MEMORY_SEARCH_MODE``
 overridden per mode).
 
@@ -144,12 +144,12 @@ def run(args, phases):
     from django.test.utils import override_settings
 
     from identity_app.services import user_grant_service
-    from memory_app.agent import indexing, services
-    from memory_app.agent.history import history_search
-    from memory_app.agent.indexing import history_scope
-    from memory_app.agent.models import Message
     from memory_app.search import embedder, engine
     from memory_app.search.embeddings import get_provider
+    from memory_app.threads import indexing, services
+    from memory_app.threads.history import history_search
+    from memory_app.threads.indexing import history_scope
+    from memory_app.threads.models import Message
 
     with phases("migrate"):
         migrate()

@@ -78,10 +78,12 @@ def prepare(args, phases, pool):
     from django.db import connection
 
     from identity_app.services import user_grant_service
-    from memory_app.agent import indexing, services
-    from memory_app.agent.models import Message
+    from memory_app.runs import services as run_services
     from memory_app.search import embedder
     from memory_app.search.embeddings import get_provider
+    from memory_app.threads import indexing
+    from memory_app.threads import services as thread_services
+    from memory_app.threads.models import Message
 
     users = get_user_model().objects
     svc = users.create_user(username="svc")
@@ -94,7 +96,7 @@ def prepare(args, phases, pool):
     for label, count in (("small", args.small), ("large", args.large)):
         user = users.create_user(username=f"user-{label}")
         threads = [
-            services.conversation_create(actor=svc, username=user.username, title=f"t{i}")
+            thread_services.conversation_create(actor=svc, username=user.username, title=f"t{i}")
             for i in range(max(1, count // 20))
         ]
         with phases(f"{count:,} messages of user-{label}"):
@@ -109,8 +111,8 @@ def prepare(args, phases, pool):
                     for n, p in enumerate(picks)
                 )
                 pool_of_ref.update({str(m.pk): p for m, p in zip(created, picks, strict=True)})
-        conv = services.conversation_create(actor=svc, username=user.username, title="asking")
-        issued = services.run_create(
+        conv = thread_services.conversation_create(actor=svc, username=user.username, title="asking")
+        issued = run_services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conv.pk,
@@ -136,9 +138,9 @@ def prepare(args, phases, pool):
 def profile(args, runs, asked):
     from django.test.utils import override_settings
 
-    from memory_app.agent import history
-    from memory_app.agent.history import history_search
     from memory_app.search import embeddings, engine
+    from memory_app.threads import history
+    from memory_app.threads.history import history_search
 
     stages: dict[str, float] = {}
 

@@ -141,9 +141,9 @@ def run(args):
 
     from identity_app.models import ChatBinding, Membership, Project, Role
     from identity_app.services import token_issue, user_grant_service
-    from memory_app.agent import services as agent_services
     from memory_app.memories import derived
     from memory_app.memories.models import Memory, Origin, Tier
+    from memory_app.notes import services as notes_services
     from tests.factories import UserFactory
 
     rng = random.Random(7)
@@ -191,7 +191,7 @@ def run(args):
     with phase(f"index {len(rows)} memories"):
         for start in range(0, len(rows), 500):
             derived.on_memories_written(created=rows[start : start + 500])
-        agent_services.workspace_file_write(
+        notes_services.workspace_file_write(
             user=alice, name="MEMORY.md", content="".join(f"- {sentence(rng, n)}\n" for n in range(100))
         )
     with phase("vacuum analyze"), connection.cursor() as cursor:

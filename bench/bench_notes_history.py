@@ -78,18 +78,22 @@ def run(args):
     from django.urls import reverse
 
     from identity_app.services import token_issue, user_grant_service
-    from memory_app.agent import notes_history, selectors, services, tools
-    from memory_app.agent.leases import run_credential_from_token
-    from memory_app.agent.models import WorkspaceChange
-    from memory_app.agent.workspace import Workspace
+    from memory_app.notes import notes_history, selectors
+    from memory_app.notes import services as notes_services
+    from memory_app.notes.models import WorkspaceChange
+    from memory_app.notes.workspace import Workspace
+    from memory_app.runs import services as run_services
+    from memory_app.runs import tools
+    from memory_app.runs.leases import run_credential_from_token
+    from memory_app.threads import services as thread_services
     from tests.factories import UserFactory
 
     svc = UserFactory(username="bench-svc")
     user_grant_service(user=svc)
 
     def new_run(user):
-        conversation = services.conversation_create(actor=svc, username=user.username, title="bench")
-        return services.run_create(
+        conversation = thread_services.conversation_create(actor=svc, username=user.username, title="bench")
+        return run_services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conversation.pk,
@@ -114,7 +118,7 @@ def run(args):
         text = selectors.workspace_file_get(user=alice, name="MEMORY.md").content
         lines = text.split("\n")
         lines[len(lines) // 2] += " (edited)"
-        services.workspace_file_write(user=alice, name="MEMORY.md", content="\n".join(lines))
+        notes_services.workspace_file_write(user=alice, name="MEMORY.md", content="\n".join(lines))
 
     report("editor save, one line changed (whole file sent)", timed(editor_save, 50))
 
@@ -142,7 +146,7 @@ def run(args):
             tools.remember_memory(credential=bob_credential, content=f"- later note {i}")
         first = WorkspaceChange.objects.filter(user=bob).order_by("seq").first()
         start = time.perf_counter()
-        services.workspace_change_undo(user=bob, change_id=first.pk)
+        notes_services.workspace_change_undo(user=bob, change_id=first.pk)
         report(f"undo of the oldest change, {later} later changes", [time.perf_counter() - start])
 
     # The page and the API list.

@@ -41,15 +41,17 @@ def line(name: str, values: list[float]) -> str:
 
 def run(args) -> None:
     from identity_app.services import user_grant_service
-    from memory_app.agent import services as agent_services
-    from memory_app.agent.leases import run_credential_from_token
     from memory_app.automemory.services import auto_memory_settings_update
     from memory_app.context.assembly import run_context_build
     from memory_app.memories.models import Origin, Tier
     from memory_app.memories.services import memory_create
+    from memory_app.notes import services as notes_services
     from memory_app.reads import recorder
     from memory_app.reads.models import MemoryRead
+    from memory_app.runs import services as run_services
+    from memory_app.runs.leases import run_credential_from_token
     from memory_app.scoped.services import scoped_item_create
+    from memory_app.threads import services as thread_services
     from tests.factories import ChatBindingFactory, UserFactory
 
     chat = "milky:private:10001"
@@ -57,14 +59,14 @@ def run(args) -> None:
     user_grant_service(user=svc)
     ChatBindingFactory(chat_key=chat, user=user)
     auto_memory_settings_update(user=user, changes={"use": True})
-    agent_services.workspace_file_write(
+    notes_services.workspace_file_write(
         user=user, name="MEMORY.md", content="".join(f"- note {n}: prefers tea number {n}\n" for n in range(40))
     )
     for n in range(10):
         memory_create(actor=user, tier=Tier.USER, kind="fact", content=f"Fact {n} about tea", origin=Origin.API)
         scoped_item_create(actor=svc, session_id=chat, kind="preference", content=f"Likes tea blend {n}")
-    conversation = agent_services.conversation_create(actor=svc, username="mei", title="t", session_key=chat)
-    issued = agent_services.run_create(
+    conversation = thread_services.conversation_create(actor=svc, username="mei", title="t", session_key=chat)
+    issued = run_services.run_create(
         actor=svc,
         username="mei",
         conversation_id=conversation.pk,

@@ -72,7 +72,9 @@ def main():
 
 def run_benchmarks(args, Client, connections):
     from identity_app.services import user_grant_service
-    from memory_app.agent import services
+    from memory_app.notes import services as notes_services
+    from memory_app.runs import services as run_services
+    from memory_app.threads import services as thread_services
     from tests.factories import UserFactory
 
     svc = UserFactory(username="bench-svc")
@@ -80,13 +82,13 @@ def run_benchmarks(args, Client, connections):
     users = [UserFactory(username=f"bench-user-{i}") for i in range(args.writers)]
     seed_memory = "# Memory\n" + "".join(f"- seeded fact number {i}: prefers concise answers\n" for i in range(200))
     for user in users:
-        services.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
-        services.workspace_file_write(user=user, name="USER.md", content="Name: bench user\n")
-        services.workspace_file_write(user=user, name="MEMORY.md", content=seed_memory)
+        notes_services.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
+        notes_services.workspace_file_write(user=user, name="USER.md", content="Name: bench user\n")
+        notes_services.workspace_file_write(user=user, name="MEMORY.md", content=seed_memory)
 
     def new_run(user, request_id):
-        conv = services.conversation_create(actor=svc, username=user.username, title="bench")
-        issued = services.run_create(
+        conv = thread_services.conversation_create(actor=svc, username=user.username, title="bench")
+        issued = run_services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conv.pk,

@@ -194,11 +194,13 @@ def prepare(args, phases) -> SimpleNamespace:
     from django.db import transaction
 
     from identity_app.services import token_issue, user_grant_service
-    from memory_app.agent import services
     from memory_app.automemory.services import auto_memory_settings_update
     from memory_app.memories import derived
     from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Tier
+    from memory_app.notes import services as notes_services
+    from memory_app.runs import services as run_services
     from memory_app.search.embeddings import get_provider
+    from memory_app.threads import services as thread_services
 
     provider = get_provider()
     rng = random.Random(42)
@@ -223,9 +225,9 @@ def prepare(args, phases) -> SimpleNamespace:
 
         def new_user(name: str, memory: str):
             user = User.objects.create_user(username=name, password=PASSWORD_LESS)
-            services.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
-            services.workspace_file_write(user=user, name="USER.md", content="Name: bench user\nTimezone: UTC\n")
-            services.workspace_file_write(user=user, name="MEMORY.md", content=memory)
+            notes_services.workspace_file_write(user=user, name="AGENTS.md", content="Be helpful and concise.\n" * 20)
+            notes_services.workspace_file_write(user=user, name="USER.md", content="Name: bench user\nTimezone: UTC\n")
+            notes_services.workspace_file_write(user=user, name="MEMORY.md", content=memory)
             return user
 
         context_memory = "# Memory\n"
@@ -272,10 +274,10 @@ def prepare(args, phases) -> SimpleNamespace:
         vacuum_analyze(["memory_app_memory", "memory_app_searchdocument", "memory_app_searchposting"])
 
     def new_run(user, request_id, session_key=""):
-        conv = services.conversation_create(
+        conv = thread_services.conversation_create(
             actor=svc, username=user.username, title=f"bench {request_id}", session_key=session_key
         )
-        issued = services.run_create(
+        issued = run_services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conv.pk,
@@ -376,8 +378,8 @@ def verify(user, markers: list[str]) -> tuple[int, int, int, int, int]:
     it, changes the history dropped)``. The history keeps the last ``HISTORY_KEEP`` changes of
     a file: a marker whose change was dropped is not counted as lost, as long as no more are
     missing than were dropped (``seq`` counts every change, kept or not)."""
-    from memory_app.agent.models import WorkspaceChange
-    from memory_app.agent.workspace import Workspace
+    from memory_app.notes.models import WorkspaceChange
+    from memory_app.notes.workspace import Workspace
 
     text = Workspace(user.pk).read_file("MEMORY.md", max_bytes=1 << 20).content.decode()
     in_file = [line.strip() for line in text.splitlines() if "bench marker" in line]

@@ -126,7 +126,7 @@ def install_vector_cache():
 # --- loading -----------------------------------------------------------------------------------
 def write_conversation(svc, data: dict) -> dict[int, str]:
     """Writes one conversation as its user's history; returns message id → turn id."""
-    from memory_app.agent import services
+    from memory_app.threads import services
 
     where = {}
     for s, session in enumerate(data["sessions"]):
@@ -179,7 +179,7 @@ def table(title: str, records: list[dict], systems: list[str], metric_names: tup
 def ask_history(conversations, users, positions, label: str) -> tuple[list[dict], dict]:
     from django.test import override_settings
 
-    from memory_app.agent.history import history_search
+    from memory_app.threads.history import history_search
 
     records = []
     timings = {m: [] for m in MODES}
@@ -241,8 +241,8 @@ LEVERS = {
 def patched(changes: dict):
     import contextlib
 
-    from memory_app.agent import history
     from memory_app.search import engine
+    from memory_app.threads import history
 
     modules = {"history": history, "engine": engine}
 
@@ -280,7 +280,7 @@ def ask_levers(
     """hit@10 / recall@10 of history_search per lever (query-time settings), compactly."""
     from django.test import override_settings
 
-    from memory_app.agent.history import history_search
+    from memory_app.threads.history import history_search
 
     out = {}
     cols = ["all", "lang=en", "lang=zh", *(f"kind={k}" for k in KINDS)]

@@ -61,10 +61,10 @@ def figures(rows: list[dict], limit: int) -> dict:
 def run(args) -> dict:
     from django.contrib.auth import get_user_model
 
-    from memory_app.agent import services as agent_services
     from memory_app.home.selectors import home_search
     from memory_app.memories.models import Origin, Tier
     from memory_app.memories.services import memory_create
+    from memory_app.notes import services as notes_services
     from memory_app.search.embedder import embed_pending
 
     data = json.loads((DATA / "memories.json").read_text(encoding="utf-8"))
@@ -75,7 +75,7 @@ def run(args) -> dict:
         memory = memory_create(actor=user, tier=Tier.USER, kind="fact", content=content, origin=Origin.API)
         memory_keys[memory.pk] = key
     notes_text = "".join(line + "\n" for line in data["notes"].values())
-    agent_services.workspace_file_write(user=user, name="MEMORY.md", content=notes_text)
+    notes_services.workspace_file_write(user=user, name="MEMORY.md", content=notes_text)
     note_keys = {line.strip(): key for key, line in data["notes"].items()}
     home_search(user=user, query="warm up", limit=args.limit)  # indexes the notes lines where the search does
     started = time.perf_counter()

@@ -33,9 +33,9 @@ import django
 
 django.setup()
 
-from memory_app.automemory.redaction import redact  # noqa: E402
 from memory_app.automemory.worker import MAX_TEXT_CHARS  # noqa: E402
-from tests.memory_app.automemory.redaction_lookalikes import LOOKALIKES  # noqa: E402
+from memory_app.distill.redaction import redact  # noqa: E402
+from tests.memory_app.distill.redaction_lookalikes import LOOKALIKES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -89,7 +89,7 @@ def main():
     import django
 
     django.setup()
-    from memory_app.automemory.timebound import expiry_for
+    from memory_app.distill.timebound import expiry_for
 
     result = evaluate(expiry_for)
     print(

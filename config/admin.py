@@ -33,3 +33,17 @@ class ServiceModelAdmin(admin.ModelAdmin):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by their services (conversation history: by agent runtimes); the admin
+    shows them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -181,6 +181,17 @@ class DefaultPagination(PageNumberPagination):
         return parameters
 
 
+# The lists of the agent runtime's API (conversations, messages, runs, the notes file's changes)
+# are bounded: at most LIST_MAX_PAGE_SIZE items, their large text fields cut (marked); the detail
+# endpoints return the full text.
+LIST_MAX_PAGE_SIZE = 50
+
+
+class ListPagination(DefaultPagination):
+    page_size = LIST_MAX_PAGE_SIZE
+    max_page_size = LIST_MAX_PAGE_SIZE
+
+
 def _positive_query_int(name: str, raw: str) -> int:
     if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
         raise drf_exceptions.ValidationError({name: ["Must be a positive integer."]})

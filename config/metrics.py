@@ -3,9 +3,10 @@
 ``/metrics`` answers only with ``Authorization: Bearer <METRICS_TOKEN>``; without a token set
 it does not exist (404). Request latency is labelled by the resolver's route name, never by
 the raw path (which holds ids). The domain counters are recorded where the thing happens:
-``remember_memory`` and the per-user lock (``memory_app/agent``), auto-memory extraction
-(``memory_app/automemory/worker.py``), search (``memory_app/search/engine.py``), scope-migration
-applies (``memory_app/scoped/migration.py``) and background jobs (``memory_app/ops``).
+``remember_memory`` (``memory_app/runs/tools.py``) and the per-user lock
+(``memory_app/notes/locks.py``), auto-memory extraction (``memory_app/automemory/worker.py``),
+search (``memory_app/search/engine.py``), scope-migration applies
+(``memory_app/scoped/migration.py``) and background jobs (``memory_app/ops``).
 
 Several processes (gunicorn workers, the worker beside them): each writes its samples to files
 in ``PROMETHEUS_MULTIPROC_DIR``, which must be set before prometheus_client is first imported

@@ -12,11 +12,12 @@ class MemoryAppConfig(AppConfig):
         from django.db.models.signals import post_delete  # noqa: PLC0415
 
         from identity_app.models import Project  # noqa: PLC0415
-        from memory_app.agent import indexing, notes_index  # noqa: PLC0415 - register the message and notes sources
         from memory_app.automemory.services import auto_memory_log_forget  # noqa: PLC0415
         from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
+        from memory_app.notes import notes_index  # noqa: PLC0415 - registers the notes source
         from memory_app.reads import recorder  # noqa: PLC0415
         from memory_app.search import checks  # noqa: F401, PLC0415 - registers the pgvector check
+        from memory_app.threads import indexing  # noqa: PLC0415 - registers the message source
 
         # Rows deleted by a database cascade never pass through their owners' services: their
         # search scopes go here, with every document, posting and vector in them.

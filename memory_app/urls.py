@@ -5,8 +5,6 @@
 """
 
 from identity_app.web import views as identity_web
-from memory_app.agent import api as agent_api
-from memory_app.agent import web as agent_web
 from memory_app.automemory import api as automemory_api
 from memory_app.automemory import web as automemory_web
 from memory_app.context import api as context_api
@@ -14,13 +12,20 @@ from memory_app.home import api as home_api
 from memory_app.home import web as home_web
 from memory_app.memories import api as memories_api
 from memory_app.memories import web as memories_web
+from memory_app.notes import api as notes_api
+from memory_app.notes import web as notes_web
 from memory_app.ops import api as ops_api
+from memory_app.runs import api as runs_api
+from memory_app.runs import web as runs_web
 from memory_app.scoped import api as scoped_api
 from memory_app.scoped import web as scoped_web
+from memory_app.threads import api as threads_api
 
 api_urlpatterns = [
     *memories_api.urlpatterns,
-    *agent_api.urlpatterns,
+    *notes_api.urlpatterns,
+    *threads_api.urlpatterns,
+    *runs_api.urlpatterns,
     *context_api.urlpatterns,
     *automemory_api.urlpatterns,
     *scoped_api.urlpatterns,
@@ -32,7 +37,8 @@ web_urlpatterns = [
     *home_web.urlpatterns,
     *memories_web.urlpatterns,
     *identity_web.urlpatterns,
-    *agent_web.urlpatterns,
+    *notes_web.urlpatterns,
+    *runs_web.urlpatterns,
     *automemory_web.urlpatterns,
     *scoped_web.urlpatterns,
 ]

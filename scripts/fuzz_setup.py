@@ -26,9 +26,10 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 
 from identity_app.services import project_create, token_issue, user_grant_service  # noqa: E402
-from memory_app.agent import services as agent_services  # noqa: E402
 from memory_app.memories import services as memory_services  # noqa: E402
 from memory_app.memories.models import Origin, Tier  # noqa: E402
+from memory_app.runs import services as run_services  # noqa: E402
+from memory_app.threads import services as thread_services  # noqa: E402
 
 
 def create_database(url: str, name: str) -> None:
@@ -59,8 +60,8 @@ def create_accounts() -> dict:
         content="Use PostgreSQL.",
         origin=Origin.API,
     )
-    conversation = agent_services.conversation_create(actor=service, username=user.username, title="fuzz")
-    issued = agent_services.run_create(
+    conversation = thread_services.conversation_create(actor=service, username=user.username, title="fuzz")
+    issued = run_services.run_create(
         actor=service,
         username=user.username,
         conversation_id=conversation.pk,

@@ -11,12 +11,13 @@ from rest_framework.test import APIClient
 
 from identity_app.models import Role
 from identity_app.services import token_issue, user_grant_service
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import Conversation
 from memory_app.reads import recorder as reads_recorder
+from memory_app.runs import services as run_services
+from memory_app.threads import services as thread_services
+from memory_app.threads.models import Conversation
 from tests import logcheck
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
-from tests.memory_app.agent.helpers import RunHandle
+from tests.memory_app.runs.helpers import RunHandle
 
 logcheck.install()
 
@@ -193,10 +194,10 @@ def make_run(svc):
         **conv,
     ):
         if conversation is None:
-            conversation = agent_services.conversation_create(actor=svc, username=user.username, title="t", **conv)
+            conversation = thread_services.conversation_create(actor=svc, username=user.username, title="t", **conv)
         if kind == "subagent" and parent is None:
             parent = make(user, conversation=conversation, worker_id=worker_id).run
-        issued = agent_services.run_create(
+        issued = run_services.run_create(
             actor=svc,
             username=user.username,
             conversation_id=conversation.pk,

@@ -8,11 +8,12 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from identity_app.models import ChatBinding, Membership, Profile, Project, Role
-from memory_app.agent import indexing
-from memory_app.agent.models import AgentRun, Conversation, Message, MessageRole, MessageType, RunKind, RunStatus
 from memory_app.memories import derived
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Kind, Memory, Origin, ProjectSummary, Tier
+from memory_app.runs.models import AgentRun, RunKind, RunStatus
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
+from memory_app.threads import indexing
+from memory_app.threads.models import Conversation, Message, MessageRole, MessageType
 
 # --- identity ------------------------------------------------------------------------------
 

@@ -27,14 +27,16 @@ from django.utils import timezone
 
 from identity_app.models import Invitation, Role
 from identity_app.services import invitation_create, token_issue, user_grant_service
-from memory_app.agent import services as agent_services
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome
 from memory_app.memories import services as memory_services
+from memory_app.notes import services as notes_services
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import worker_heartbeat
+from memory_app.runs import services as run_services
 from memory_app.scoped.migration import inspect_plan, plan_import
 from memory_app.scoped.services import scoped_item_create
+from memory_app.threads import services as thread_services
 from tests.factories import (
     ChatBindingFactory,
     MembershipFactory,
@@ -222,10 +224,10 @@ def build_world() -> World:
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"
     )
     o["candidate"] = MemoryCandidateFactory(memory=o["chat_item"])
-    o["conversation"] = agent_services.conversation_create(
+    o["conversation"] = thread_services.conversation_create(
         actor=svc, username="alice", title=f"Trip with the {MARKERS['thread']}", session_key=CHAT_KEY
     )
-    main = agent_services.run_create(
+    main = run_services.run_create(
         actor=svc,
         username="alice",
         conversation_id=o["conversation"].pk,
@@ -234,7 +236,7 @@ def build_world() -> World:
         lease_seconds=3600,
         prompt=f"Plan the {MARKERS['thread']} trip",
     )
-    sub = agent_services.run_create(
+    sub = run_services.run_create(
         actor=svc,
         username="alice",
         conversation_id=o["conversation"].pk,
@@ -248,10 +250,10 @@ def build_world() -> World:
     o["main_run"], o["sub_run"] = main.run, sub.run
     # bob's conversation in a group chat (bound to nobody), given by the unlimited principal:
     # out of the reach of the token limited to bob, which may not run in it.
-    o["group_conversation"] = agent_services.conversation_create(
+    o["group_conversation"] = thread_services.conversation_create(
         actor=svc, username="bob", title="Group", session_key=GROUP_KEY
     )
-    o["group_run"] = agent_services.run_create(
+    o["group_run"] = run_services.run_create(
         actor=svc,
         username="bob",
         conversation_id=o["group_conversation"].pk,
@@ -261,9 +263,9 @@ def build_world() -> World:
     ).run
     world.run_tokens.update(main=main.run_token, sub=sub.run_token)
     o["message"] = MessageFactory(conversation=o["conversation"], content=f"Bring the {MARKERS['thread']} along")
-    agent_services.user_settings_update(user=alice, enable_memory=True)
+    notes_services.user_settings_update(user=alice, enable_memory=True)
     # The history of her notes file: one change, which wrote the file each case starts from.
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES_TEXT)
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES_TEXT)
     o["notes_change"] = alice.workspace_changes.get()
     automemory_services.auto_memory_settings_update(user=alice, changes={"generate": True})
     o["log_entry"] = AutoMemoryLogEntry.objects.create(

@@ -9,13 +9,16 @@ import pytest
 from config.errors import InvalidInput, NotFound
 from config.validation import clean_text, is_valid_id, validate_json_value
 from identity_app.permissions import READ, project_require_permission
-from memory_app.agent import history, tools, workspace
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import AgentRun, Conversation, Message, ToolCall
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import Memory
+from memory_app.notes import workspace
+from memory_app.runs import tools
+from memory_app.runs.models import AgentRun
 from memory_app.scoped import services as scoped_items
-from tests.memory_app.agent.helpers import memory_path
+from memory_app.threads import history
+from memory_app.threads import services as thread_services
+from memory_app.threads.models import Conversation, Message, ToolCall
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 
@@ -298,25 +301,25 @@ def test_services_refuse_bad_text(alice, svc, make_run, workspace_root, bad):
             actor=svc, kind="fact", content="ok", session_id=SESSION, metadata={"a": {"b": text}}
         ),
         lambda: scoped_items.scoped_item_create(actor=svc, kind="fact", content=text, session_id=SESSION),
-        lambda: agent_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content=text),
-        lambda: agent_services.message_create(
+        lambda: thread_services.message_create(actor=svc, conversation_id=conversation_id, role="user", content=text),
+        lambda: thread_services.message_create(
             actor=svc, conversation_id=conversation_id, role="user", content="x", metadata={"k": text}
         ),
-        lambda: agent_services.message_create(
+        lambda: thread_services.message_create(
             actor=svc,
             conversation_id=conversation_id,
             role="assistant",
             content="x",
             tool_calls=[{"name": "n", "input": {"a": text}}],
         ),
-        lambda: agent_services.message_create(
+        lambda: thread_services.message_create(
             actor=svc,
             conversation_id=conversation_id,
             role="assistant",
             content="x",
             tool_calls=[{"name": "n", "output": {"a": text}}],
         ),
-        lambda: agent_services.conversation_create(actor=svc, username=alice.username, title=text),
+        lambda: thread_services.conversation_create(actor=svc, username=alice.username, title=text),
         lambda: history.history_search(user_id=alice.pk, query=text),
         lambda: history.history_read(user_id=alice.pk, thread_id=text),
         lambda: tools.remember_memory(credential=handle.credential, content=text),

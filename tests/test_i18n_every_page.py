@@ -21,14 +21,16 @@ from django.utils import translation
 from identity_app import models as identity_models
 from identity_app.models import Role
 from identity_app.services import invitation_create, profile_update, token_issue
-from memory_app.agent import models as agent_models
-from memory_app.agent.models import RunKind, RunStatus
 from memory_app.automemory import gates, words
 from memory_app.automemory import models as automemory_models
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemoryOutcome
 from memory_app.memories import models as memories_models
+from memory_app.notes import models as notes_models
 from memory_app.reads import models as reads_models
+from memory_app.runs import models as run_models
+from memory_app.runs.models import RunKind, RunStatus
 from memory_app.scoped import models as scoped_models
+from memory_app.threads import models as thread_models
 from tests.factories import (
     AgentRunFactory,
     ChatBindingFactory,
@@ -179,7 +181,16 @@ def _choice_words() -> set[str]:
 
 def _choice_words_in_english() -> set[str]:
     words = set()
-    for module in (identity_models, memories_models, agent_models, automemory_models, scoped_models, reads_models):
+    for module in (
+        identity_models,
+        memories_models,
+        notes_models,
+        thread_models,
+        run_models,
+        automemory_models,
+        scoped_models,
+        reads_models,
+    ):
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, models.Choices) and value is not models.TextChoices:
                 for choice, label in value.choices:

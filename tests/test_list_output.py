@@ -12,12 +12,14 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from config.api import PlannedListSerializer
-from memory_app.agent import selectors as agent_selectors
-from memory_app.agent.api import RUN_LIST_TEXT_BYTES, ConversationOutput, RunListOutput
-from memory_app.agent.models import RunStatus
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.memories import selectors as memory_selectors
 from memory_app.memories.api import MemoryOutput
+from memory_app.runs import selectors as run_selectors
+from memory_app.runs.api import RUN_LIST_TEXT_BYTES, RunListOutput
+from memory_app.runs.models import RunStatus
+from memory_app.threads import selectors as thread_selectors
+from memory_app.threads.api import ConversationOutput
 from tests.factories import AgentRunFactory, ConversationFactory, ProjectFactory, UserMemoryFactory
 
 User = get_user_model()
@@ -61,9 +63,9 @@ def test_memories_conversations_and_runs_list_as_their_serializer_outputs_them(a
 
     with timezone.override(zone):
         memories = _same_as_drf(MemoryOutput, list(memory_selectors.user_memories(user=alice)))
-        conversations = _same_as_drf(ConversationOutput, list(agent_selectors.conversations_visible(user=alice)))
+        conversations = _same_as_drf(ConversationOutput, list(thread_selectors.conversations_visible(user=alice)))
         runs = _same_as_drf(
-            RunListOutput, list(agent_selectors.runs_list(user=alice, text_chars=RUN_LIST_TEXT_BYTES + 1))
+            RunListOutput, list(run_selectors.runs_list(user=alice, text_chars=RUN_LIST_TEXT_BYTES + 1))
         )
     assert {m["superseded_by"] for m in memories} == {None, newer.pk}
     assert {c["project_id"] for c in conversations} == {None, project.pk}

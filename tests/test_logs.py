@@ -73,7 +73,7 @@ def test_log_lines_of_a_request_carry_its_id(api, make_run, run_api, alice, log_
     )
     assert response.status_code == 200, response.content
     mine = [line for line in log_lines() if line.get("request_id") == "req-remember"]
-    assert any(line["logger"] == "memory_app.agent.tools" for line in mine)
+    assert any(line["logger"] == "memory_app.runs.tools" for line in mine)
     [access] = [line for line in mine if line["logger"] == "config.access"]
     assert (access["route"], access["method"], access["status"]) == ("run-tool", "POST", 200)
     assert isinstance(access["duration_ms"], float)

@@ -11,9 +11,9 @@ from django.test import Client
 from config.errors import InvalidInput, PayloadTooLarge
 from config.validation import SafeJSONParser, json_nesting_depth
 from identity_app.models import Project
-from memory_app.agent.models import Conversation, Message, ToolCall
 from memory_app.memories.models import Memory
-from tests.memory_app.agent.helpers import memory_path
+from memory_app.threads.models import Conversation, Message, ToolCall
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 

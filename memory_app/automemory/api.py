@@ -13,7 +13,6 @@ from config.api import (
     api_route,
     is_schema_generation,
 )
-from memory_app.agent.models import AgentRun
 from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import (
     AUTO_MEMORY_LIMITS,
@@ -24,6 +23,7 @@ from memory_app.automemory.models import (
 )
 from memory_app.automemory.worker import auto_memory_round_request
 from memory_app.ops.api import JobOutput, job_accepted
+from memory_app.runs.models import AgentRun
 
 
 class AutoMemorySettingsInput(StrictInputMixin, serializers.Serializer):

@@ -7,11 +7,11 @@ import logging
 from dataclasses import dataclass
 
 from config.errors import NotFound, PermissionDenied
-from memory_app.agent.models import RunKind, run_gets_memory
 from memory_app.automemory.selectors import effective_flags
 from memory_app.memories.identity_context import render_identity_text
 from memory_app.memories.selectors import latest_active_project_memories, latest_active_user_memories
 from memory_app.memories.timing import user_zone
+from memory_app.runs.models import RunKind, run_gets_memory
 
 logger = logging.getLogger(__name__)
 

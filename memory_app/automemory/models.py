@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from memory_app.agent.models import AgentRun
+from memory_app.runs.models import AgentRun
 
 __all__ = [
     "AUTO_MEMORY_DEFAULTS",

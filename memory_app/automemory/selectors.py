@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
+from memory_app.runs.models import AgentRun
 
 
 def auto_memory_log_for(*, user, outcome: str | None = None, run_id: str | None = None) -> QuerySet[AutoMemoryLogEntry]:

@@ -9,9 +9,9 @@ from django.db import transaction
 
 from config.errors import InvalidInput
 from config.validation import clean_text
-from memory_app.agent.models import AgentRun
-from memory_app.agent.selectors import run_get
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryLogEntry, AutoMemorySettings
+from memory_app.runs.models import AgentRun
+from memory_app.runs.selectors import run_get
 
 _UNSET = object()
 BOOL_FIELDS = ("generate", "use", "redact_contact_info")

@@ -18,10 +18,10 @@ before any of them is written, so a malformed request changes nothing.
 from dataclasses import asdict, dataclass
 
 from config.errors import InvalidInput
-from memory_app.agent import services as agent_services
-from memory_app.agent.selectors import user_settings_get
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
+from memory_app.notes import services as notes_services
+from memory_app.notes.selectors import user_settings_get
 
 SWITCH_FIELDS = ("enable_memory", "use", "generate")
 
@@ -61,7 +61,7 @@ def memory_switches_update(*, user, changes) -> MemorySwitches:
     before the first one is written."""
     changes = memory_switches_validate(changes)
     if "enable_memory" in changes:
-        agent_services.user_settings_update(user=user, enable_memory=changes["enable_memory"])
+        notes_services.user_settings_update(user=user, enable_memory=changes["enable_memory"])
     auto = {name: changes[name] for name in ("use", "generate") if name in changes}
     if auto:
         automemory_services.auto_memory_settings_update(user=user, changes=auto)

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
 from config.web import service_call
-from memory_app.agent import selectors as agent_selectors
-from memory_app.agent.selectors import run_get
 from memory_app.automemory import selectors, services, switches, words
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
+from memory_app.runs.selectors import run_get
+from memory_app.threads import selectors as thread_selectors
 
 LOG_PAGE_SIZE = 50
 SWITCH_LABELS = [
@@ -146,10 +146,10 @@ def settings_page(request):
             messages.success(request, _("Memory switches saved."))
         return redirect("web:settings")
     state = switches.memory_switches_get(user=request.user)
-    private_chats = agent_selectors.conversations_visible(user=request.user).filter(no_memory=True).count()
+    private_chats = thread_selectors.conversations_visible(user=request.user).filter(no_memory=True).count()
     return render(
         request,
-        "agent/settings.html",
+        "automemory/switches.html",
         {"switches": state, "private_chats": private_chats},
     )
 

@@ -26,28 +26,19 @@ from config.errors import NotFound, PermissionDenied
 from config.metrics import AUTOMEMORY_RUNS
 from identity_app.ids import new_id
 from identity_app.permissions import CREATE_TASK, project_require_permission
-from memory_app.agent.models import (
-    AgentRun,
-    Conversation,
-    Message,
-    MessageRole,
-    MessageType,
-    RunKind,
-    RunStatus,
-    run_never_extracted,
-    top_level_runs_q,
-)
-from memory_app.automemory.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_memory_gate
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
-from memory_app.automemory.redaction import redact
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
-from memory_app.automemory.timebound import expiry_details, with_expiry
+from memory_app.distill.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
+from memory_app.distill.redaction import redact
+from memory_app.distill.timebound import expiry_details, with_expiry
 from memory_app.memories import services
 from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Tier, live_q
 from memory_app.memories.timing import user_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
+from memory_app.runs.models import AgentRun, RunKind, RunStatus, run_never_extracted, top_level_runs_q
+from memory_app.threads.models import Conversation, Message, MessageRole, MessageType
 
 logger = logging.getLogger(__name__)
 

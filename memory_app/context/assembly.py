@@ -18,16 +18,16 @@ from config.budgets import truncate_utf8
 from config.errors import InvalidInput
 from config.lowtrust import Marked, low_trust_block, mark_data
 from config.validation import clean_text
-from memory_app.agent.leases import RunCredential, RunNotAuthorized, run_check_lease
-from memory_app.agent.models import AgentRun, run_gets_memory, run_is_top_level
-from memory_app.agent.selectors import run_memory_enabled
-from memory_app.agent.services import run_context_round_next
-from memory_app.agent.tools import TOOL_SCHEMAS
-from memory_app.agent.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.automemory import injection as identity_injection
 from memory_app.context import filecache
+from memory_app.notes.selectors import run_memory_enabled
+from memory_app.notes.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
+from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
+from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level
+from memory_app.runs.services import run_context_round_next
+from memory_app.runs.tools import TOOL_SCHEMAS
 from memory_app.scoped import context as scoped_context
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from memory_app.agent.workspace import FileRead, Workspace
+from memory_app.notes.workspace import FileRead, Workspace
 
 MAX_ENTRIES = 2048
 RACY_NS = 2_000_000_000

@@ -23,7 +23,6 @@ from config.api import (
     validated,
 )
 from identity_app.session_keys import chat_key_pattern
-from memory_app.agent.workspace import WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX
 from memory_app.automemory.services import BOOL_FIELDS, MODEL_FIELDS, THRESHOLD_FIELDS
 from memory_app.home import selectors, services
@@ -32,6 +31,7 @@ from memory_app.memories.api import ExpiresAtField
 from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
+from memory_app.notes.workspace import WORKSPACE_FILES
 
 
 def source_schema(*names: str) -> dict:

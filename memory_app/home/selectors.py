@@ -35,20 +35,22 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import profile_get, projects_with_my_role
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
-from memory_app.agent.notes_index import notes_lines_sync, notes_scope
-from memory_app.agent.selectors import conversations_visible, runs_visible, user_settings_get, workspace_file_get
-from memory_app.agent.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemoryLogEntry
 from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_log_for_memories, auto_memory_settings_get
 from memory_app.memories.derived import scope_key, shared_scope_key
 from memory_app.memories.models import Memory, Origin, Tier, live_q
 from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
+from memory_app.notes.notes_index import notes_lines_sync, notes_scope
+from memory_app.notes.selectors import user_settings_get, workspace_file_get
+from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES
 from memory_app.reads.models import ItemKind, MemoryRead
 from memory_app.reads.selectors import notes_reads_of, reads_of
+from memory_app.runs.selectors import runs_visible
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
 from memory_app.search import engine
 from memory_app.search.highlight import highlight
+from memory_app.threads.selectors import conversations_visible
 
 MAX_PROJECTS = 50  # projects shown (and searched) in the home; the projects page lists them all
 MAX_CHATS = 50

@@ -31,16 +31,6 @@ from config.validation import (
 from identity_app import services as identity_services
 from identity_app.models import Profile
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
-from memory_app.agent import services as agent_services
-from memory_app.agent.locks import user_lock_acquire
-from memory_app.agent.models import WorkspaceChangeSource
-from memory_app.agent.notes_history import Author
-from memory_app.agent.selectors import user_settings_get, workspace_file_get
-from memory_app.agent.workspace import (
-    MEMORY_FILE,
-    WORKSPACE_FILES,
-    validate_workspace_content,
-)
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
 from memory_app.home.selectors import (
@@ -71,6 +61,12 @@ from memory_app.memories.models import (
     live_q,
 )
 from memory_app.memories.selectors import chat_is_bound_to
+from memory_app.notes import services as notes_services
+from memory_app.notes.locks import user_lock_acquire
+from memory_app.notes.models import WorkspaceChangeSource
+from memory_app.notes.notes_history import Author
+from memory_app.notes.selectors import user_settings_get, workspace_file_get
+from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES, validate_workspace_content
 from memory_app.scoped import services as scoped_services
 from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_CLUE_KEYS
 from memory_app.scoped.selectors import bound_chats
@@ -207,8 +203,8 @@ def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> Forg
         # Outside the transaction above: the workspace services own their (durable) transactions
         # and the per-user lock, as every notes-file write does. The file's change history holds
         # its old text, so it is forgotten too.
-        report.notes_deleted = agent_services.workspace_file_delete(user=actor, name=MEMORY_FILE)
-        agent_services.workspace_history_clear(user=actor, name=MEMORY_FILE)
+        report.notes_deleted = notes_services.workspace_file_delete(user=actor, name=MEMORY_FILE)
+        notes_services.workspace_history_clear(user=actor, name=MEMORY_FILE)
     logger.info(
         "home source forgotten",
         extra={"actor": actor.pk, "source": ref.key, "memories": len(report.forgotten), "notes": report.notes_deleted},
@@ -533,7 +529,7 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
         published = []
     else:
         source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
-        results, published = agent_services.workspace_files_fill(
+        results, published = notes_services.workspace_files_fill(
             user=actor, files=notes, author=Author(source, actor=actor)
         )
     for name, result in results.items():
@@ -627,10 +623,10 @@ def home_import(
                 if auto_changes:
                     automemory_services.auto_memory_settings_update(user=actor, changes=auto_changes)
                 if switch_changes:
-                    agent_services.user_settings_update(user=actor, **switch_changes)
+                    notes_services.user_settings_update(user=actor, **switch_changes)
             published = _restore_notes(actor=actor, notes=notes, report=report, origin=origin)
     except BaseException:
-        agent_services.workspace_files_unpublish(user=actor, published=published)
+        notes_services.workspace_files_unpublish(user=actor, published=published)
         raise
     logger.info(
         "home import",

@@ -20,10 +20,10 @@ import uuid
 from django.db import DatabaseError, connection
 
 from config.errors import DomainError, PermissionDenied
-from memory_app.agent.leases import LeaseLost, RunCredential, run_credential_from_token, without_row
-from memory_app.agent.models import RunStatus
-from memory_app.agent.services import assistant_run_open, run_finish, run_heartbeat
 from memory_app.mcp.auth import Principal
+from memory_app.runs.leases import LeaseLost, RunCredential, run_credential_from_token, without_row
+from memory_app.runs.models import RunStatus
+from memory_app.runs.services import assistant_run_open, run_finish, run_heartbeat
 
 logger = logging.getLogger(__name__)
 

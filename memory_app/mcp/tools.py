@@ -25,8 +25,6 @@ from config.lowtrust import RESULT_FRAME_NOTE
 from config.throttling import RunThrottle, ScopeThrottle, SearchThrottle
 from config.validation import is_valid_id
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
-from memory_app.agent import tools as agent_tools
-from memory_app.agent.selectors import memory_enabled_for
 from memory_app.context.assembly import run_context_build
 from memory_app.mcp import selectors
 from memory_app.mcp.auth import Principal
@@ -34,8 +32,10 @@ from memory_app.mcp.runs import SessionRun
 from memory_app.memories import services as memory_services
 from memory_app.memories.identity_context import identity_context_build
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Origin, Tier
+from memory_app.notes.selectors import memory_enabled_for
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
+from memory_app.runs import tools as agent_tools
 from memory_app.scoped import search as scoped_search
 from memory_app.scoped.selectors import searchable_scopes
 

@@ -10,17 +10,70 @@ def drop_fts_table(apps, schema_editor):
         schema_editor.execute("DROP TABLE IF EXISTS memory_scoped_fts")
 
 
+# Frozen: which rows are indexed, and in which scope, is decided here with the models of this
+# migration's state, as the indexing code decided it when this migration was written (memories:
+# ``memory_app.memories.derived``; history messages: the message indexing module). That code
+# has since read columns added later and moved between modules; this must not change with it.
+# The words and vectors are written through the engine this migration creates
+# (``memory_app.search.documents``), so the index is the one the running code reads.
+BATCH = 500
+HISTORY_ROLES = ("user", "assistant")
+SUBAGENT_SOURCES = ("agent_call", "agent_evaluation", "subagent")
+
+
+def _memory_row(memory, Row):
+    if memory.status != "active":
+        return Row(ref=memory.pk, scope=None)
+    return Row(ref=memory.pk, scope=f"{memory.scope_type}:{memory.scope_id}", text=memory.content)
+
+
+def _message_row(message, Row):
+    conversation = message.conversation
+    if (
+        message.role in HISTORY_ROLES
+        and message.type == "text"
+        and conversation.parent_id is None
+        and conversation.source not in SUBAGENT_SOURCES
+        and message.content.strip()
+    ):
+        return Row(ref=str(message.pk), scope=f"history:{conversation.owner_id}", text=message.content)
+    return Row(ref=str(message.pk), scope=None)
+
+
 def index_existing_rows(apps, schema_editor):
     """Index the memories and history messages that exist (words now; vectors by the worker)."""
     Memory = apps.get_model("memory_app", "Memory")
     Message = apps.get_model("memory_app", "Message")
     if not Memory.objects.exists() and not Message.objects.exists():
         return
-    from memory_app.agent.indexing import reindex_all as reindex_messages  # noqa: PLC0415
-    from memory_app.memories.derived import reindex_all as reindex_memories  # noqa: PLC0415
+    from memory_app.search import documents  # noqa: PLC0415 - the engine created above
+    from memory_app.search.index import Row  # noqa: PLC0415
 
-    reindex_memories()
-    reindex_messages()
+    last_id = ""
+    while batch := list(
+        Memory.objects.filter(pk__gt=last_id)
+        .order_by("pk")
+        .only("id", "scope_type", "scope_id", "status", "content")[:BATCH]
+    ):
+        last_id = batch[-1].pk
+        documents.sync("memory", [_memory_row(m, Row) for m in batch])
+    last_id = 0
+    while batch := list(
+        Message.objects.filter(pk__gt=last_id)
+        .select_related("conversation")
+        .order_by("pk")
+        .only(
+            "id",
+            "role",
+            "type",
+            "content",
+            "conversation__owner_id",
+            "conversation__parent_id",
+            "conversation__source",
+        )[:BATCH]
+    ):
+        last_id = batch[-1].pk
+        documents.sync("message", [_message_row(m, Row) for m in batch])
 
 
 class Migration(migrations.Migration):

@@ -1,6 +1,6 @@
 """Consolidation after a turn and per-session "dreaming" (docs/scoped-memory.md).
 
-Candidates come from the shared extractor interface (``memory_app.automemory.extraction``); each is
+Candidates come from the shared extractor interface (``memory_app.distill.extraction``); each is
 recorded as a ``MemoryCandidate`` and turned into an item in the scope its kind decides
 (``scope.write_scope``) — except that what a typed chat says is not shared with everyone
 without consent (``scope.chat_write_placement``): an item of a global kind stays in its chat as
@@ -23,10 +23,9 @@ from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
 from identity_app.permissions import is_service_principal, may_write_global
 from identity_app.services import user_grant_service
-from memory_app.agent.models import Conversation, Message, MessageRole, MessageType
-from memory_app.automemory.extraction import Candidate, DeterministicExtractor, Extractor
-from memory_app.automemory.redaction import redact
-from memory_app.automemory.timebound import expiry_details, with_expiry
+from memory_app.distill.extraction import Candidate, DeterministicExtractor, Extractor
+from memory_app.distill.redaction import redact
+from memory_app.distill.timebound import expiry_details, with_expiry
 from memory_app.memories import services
 from memory_app.memories.models import KIND_VALUES, Memory, Origin, live_q
 from memory_app.memories.timing import chat_zone
@@ -48,6 +47,7 @@ from memory_app.scoped.services import (
     recent_active_texts,
     strip_scope_clues,
 )
+from memory_app.threads.models import Conversation, Message, MessageRole, MessageType
 
 logger = logging.getLogger(__name__)
 

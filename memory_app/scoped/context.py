@@ -7,8 +7,8 @@ from config.errors import ServiceUnavailable
 from config.lowtrust import Marked, low_trust_block, mark_data
 from identity_app.chat_reach import chat_in_reach_of_run, chat_of_session
 from identity_app.session_keys import InvalidSessionKey
-from memory_app.agent.models import run_is_top_level
 from memory_app.memories.timing import dated, user_zone
+from memory_app.runs.models import run_is_top_level
 from memory_app.scoped.search import MAX_QUERY_CHARS, session_search
 
 logger = logging.getLogger(__name__)

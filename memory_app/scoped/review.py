@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
-from memory_app.automemory.extraction import Candidate
+from memory_app.distill.extraction import Candidate
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.memories.selectors import MAX_CHAIN_LENGTH

@@ -23,7 +23,7 @@ from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text, validate_json_value
 from identity_app.chat_reach import chat_require_reach
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
-from memory_app.automemory.extraction import normalize_text
+from memory_app.distill.extraction import normalize_text
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, live_q
 from memory_app.memories.selectors import chat_is_bound_to

@@ -3,7 +3,8 @@ vectors, and the postings of the word index.
 
 The engine knows a document only as ``(source, ref)`` (e.g. ``("memory", "mem_…")``), a scope
 key and a text; owners decide what is indexed (``memory_app.memories.derived``,
-``memory_app.agent.services``) inside the same transaction as their rows.
+``memory_app.threads.indexing``) inside the same transaction as their rows; the notes file's
+lines follow the file lazily (``memory_app.notes.notes_index``).
 """
 
 from django.db import models

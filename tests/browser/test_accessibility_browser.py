@@ -14,9 +14,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.urls import reverse
 
-from memory_app.agent.models import WorkspaceChange
 from memory_app.home.services import MAX_SELECTED
 from memory_app.memories.models import Memory
+from memory_app.notes.models import WorkspaceChange
 from tests.browser.phone import PHONE
 from tests.route_matrix import CHAT_KEY, build_world, routes, write_notes_file
 

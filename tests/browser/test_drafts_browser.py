@@ -6,11 +6,11 @@ import pytest
 from django.contrib.sessions.models import Session
 from django.urls import reverse
 
-from memory_app.agent import services as agent_services
 from memory_app.memories.models import Memory, Status
+from memory_app.notes import services as notes_services
 from tests.browser.phone import PASSWORD, log_in, new_page, no_violations
 from tests.factories import UserFactory
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -71,12 +71,12 @@ def test_a_draft_never_comes_back_for_another_user(chromium, live_server):
 def test_a_notes_draft_keeps_the_version_it_was_typed_on(chromium, live_server, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
     ivy = UserFactory(username="ivy", password=PASSWORD)
-    agent_services.workspace_file_write(user=ivy, name="USER.md", content="Name: Ivy\n")
+    notes_services.workspace_file_write(user=ivy, name="USER.md", content="Name: Ivy\n")
     page = new_page(chromium)
     log_in(page, live_server.url, "ivy", next_url=reverse("web:workspace") + "?name=USER.md")
     page.fill("textarea#content", "Name: Ivy\nCity: Lyon\n")
     _end_session_and_submit(page, "#workspace-form button[value=save]")
-    agent_services.workspace_file_write(user=ivy, name="USER.md", content="Name: Ivy B.\n")  # meanwhile
+    notes_services.workspace_file_write(user=ivy, name="USER.md", content="Name: Ivy B.\n")  # meanwhile
 
     page.fill("input[name=username]", "ivy")
     page.fill("input[name=password]", PASSWORD)

@@ -15,17 +15,19 @@ from playwright.sync_api import expect
 
 from identity_app.models import Profile
 from identity_app.services import user_grant_service
-from memory_app.agent import services as agent_services
-from memory_app.agent import tools
-from memory_app.agent.models import Conversation, UserSettings, WorkspaceChange
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import Memory, Status, Tier
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import UserSettings, WorkspaceChange
+from memory_app.runs import tools
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import SearchDocument
+from memory_app.threads import services as thread_services
+from memory_app.threads.models import Conversation
 from tests.browser.phone import PASSWORD, PHONE, RECORD_VIOLATIONS, log_in, no_violations
 from tests.factories import ChatBindingFactory, UserFactory, UserMemoryFactory
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -272,7 +274,7 @@ def test_export_json_and_import_it_into_another_account(open_page, live_server, 
 
 def test_undo_a_notes_change_from_its_history_at_1280_px(open_page, live_server, make_run, workspace_root):
     ida = UserFactory(username="ida", password=PASSWORD)
-    agent_services.workspace_file_write(user=ida, name="MEMORY.md", content="- likes tea\n")
+    notes_services.workspace_file_write(user=ida, name="MEMORY.md", content="- likes tea\n")
     handle = make_run(ida)
     tools.remember_memory(credential=handle.credential, content="Thinks the moon is made of cheese")
     tools.remember_memory(credential=handle.credential, content="Birthday in May")
@@ -330,9 +332,9 @@ def test_the_switch_panel_and_a_chat_that_is_not_remembered(open_page, live_serv
     page and back; another user's chat page is refused and left as it was."""
     gina = UserFactory(username="gina", password=PASSWORD)
     bot = service_principal()
-    chat = agent_services.conversation_create(actor=bot, username="gina", title="Holiday plans")
+    chat = thread_services.conversation_create(actor=bot, username="gina", title="Holiday plans")
     hank = UserFactory(username="hank")
-    hanks = agent_services.conversation_create(actor=bot, username="hank", title="Hank's chat")
+    hanks = thread_services.conversation_create(actor=bot, username="hank", title="Hank's chat")
     page = open_page(viewport)
     log_in(page, live_server.url, "gina")
 

@@ -7,12 +7,12 @@ import pytest
 from django.urls import reverse
 
 from identity_app.models import Profile
-from memory_app.agent import services as agent_services
-from memory_app.agent import tools
-from memory_app.agent.models import WorkspaceChange
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import WorkspaceChange
+from memory_app.runs import tools
 from tests.browser.phone import MAX_HEADER_PX, PASSWORD, PHONE, log_in, new_page, no_sideways_scroll, no_violations
 from tests.factories import UserFactory, UserMemoryFactory
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -63,7 +63,7 @@ def test_memories_list_at_390_px_keeps_the_header_small_and_the_actions_on_scree
 def test_undo_an_agent_note_from_the_history_page_on_a_phone(chromium, live_server, settings, tmp_path, make_run):
     settings.WORKSPACE_ROOT = tmp_path
     dana = UserFactory(username="dana", password=PASSWORD)
-    agent_services.workspace_file_write(user=dana, name="MEMORY.md", content="- likes tea\n")
+    notes_services.workspace_file_write(user=dana, name="MEMORY.md", content="- likes tea\n")
     handle = make_run(dana)
     tools.remember_memory(credential=handle.credential, content="Thinks the moon is made of cheese")
     tools.remember_memory(credential=handle.credential, content="Birthday in May")

@@ -26,16 +26,17 @@ from identity_app.chat_reach import (
 from identity_app.models import ChatBinding
 from identity_app.permissions import TokenReach
 from identity_app.services import token_issue
-from memory_app.agent.models import AgentRun, Conversation, Message
 from memory_app.mcp import tools
 from memory_app.mcp.auth import principal_resolve
 from memory_app.mcp.runs import SessionRun
 from memory_app.memories.models import Memory
 from memory_app.ops import services as jobs
 from memory_app.ops.models import BackgroundJob
+from memory_app.runs.models import AgentRun
 from memory_app.scoped.context import scoped_items_section
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
+from memory_app.threads.models import Conversation, Message
 from tests.factories import AgentRunFactory, ChatBindingFactory, ConversationFactory, ProjectFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,10 +9,11 @@ from rest_framework.test import APIClient
 
 from identity_app.models import ChatBinding, Membership, Role
 from identity_app.services import token_issue
-from memory_app.agent.models import AgentRun, Conversation, Message
 from memory_app.memories.models import Memory
+from memory_app.runs.models import AgentRun
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
+from memory_app.threads.models import Conversation, Message
 from tests.factories import (
     ChatBindingFactory,
     MembershipFactory,

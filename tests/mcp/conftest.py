@@ -12,7 +12,7 @@ from django.db import connection
 
 from identity_app.models import Role
 from identity_app.services import token_issue
-from memory_app.agent import services as agent_services
+from memory_app.threads import services as thread_services
 from tests.factories import (
     ChatBindingFactory,
     ChatMemoryFactory,
@@ -44,14 +44,14 @@ def world(alice, bob, mallory, svc):
     MembershipFactory(project=project, user=alice, role=Role.OWNER)
     MembershipFactory(project=project, user=bob, role=Role.MEMBER)
     ChatBindingFactory(chat_key=ALICE_CHAT, user=alice)
-    alice_thread = agent_services.conversation_create(actor=svc, username="alice", title="Trip planning")
+    alice_thread = thread_services.conversation_create(actor=svc, username="alice", title="Trip planning")
     for role, content in [
         ("user", "Which airline should I book for Lisbon?"),
         ("assistant", "TAP flies direct from Berlin to Lisbon every morning."),
     ]:
-        agent_services.message_create(actor=svc, conversation_id=alice_thread.pk, role=role, content=content)
-    bob_thread = agent_services.conversation_create(actor=svc, username="bob", title="Bob's salary talk")
-    agent_services.message_create(
+        thread_services.message_create(actor=svc, conversation_id=alice_thread.pk, role=role, content=content)
+    bob_thread = thread_services.conversation_create(actor=svc, username="bob", title="Bob's salary talk")
+    thread_services.message_create(
         actor=svc, conversation_id=bob_thread.pk, role="user", content="My salary negotiation is on Friday."
     )
     return World(

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from memory_app.agent.models import AgentRun, RunStatus
+from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused

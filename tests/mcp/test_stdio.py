@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from identity_app.models import ApiToken
-from memory_app.agent.models import AgentRun, RunStatus
+from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
 from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
 from tests.mcp.test_tools import USER_TOOLS

@@ -13,12 +13,15 @@ from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
 from config.lowtrust import DATA_MARK, DELIMITER_REPLACEMENT
 from identity_app.models import ApiToken
 from identity_app.services import token_issue, token_revoke
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import AgentRun, Conversation, RunStatus
 from memory_app.mcp import selectors, tools
 from memory_app.mcp.auth import Principal, principal_resolve
 from memory_app.mcp.runs import SessionRun
 from memory_app.memories.models import Memory, Status
+from memory_app.notes import services as notes_services
+from memory_app.runs import services as run_services
+from memory_app.runs.models import AgentRun, RunStatus
+from memory_app.threads import services as thread_services
+from memory_app.threads.models import Conversation
 from tests.factories import UserMemoryFactory
 from tests.lowtrust_frames import assert_result_framed, block_lines
 from tests.mcp.conftest import ALICE_CHAT, key_for
@@ -127,7 +130,7 @@ def test_schemas_are_closed_and_describe_every_argument():
 
 def test_run_tools_are_listed_only_while_memory_is_on(alice, workspace_root):
     ctx = as_user(alice)
-    agent_services.user_settings_update(user=alice, enable_memory=False)
+    notes_services.user_settings_update(user=alice, enable_memory=False)
     assert not {spec.name for spec in tools.tools_for(ctx.principal)} & tools.RUN_TOOLS
     with pytest.raises(PermissionDenied) as refused:
         call(ctx, "remember_memory", content="Remember this")
@@ -256,13 +259,13 @@ def test_the_session_reads_its_run_fresh_on_every_call(alice, workspace_root):
     ctx = as_user(alice)
     call(ctx, "remember_memory", content="Alice's cat is called Miso.")
     assert "Miso" in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
-    agent_services.user_settings_update(user=alice, enable_memory=False)
+    notes_services.user_settings_update(user=alice, enable_memory=False)
     text = tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
     assert "Miso" not in text and "turned off" in text
-    agent_services.user_settings_update(user=alice, enable_memory=True)
+    notes_services.user_settings_update(user=alice, enable_memory=True)
     assert "Miso" in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
     run = AgentRun.objects.get(pk=ctx.runs.run_id)
-    agent_services.conversation_update(actor=alice, conversation_id=run.conversation_id, no_memory=True)
+    thread_services.conversation_update(actor=alice, conversation_id=run.conversation_id, no_memory=True)
     assert "Miso" not in tools.resource_read(ctx=ctx, uri=tools.NOTES_URI)
     assert ctx.runs.credential().run is None  # no row kept beyond the request that read it
 
@@ -291,7 +294,7 @@ def test_a_run_taken_over_by_a_claim_refuses_the_session(alice, svc, workspace_r
     call(ctx, "remember_memory", content="First note.")
     before = notes(workspace_root, alice)
     AgentRun.objects.filter(pk=ctx.runs.run_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    agent_services.run_claim(actor=svc, run_id=ctx.runs.run_id, worker_id="thief")
+    run_services.run_claim(actor=svc, run_id=ctx.runs.run_id, worker_id="thief")
     with pytest.raises(PermissionDenied) as refused:
         call(ctx, "remember_memory", content="Second note.")
     assert refused.value.code == "lease_lost"
@@ -319,7 +322,7 @@ def test_heartbeat_renews_the_lease(alice):
 
 def test_only_service_principals_open_runs_for_someone_else(alice, bob):
     with pytest.raises(NotFound):
-        agent_services.assistant_run_open(actor=alice, username="bob", worker_id="w", request_id="r")
+        run_services.assistant_run_open(actor=alice, username="bob", worker_id="w", request_id="r")
     assert not AgentRun.objects.exists()
 
 

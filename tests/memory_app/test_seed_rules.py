@@ -14,17 +14,18 @@ import time
 import pytest
 from django.db import connections, transaction
 
-from memory_app.agent import history, tools
-from memory_app.agent.models import AgentRun, RunStatus
 from memory_app.context import assembly
 from memory_app.home.selectors import home_search
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
+from memory_app.runs import tools
+from memory_app.runs.models import AgentRun, RunStatus
 from memory_app.scoped.consolidation import dream_session, system_actor
 from memory_app.scoped.search import session_search
 from memory_app.search.models import SearchDocument
+from memory_app.threads import history
 from tests.factories import ConversationFactory, MessageFactory, UserFactory, UserMemoryFactory
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 CHAT_A = "milky:private:10001"
 CHAT_B = "milky:private:20002"

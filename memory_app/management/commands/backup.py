@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_app.agent.workspace import WORKSPACE_FILES
+from memory_app.notes.workspace import WORKSPACE_FILES
 from memory_app.ops.backup import BackupError, backup_create
 
 

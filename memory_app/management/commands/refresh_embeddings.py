@@ -10,11 +10,11 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_app.agent.indexing import reindex_all as reindex_messages
 from memory_app.memories.derived import reindex_all as reindex_memories
 from memory_app.search import vectorstore
 from memory_app.search.embedder import embed_pending, pending_count
 from memory_app.search.embeddings import get_provider
+from memory_app.threads.indexing import reindex_all as reindex_messages
 
 
 class Command(BaseCommand):

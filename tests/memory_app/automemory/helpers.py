@@ -1,9 +1,10 @@
 """Helpers for the auto-memory tests (the factories are in ``tests/factories.py``)."""
 
-from memory_app.agent.models import AgentRun, MessageRole
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemorySettings
 from memory_app.memories.models import Memory
 from memory_app.ops.services import jobs_run_pending
+from memory_app.runs.models import AgentRun
+from memory_app.threads.models import MessageRole
 from tests.factories import CompletedRunFactory, MessageFactory
 
 LONG_TALK = (

@@ -4,8 +4,8 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemorySettings
+from memory_app.runs.models import AgentRun
 from tests.factories import AgentRunFactory
 from tests.memory_app.automemory.helpers import auto_memories, enable, finished_run, manual_round
 

@@ -5,10 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory_app.agent.models import AgentRun, MessageType, RunKind
 from memory_app.automemory import gates, worker
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
+from memory_app.runs.models import AgentRun, RunKind
+from memory_app.threads.models import MessageType
 from tests.factories import CompletedRunFactory, MessageFactory
 from tests.memory_app.automemory.helpers import LONG_TALK, auto_memories, enable, finished_run
 

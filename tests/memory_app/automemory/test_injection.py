@@ -7,7 +7,6 @@ import pytest
 from django.utils import timezone
 
 from identity_app.models import Membership, Role
-from memory_app.agent.models import AgentRun, RunKind
 from memory_app.automemory import injection as injection_module
 from memory_app.automemory.injection import (
     INJECTION_FAILED_WARNING,
@@ -15,6 +14,7 @@ from memory_app.automemory.injection import (
     injection_or_warning,
 )
 from memory_app.memories.models import Status
+from memory_app.runs.models import AgentRun, RunKind
 from tests.factories import AgentRunFactory, MembershipFactory, ProjectFactory, ProjectMemoryFactory, UserMemoryFactory
 from tests.lowtrust_frames import block_lines, block_parts
 from tests.memory_app.automemory.helpers import enable

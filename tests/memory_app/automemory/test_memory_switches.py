@@ -8,12 +8,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import UserSettings
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.automemory.switches import memory_switches_get
 from memory_app.automemory.worker import round_run
 from memory_app.home.selectors import switches_get
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import UserSettings
+from memory_app.threads import services as thread_services
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 from tests.memory_app.automemory.helpers import auto_memories, finished_run
 
@@ -157,7 +158,7 @@ def test_the_panel_needs_a_login_and_changes_only_the_signed_in_user(alice, bob)
 
 def test_the_panel_counts_chats_that_are_not_remembered(alice, bob, svc):
     for user, no_memory in ((alice, True), (alice, False), (bob, True)):
-        agent_services.conversation_create(actor=svc, username=user.username, no_memory=no_memory)
+        thread_services.conversation_create(actor=svc, username=user.username, no_memory=no_memory)
     page = _web(alice).get(reverse("web:settings")).content.decode()
     assert "1 of your chats is in this mode." in page
 
@@ -176,7 +177,7 @@ def test_the_memory_home_links_every_switch_to_the_panel(alice):
 # --- what each switch does to a run's context ----------------------------------------------
 @pytest.fixture
 def remembered(alice, project):
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content="- MARK-NOTES likes tea\n")
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content="- MARK-NOTES likes tea\n")
     UserMemoryFactory(owner=alice, content="USER-MEM prefers short answers")
     ProjectMemoryFactory(project=project, content="PROJECT-MEM ships on Fridays")
 

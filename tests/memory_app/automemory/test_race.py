@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from identity_app.models import Role
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run
 from memory_app.memories.models import Memory
+from memory_app.runs.models import AgentRun
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.memory_app.automemory.helpers import enable, finished_run
 

@@ -1,8 +1,8 @@
 import pytest
 
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS, AutoMemorySettings
 from memory_app.automemory.selectors import effective_flags
+from memory_app.runs.models import AgentRun
 from tests.factories import AgentRunFactory
 from tests.memory_app.automemory.helpers import enable
 

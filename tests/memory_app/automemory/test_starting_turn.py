@@ -4,8 +4,8 @@ then creates the run, so that message is older than the run and carries no run i
 import pytest
 from django.utils import timezone
 
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.worker import round_run, run_text
+from memory_app.runs.models import AgentRun
 from tests.memory_app.automemory.helpers import auto_memories, enable
 
 pytestmark = pytest.mark.django_db

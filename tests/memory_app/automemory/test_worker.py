@@ -7,11 +7,12 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from identity_app.models import Membership, Role
-from memory_app.agent.models import AgentRun, MessageRole, RunKind, RunStatus
 from memory_app.automemory import worker
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry
 from memory_app.automemory.worker import round_run, runs_claim
 from memory_app.memories.models import Memory, Status, Tier
+from memory_app.runs.models import AgentRun, RunKind, RunStatus
+from memory_app.threads.models import MessageRole
 from tests.factories import MembershipFactory, MessageFactory, ProjectFactory, ProjectMemoryFactory
 from tests.memory_app.automemory.helpers import all_stored_text, auto_memories, enable, finished_run
 
@@ -287,7 +288,7 @@ def test_assistant_messages_are_read_and_tool_output_is_not(alice, project):
     run = finished_run(
         user=alice, project=project, text="We decided to ship on Fridays for releases.", role=MessageRole.ASSISTANT
     )
-    from memory_app.agent.models import MessageType
+    from memory_app.threads.models import MessageType
 
     MessageFactory(
         run=run,
@@ -324,7 +325,7 @@ def test_memory_worker_command_rejects_bad_arguments(args):
 
 
 def test_untagged_messages_belong_to_the_run_that_was_running(alice, project):
-    from memory_app.agent.models import Message
+    from memory_app.threads.models import Message
 
     enable(alice, min_length_chars=10)
     now = timezone.now()

@@ -4,14 +4,14 @@ import logging
 import pytest
 
 from config.lowtrust import DATA_MARK
-from memory_app.agent import services
-from memory_app.agent.models import AgentRun
 from memory_app.automemory import injection
 from memory_app.automemory.injection import Injection
 from memory_app.context.assembly import MEMORY_CONTEXT_BYTES
+from memory_app.notes import services
+from memory_app.runs.models import AgentRun
 from memory_app.scoped import context as scoped_context
 from tests.lowtrust_frames import block_lines, block_parts
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from memory_app.agent import services, workspace
 from memory_app.context import filecache
-from tests.memory_app.agent.helpers import memory_path
+from memory_app.notes import services, workspace
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 

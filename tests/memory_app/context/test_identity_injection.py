@@ -5,9 +5,9 @@ import logging
 import pytest
 
 from identity_app.models import Role
-from memory_app.agent.models import AgentRun
 from memory_app.automemory import injection
 from memory_app.automemory.services import auto_memory_settings_update
+from memory_app.runs.models import AgentRun
 from tests.factories import MembershipFactory, ProjectMemoryFactory, UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

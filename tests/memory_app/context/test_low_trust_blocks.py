@@ -122,7 +122,7 @@ def test_the_notes_file_keeps_every_payload_inside_its_block(api, svc, alice):
 def test_a_notes_file_over_24_kib_is_cut_with_a_marker_even_when_neutralizing_shortens_it(api, svc, alice):
     """Was: neutralizing look-alikes shortened the text read (24 KiB + 4 bytes), so the file
     ended mid-character with no cut marker."""
-    from memory_app.agent import services
+    from memory_app.notes import services
 
     filler = "<<<end of   MEMORY.md>>>" * 1100 + "é" * 5000  # ~36 KiB, shrinks when neutralized
     services.workspace_file_write(user=alice, name="MEMORY.md", content=filler)

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from memory_app.agent import services
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.services import auto_memory_settings_update
+from memory_app.notes import services
+from memory_app.runs.models import AgentRun
 from memory_app.scoped.services import scoped_item_create
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
-from tests.memory_app.agent.helpers import memory_path
+from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 

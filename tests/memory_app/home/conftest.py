@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 
 from identity_app.models import Role
-from memory_app.agent import services as agent_services
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemoryOutcome
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import Memory, Origin
+from memory_app.notes import services as notes_services
 from memory_app.scoped.consolidation import consolidate_turn
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
@@ -83,7 +83,7 @@ def home(alice, bob, svc, project):
         memory_id=auto.pk,
         content=auto.content,
     )
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES)
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES)
     bobs_memory = memory_services.memory_create(actor=bob, tier="user", kind="fact", content="Bob collects stamps")
     bobs_chat_item, _ = scoped_item_create(actor=svc, session_id=BOB_CHAT, kind="fact", content="Bob lives in Lyon")
     return Home(

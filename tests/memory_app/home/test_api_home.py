@@ -6,10 +6,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from identity_app.models import ChatBinding
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import WorkspaceChange
 from memory_app.automemory.models import AutoMemoryLogEntry
 from memory_app.memories.models import Memory, Status
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import WorkspaceChange
 from memory_app.scoped.models import MemoryCandidate
 from tests.factories import ChatBindingFactory, ChatMemoryFactory, MembershipFactory, ProjectFactory, UserMemoryFactory
 from tests.memory_app.home.conftest import (
@@ -415,7 +415,7 @@ def test_forget_the_notes_file_alone(api, home, workspace_root):
     assert memory_rows() == before
     assert not (workspace_root / str(home.alice.pk) / "agents" / "MEMORY.md").exists()
     assert not WorkspaceChange.objects.filter(user=home.alice, name="MEMORY.md").exists()  # nor its old text
-    assert agent_services.workspace_file_delete(user=home.alice, name="MEMORY.md") is False
+    assert notes_services.workspace_file_delete(user=home.alice, name="MEMORY.md") is False
 
 
 @pytest.mark.parametrize(

@@ -15,14 +15,14 @@ from django.urls import reverse
 
 from identity_app.models import Profile
 from identity_app.services import profile_update
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import UserSettings, WorkspaceChange
-from memory_app.agent.selectors import workspace_file_get
-from memory_app.agent.workspace import Workspace, WorkspaceUnsafe, WorkspaceWriteFailed
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.home.services import MAX_IMPORT_BYTES
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, Origin, Status
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import UserSettings, WorkspaceChange
+from memory_app.notes.selectors import workspace_file_get
+from memory_app.notes.workspace import Workspace, WorkspaceUnsafe, WorkspaceWriteFailed
 from memory_app.scoped.consolidation import SYSTEM_USERNAME
 from tests.factories import UserFactory
 from tests.memory_app.home.conftest import NOTES, memory_rows
@@ -61,9 +61,9 @@ def alice_home(home):
         language="zh-hans",
         preferences={"theme": "dark"},
     )
-    agent_services.user_settings_update(user=home.alice, enable_memory=False)
+    notes_services.user_settings_update(user=home.alice, enable_memory=False)
     auto_memory_settings_update(user=home.alice, changes=dict(ALL_AUTO))
-    agent_services.workspace_file_write(user=home.alice, name="USER.md", content="Alice, 30, Shanghai\n")
+    notes_services.workspace_file_write(user=home.alice, name="USER.md", content="Alice, 30, Shanghai\n")
     return home
 
 
@@ -182,8 +182,8 @@ def test_a_second_import_skips_everything_and_changes_nothing(api, alice_home):
 def test_a_notes_file_holding_other_text_is_reported_not_overwritten(api, alice_home):
     data = export_of(api(alice_home.alice))
     carol = UserFactory(username="carol")
-    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
-    agent_services.workspace_file_write(user=carol, name="USER.md", content="Alice, 30, Shanghai\n")
+    notes_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
+    notes_services.workspace_file_write(user=carol, name="USER.md", content="Alice, 30, Shanghai\n")
     report = api(carol).post(IMPORT, data, format="json").json()
     assert report["conflicts"] == ["MEMORY.md already holds other text; it was not overwritten."]
     rows = {row["name"]: row for row in report["notes_files"]}
@@ -290,7 +290,7 @@ def test_command_imports_like_the_api_and_reports_counts(api, alice_home, tmp_pa
 def test_command_reports_conflicts_on_stdout(api, alice_home, tmp_path):
     path = write_file(tmp_path, export_of(api(alice_home.alice)))
     carol = UserFactory(username="carol")
-    agent_services.workspace_file_write(user=carol, name="USER.md", content="Carol\n")
+    notes_services.workspace_file_write(user=carol, name="USER.md", content="Carol\n")
     out = run_command(path, "--user", "carol")
     assert "conflict: USER.md already holds other text; it was not overwritten." in out
     assert "conflicts=1" in out
@@ -403,7 +403,7 @@ def test_legacy_global_items_need_a_kind_the_global_tier_takes(home, tmp_path):
 def test_web_import_restores_notes_and_reports_a_conflict(client, api, alice_home):
     data = export_of(api(alice_home.alice))
     carol = UserFactory(username="carol")
-    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
+    notes_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
     client.force_login(carol)
     upload = SimpleUploadedFile("export.json", json.dumps(data).encode(), content_type="application/json")
     response = client.post(reverse("web:memory_home_import"), {"file": upload})
@@ -458,9 +458,9 @@ def test_a_commit_that_fails_after_the_publish_takes_the_files_back(api, alice_h
     deferred foreign key checked at COMMIT, on a real transaction) takes them back too."""
     data = export_of(api(alice_home.alice))
     carol = UserFactory(username="carol")
-    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="")  # empty: filled, then emptied again
+    notes_services.workspace_file_write(user=carol, name="MEMORY.md", content="")  # empty: filled, then emptied again
     before, rows = state_of(carol), memory_rows()
-    fill = agent_services.workspace_files_fill
+    fill = notes_services.workspace_files_fill
 
     def fill_then_break_the_commit(**kwargs):
         answer = fill(**kwargs)
@@ -468,7 +468,7 @@ def test_a_commit_that_fails_after_the_publish_takes_the_files_back(api, alice_h
         UserSettings.objects.create(user_id=10**9)  # no such user: refused at COMMIT
         return answer
 
-    monkeypatch.setattr(agent_services, "workspace_files_fill", fill_then_break_the_commit)
+    monkeypatch.setattr(notes_services, "workspace_files_fill", fill_then_break_the_commit)
     with pytest.raises(IntegrityError):
         api(carol).post(IMPORT, data, format="json")
     nothing_changed_for(carol, before, rows)
@@ -488,7 +488,7 @@ def test_the_import_command_is_all_or_nothing_too(api, alice_home, tmp_path, set
 def test_a_dry_run_reports_the_notes_files_and_writes_nothing(api, alice_home, tmp_path):
     data = export_of(api(alice_home.alice))
     carol = UserFactory(username="carol")
-    agent_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
+    notes_services.workspace_file_write(user=carol, name="MEMORY.md", content="- Carol's own note\n")
     before, rows = state_of(carol), memory_rows()
     out = run_command(write_file(tmp_path, data), "--user", "carol", "--dry-run")
     assert "MEMORY.md already holds other text" in out

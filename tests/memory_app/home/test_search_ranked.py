@@ -4,9 +4,9 @@ request; a line no longer in the file is never shown."""
 
 import pytest
 
-from memory_app.agent import services as agent_services
-from memory_app.agent.notes_index import SOURCE as NOTES_SOURCE
 from memory_app.home.selectors import SEARCH_FIRST, NotesHit, SearchHit, home_search
+from memory_app.notes import services as notes_services
+from memory_app.notes.notes_index import SOURCE as NOTES_SOURCE
 from memory_app.search.models import SearchDocument
 from tests.factories import UserMemoryFactory
 
@@ -21,7 +21,7 @@ def test_a_notes_line_ranks_among_the_items_not_below_them(alice):
     UserMemoryFactory(owner=alice, content="Likes green tea.")
     UserMemoryFactory(owner=alice, content="Bought a new teapot in the afternoon.")
     UserMemoryFactory(owner=alice, content="Commutes by bike.")
-    agent_services.workspace_file_write(
+    notes_services.workspace_file_write(
         user=alice, name="MEMORY.md", content="- Oolong tea every afternoon, oolong only\n- Uses Neovim\n"
     )
     found = home_search(user=alice, query="oolong tea afternoon")
@@ -32,16 +32,16 @@ def test_a_notes_line_ranks_among_the_items_not_below_them(alice):
 
 
 def test_a_line_removed_from_the_file_is_never_found_and_a_deleted_file_leaves_the_index(alice):
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content="- mango lassi on Fridays\n")
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content="- mango lassi on Fridays\n")
     assert [hit.text for hit in home_search(user=alice, query="mango lassi").notes] == ["- mango lassi on Fridays"]
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content="- papaya now\n")
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content="- papaya now\n")
     assert home_search(user=alice, query="mango lassi").notes == []
-    agent_services.workspace_file_delete(user=alice, name="MEMORY.md")
+    notes_services.workspace_file_delete(user=alice, name="MEMORY.md")
     assert not SearchDocument.objects.filter(source=NOTES_SOURCE).exists()
 
 
 def test_another_users_notes_lines_are_never_found(alice, bob):
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content="- secret kumquat recipe\n")
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content="- secret kumquat recipe\n")
     home_search(user=alice, query="kumquat")
     assert home_search(user=bob, query="kumquat recipe").ranked == []
 

@@ -12,13 +12,13 @@ import time_machine
 from django.core.management import call_command
 
 from identity_app.models import Role
-from memory_app.agent.models import AgentRun
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.mcp import tools
 from memory_app.mcp.auth import principal_resolve
 from memory_app.mcp.runs import SessionRun
 from memory_app.memories import services
 from memory_app.memories.models import Memory
+from memory_app.runs.models import AgentRun
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import SearchDocument as Document

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from identity_app.services import token_issue, token_revoke
-from memory_app.agent.models import AgentRun
 from memory_app.ops import services as jobs
 from memory_app.ops.models import BackgroundJob, JobStatus, WorkerHeartbeat
+from memory_app.runs.models import AgentRun
 from tests.factories import ChatBindingFactory, ConversationFactory, MessageFactory
 from tests.memory_app.automemory.helpers import auto_memories, enable, finished_run
 

@@ -12,18 +12,19 @@ from prometheus_client import REGISTRY
 
 from identity_app.models import ApiToken, Role
 from identity_app.services import token_issue
-from memory_app.agent import services as agent_services
-from memory_app.agent.models import WorkspaceChange
 from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.home import selectors as home_selectors
 from memory_app.mcp import tools as mcp_tools
 from memory_app.mcp.auth import principal_resolve
 from memory_app.mcp.runs import SessionRun
 from memory_app.memories import services as memory_services
+from memory_app.notes import services as notes_services
+from memory_app.notes.models import WorkspaceChange
 from memory_app.reads import recorder
 from memory_app.reads.models import ItemKind, MemoryRead, ReadPath
 from memory_app.reads.services import reads_purge
 from memory_app.scoped.services import scoped_item_create
+from memory_app.threads import services as thread_services
 from tests.factories import (
     ChatBindingFactory,
     MembershipFactory,
@@ -49,7 +50,7 @@ def _dropped(result: str) -> float:
 def setup(alice, bob, svc):
     """alice: a notes file, two memories of her own, a project shared with bob (one memory),
     a chat bound to her with an item; auto-memory ``use`` on so that new runs get the block."""
-    agent_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES)
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES)
     auto_memory_settings_update(user=alice, changes={"use": True})
     project = ProjectFactory(name="Apollo")
     MembershipFactory(project=project, user=alice, role=Role.OWNER)
@@ -67,7 +68,7 @@ def setup(alice, bob, svc):
 def test_context_records_notes_version_identity_block_and_scoped_items(
     run_api, make_run, svc, alice, setup, workspace_root
 ):
-    conversation = agent_services.conversation_create(
+    conversation = thread_services.conversation_create(
         actor=svc, username="alice", title="t", project_id=setup["project"].pk, session_key=CHAT
     )
     handle = make_run(alice, conversation=conversation, prompt="hello")
@@ -97,8 +98,8 @@ def test_refused_or_memoryless_contexts_record_nothing(run_api, make_run, alice,
 
 
 def test_history_tools_record_the_messages_they_return(run_api, make_run, svc, alice):
-    conversation = agent_services.conversation_create(actor=svc, username="alice", title="Trip")
-    sent = agent_services.message_create(
+    conversation = thread_services.conversation_create(actor=svc, username="alice", title="Trip")
+    sent = thread_services.message_create(
         actor=svc, conversation_id=conversation.pk, role="user", content="Book the Lisbon flight with TAP"
     )
     handle = make_run(alice)
@@ -208,7 +209,7 @@ def test_forgetting_an_item_deletes_its_reads_and_clearing_notes_history_its_ver
     memory_services.memory_forget(actor=alice, memory_id=own.pk, tier="user")
     assert not MemoryRead.objects.filter(item_ref=own.pk).exists()
     assert MemoryRead.objects.filter(item_ref=other.pk).exists()
-    agent_services.workspace_history_clear(user=alice, name="MEMORY.md")
+    notes_services.workspace_history_clear(user=alice, name="MEMORY.md")
     assert not MemoryRead.objects.filter(item_kind=ItemKind.NOTES).exists()
     assert MemoryRead.objects.filter(item_ref=other.pk).exists()
 

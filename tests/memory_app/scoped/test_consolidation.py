@@ -1,7 +1,7 @@
 import pytest
 from django.core.management import call_command
 
-from memory_app.automemory.extraction import Candidate
+from memory_app.distill.extraction import Candidate
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.consolidation import consolidate_turn, dream_session, system_actor

@@ -1,0 +1,251 @@
+"""Writes of the notes file: the user's workspace files (publish, delete, fill on import, undo of
+one change, forgetting the change history) and the memory switch.
+
+Every write owns its transaction and takes the per-user lock (``locks.py``) so it serializes
+with ``remember_memory`` (docs/runs.md)."""
+
+import hmac
+import logging
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from config.errors import InvalidInput, NotFound, TooLarge
+from memory_app.notes import notes_history, notes_index
+from memory_app.notes.locks import LockFailed, user_lock_acquire
+from memory_app.notes.models import UserSettings, WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
+from memory_app.notes.notes_history import Author
+from memory_app.notes.selectors import workspace_changes_visible
+from memory_app.notes.workspace import (
+    MAX_WORKSPACE_FILE_BYTES,
+    MEMORY_FILE,
+    FileRead,
+    Workspace,
+    WorkspaceEditConflict,
+    WorkspaceFile,
+    WorkspaceUnsafe,
+    WorkspaceWriteFailed,
+    sha256_hex,
+    validate_base_sha256,
+    validate_workspace_content,
+    validate_workspace_name,
+)
+from memory_app.reads import services as reads_services
+
+logger = logging.getLogger(__name__)
+
+
+def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -> FileRead:
+    """Under the per-user lock: the file as it is now (what the change history compares with),
+    and, with ``base_sha256``, the check that it is still the version the editor started from."""
+    read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
+    if base_sha256 is not None and (read.truncated or not hmac.compare_digest(sha256_hex(read.content), base_sha256)):
+        raise WorkspaceEditConflict(
+            f"{name} changed since you opened it (for example the agent saved a note); nothing was "
+            "changed. Reload it and apply your edit again."
+        )
+    return read
+
+
+def workspace_file_write(
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    content: str,
+    base_sha256: str | None = None,
+    author: Author | None = None,
+) -> WorkspaceFile:
+    """Publish ``content``. With ``base_sha256`` (the hash the editor read) the write happens
+    only if the file is still that version, checked under the per-user lock; otherwise
+    ``409 conflict`` and the file is untouched. Without it the content overwrites the file.
+    The change goes into the file's history, made by ``author`` (default: ``user`` over the API)."""
+    validate_workspace_name(name)
+    content = validate_workspace_content(content)
+    base_sha256 = validate_base_sha256(base_sha256)
+    data = content.encode("utf-8")
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        workspace = Workspace(user.pk)
+        before = _read_under_lock(workspace, name, base_sha256)
+        # Recorded first: if the publish fails, the transaction takes the record back.
+        _record(user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data)
+        workspace.replace_authorized_file(name, data)
+    return WorkspaceFile(name, content, len(data), True, sha256_hex(data))
+
+
+def workspace_file_delete(
+    *, user: AbstractBaseUser, name: str, base_sha256: str | None = None, author: Author | None = None
+) -> bool:
+    """Remove a file; ``base_sha256`` and ``author`` as for ``workspace_file_write``."""
+    validate_workspace_name(name)
+    base_sha256 = validate_base_sha256(base_sha256)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        workspace = Workspace(user.pk)
+        before = _read_under_lock(workspace, name, base_sha256)
+        if before.exists:
+            _record(user=user, name=name, action=WorkspaceChangeAction.DELETE, author=author, before=before, after=None)
+        if name == MEMORY_FILE:
+            notes_index.notes_index_drop(user_id=user.pk)  # its lines leave the search index with it
+        return workspace.delete_file(name)
+
+
+FILL_WRITTEN, FILL_IDENTICAL, FILL_CONFLICT = "written", "identical", "conflict"
+
+
+@dataclass(frozen=True)
+class Published:
+    """A file ``workspace_files_fill`` published, with what it replaced (to take it back)."""
+
+    name: str
+    before: FileRead
+
+
+def workspace_files_fill(
+    *, user: AbstractBaseUser, files: dict[str, str], author: Author
+) -> tuple[dict[str, str], list[Published]]:
+    """Write each of ``files`` that is missing or empty, never overwriting text (an import):
+    ``written``, ``identical`` (it already holds that text) or ``conflict`` per name.
+
+    Runs inside the caller's transaction and takes the per-user lock for the rest of it, so the
+    caller's other writes and these files commit together. The files are published last, after
+    their history rows; if one publish fails, the ones before it are taken back and the error
+    raised (the transaction then takes the rows back). The caller passes what was published to
+    ``workspace_files_unpublish`` if its transaction fails afterwards."""
+    if not transaction.get_connection().in_atomic_block:
+        raise LockFailed("Filling the workspace files needs the caller's transaction.")
+    user_lock_acquire(user_id=user.pk)
+    workspace = Workspace(user.pk)
+    results: dict[str, str] = {}
+    to_publish: list[tuple[str, bytes, FileRead]] = []
+    for name, content in files.items():
+        validate_workspace_name(name)
+        data = validate_workspace_content(content).encode("utf-8")
+        before = _read_under_lock(workspace, name, None)
+        if before.exists and not before.truncated and before.content == data:
+            results[name] = FILL_IDENTICAL
+        elif before.exists and (before.truncated or before.content):
+            results[name] = FILL_CONFLICT
+        else:
+            _record(user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data)
+            to_publish.append((name, data, before))
+            results[name] = FILL_WRITTEN
+    published: list[Published] = []
+    try:
+        for name, data, before in to_publish:
+            workspace.replace_authorized_file(name, data)
+            published.append(Published(name, before))
+    except BaseException:
+        workspace_files_unpublish(user=user, published=published)
+        raise
+    return results, published
+
+
+def workspace_files_unpublish(*, user: AbstractBaseUser, published: list[Published]) -> None:
+    """Put back what ``workspace_files_fill`` published (its caller's transaction failed): each
+    file as it was before, or gone if it did not exist. Best effort: a file that cannot be put
+    back is logged, and the other files are still put back."""
+    workspace = Workspace(user.pk)
+    for item in reversed(published):
+        try:
+            if item.before.exists:
+                workspace.replace_authorized_file(item.name, item.before.content)
+            else:
+                workspace.delete_file(item.name)
+        except (OSError, WorkspaceUnsafe, WorkspaceWriteFailed) as exc:
+            logger.error(
+                "workspace file could not be put back",
+                extra={"user_id": user.pk, "file": item.name, "error_class": type(exc).__name__},
+            )
+
+
+def _record(*, user, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra):
+    notes_history.change_record(
+        user_id=user.pk,
+        name=name,
+        action=action,
+        author=author or Author(WorkspaceChangeSource.API, actor=user),
+        before=None if before.truncated else before.content,
+        before_exists=before.exists,
+        after=after,
+        **extra,
+    )
+
+
+def workspace_change_undo(
+    *, user: AbstractBaseUser, change_id: str, base_sha256: str | None = None, author: Author | None = None
+) -> WorkspaceChange:
+    """Reverse one change of the user's workspace file history, keeping every later change, through
+    the same lock and publish path as an edit. ``base_sha256`` as for ``workspace_file_write``.
+    A later change that touched the same lines, a file changed outside the service, or a change
+    already undone is ``409 undo_conflict``; in every refusal the file is untouched. The undo is
+    itself a change (``reverts`` the undone one), so it can be undone in turn."""
+    base_sha256 = validate_base_sha256(base_sha256)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        change = workspace_changes_visible(user=user).filter(pk=change_id).first()
+        if change is None:
+            raise NotFound("Change not found.")
+        workspace = Workspace(user.pk)
+        before = _read_under_lock(workspace, change.name, base_sha256)
+        if before.truncated:
+            raise notes_history.UndoConflict(f"{change.name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes.")
+        later = list(WorkspaceChange.objects.filter(user=user, name=change.name, seq__gt=change.seq).order_by("seq"))
+        text = notes_history.change_reversed(change=change, later=later, current=before.content, exists=before.exists)
+        data = text.encode("utf-8")
+        if len(data) > MAX_WORKSPACE_FILE_BYTES:
+            raise TooLarge(
+                f"Undoing this change would make {change.name} larger than {MAX_WORKSPACE_FILE_BYTES} bytes."
+            )
+        # Undoing the change that created the file removes it again.
+        after = None if not data and not change.before_exists else data
+        if (after is not None) == before.exists and (after or b"") == before.content:
+            raise notes_history.UndoConflict("There is nothing left to undo in this change.")
+        undo = notes_history.change_record(
+            user_id=user.pk,
+            name=change.name,
+            action=WorkspaceChangeAction.UNDO,
+            author=author or Author(WorkspaceChangeSource.API, actor=user),
+            before=before.content,
+            before_exists=before.exists,
+            after=after,
+            reverts=change,
+        )
+        if after is None:
+            workspace.delete_file(change.name)
+        else:
+            workspace.replace_authorized_file(change.name, data)
+    return undo
+
+
+def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) -> int:
+    """Forget the recorded changes (and so the old text they hold) of one file or of all three;
+    the files themselves stay as they are. Returns how many changes were forgotten."""
+    if name is not None:
+        validate_workspace_name(name)
+    with transaction.atomic(durable=True):
+        user_lock_acquire(user_id=user.pk)
+        qs = WorkspaceChange.objects.filter(user=user)
+        if name is not None:
+            qs = qs.filter(name=name)
+        count, _ = qs.delete()
+        if name in (None, MEMORY_FILE):
+            # Which notes-file versions agents read goes with the versions' history.
+            reads_services.reads_forget_notes(user_id=user.pk)
+    return count
+
+
+def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:
+    if not isinstance(enable_memory, bool):
+        raise InvalidInput("enable_memory must be a boolean.", code="invalid")
+    # Not durable: an import sets the switch in its own transaction (all or nothing); the lock
+    # then holds to the end of that transaction.
+    with transaction.atomic():
+        # Same lock as remember_memory: a switch turned off is seen by every later write.
+        user_lock_acquire(user_id=user.pk)
+        row, _ = UserSettings.objects.select_for_update().get_or_create(user=user)
+        if row.enable_memory != enable_memory:
+            row.enable_memory = enable_memory
+            row.save(update_fields=["enable_memory", "updated_at"])
+    return row

@@ -1,0 +1,47 @@
+"""Admin of runs, with their lease state."""
+
+from django.contrib import admin
+
+from config.admin import ReadOnlyAdmin
+from memory_app.runs.models import AgentRun
+from memory_app.runs.selectors import run_lease_state, runs_with_lease_state
+
+LEASE_STATES = ("held", "expired", "released")
+
+
+class LeaseStateFilter(admin.SimpleListFilter):
+    title = "lease"
+    parameter_name = "lease"
+
+    def lookups(self, request, model_admin):
+        return [("held", "held"), ("expired", "expired (claimable)"), ("released", "released")]
+
+    def queryset(self, request, queryset):
+        if self.value() in LEASE_STATES:
+            return runs_with_lease_state(queryset, self.value())
+        return queryset
+
+
+@admin.register(AgentRun)
+class AgentRunAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "user",
+        "kind",
+        "status",
+        "lease_state",
+        "worker_id",
+        "lease_expires_at",
+        "lease_generation",
+        "created_at",
+    ]
+    list_filter = ["status", "kind", LeaseStateFilter]
+    list_select_related = ["user"]
+    search_fields = ["id", "user__username", "request_id", "worker_id", "conversation__id"]
+    raw_id_fields = ["user", "created_by", "conversation", "project", "parent_run"]
+    exclude = ["run_token_hash"]
+    date_hierarchy = "created_at"
+
+    @admin.display(description="lease")
+    def lease_state(self, run):
+        return run_lease_state(run)

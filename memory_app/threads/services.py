@@ -1,0 +1,233 @@
+"""Writes of conversations, their messages and tool calls: by service principals for a user;
+an owner may rename, archive or switch "don't remember this chat" on their own.
+
+Every write owns its transaction; a new history message is indexed in it (``indexing.py``)."""
+
+import json
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from config.budgets import utf8_len
+from config.errors import InvalidInput, NotFound, TooLarge
+from config.validation import clean_text, json_size, validate_json_container, validate_json_value
+from identity_app.chat_reach import chat_require_reach
+from identity_app.permissions import READ, project_require_permission, reach_require_project, require_service_principal
+from identity_app.selectors import user_get_acting
+from memory_app.threads import indexing
+from memory_app.threads.models import (
+    Conversation,
+    ConversationSource,
+    ConversationStatus,
+    Message,
+    MessageRole,
+    MessageType,
+    ToolCall,
+)
+from memory_app.threads.selectors import conversations_visible
+
+MAX_MESSAGE_CONTENT_BYTES = 256 * 1024
+MAX_MESSAGE_JSON_BYTES = 16 * 1024
+SENT_AT_MAX_AHEAD = timedelta(minutes=5)  # clock skew of a runtime
+MAX_TOOL_CALLS_PER_MESSAGE = 50
+MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
+
+
+def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
+    clean_text(value, field=name)
+    if len(value) > limit:
+        raise TooLarge(f"{name} is longer than {limit} characters.")
+    if required and not value.strip():
+        raise InvalidInput(f"{name} may not be empty.", code=f"invalid_{name}")
+    return value
+
+
+def conversation_create(
+    *,
+    actor: AbstractBaseUser,
+    username: str,
+    title: str = "",
+    project_id: str | None = None,
+    source: str = ConversationSource.CHAT,
+    parent_id: str | None = None,
+    session_key: str | None = None,
+    no_memory: bool = False,
+) -> Conversation:
+    require_service_principal(actor)
+    owner = user_get_acting(actor=actor, username=username)
+    _require_bool(no_memory, "no_memory")
+    if source not in ConversationSource.values:
+        raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
+    parent = None
+    if parent_id:
+        parent = conversations_visible(user=actor).filter(pk=parent_id, owner=owner).first()
+        if parent is None:
+            raise NotFound("Parent conversation not found for this user.")
+    project = None
+    if project_id:
+        project = project_require_permission(user=owner, project_id=project_id, permission=READ)
+    reach_require_project(actor, project.pk if project else None)
+    session_key = _short_text(session_key, "session_key", 200)
+    if session_key:
+        # A malformed key is a 400; a chat the caller may not use for this user is answered as
+        # a chat that does not exist (docs/API.md, "Chat reach"). The key never changes later.
+        chat_require_reach(actor=actor, session_key=session_key, acting_for_id=owner.pk)
+    conversation = Conversation(
+        owner=owner,
+        project=project,
+        title=_short_text(title, "title", 300),
+        source=source,
+        parent=parent,
+        session_key=session_key,
+        no_memory=no_memory,
+    )
+    conversation.full_clean()
+    with transaction.atomic(durable=True):
+        conversation.save(force_insert=True)
+    return conversation
+
+
+def message_create(
+    *,
+    actor: AbstractBaseUser,
+    conversation_id: str,
+    role: str,
+    type: str = MessageType.TEXT,
+    content: str = "",
+    metadata: dict | None = None,
+    attachments: list | None = None,
+    images: list | None = None,
+    feedback: dict | None = None,
+    run_id: str | None = None,
+    tool_calls: list | None = None,
+    sent_at: datetime | None = None,
+) -> Message:
+    """A message of a conversation; ``sent_at`` is when it was said (default: now), at most
+    ``SENT_AT_MAX_AHEAD`` ahead of the server's clock."""
+    require_service_principal(actor)
+    if sent_at is not None and (
+        not isinstance(sent_at, datetime) or timezone.is_naive(sent_at) or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
+    ):
+        raise InvalidInput(
+            "sent_at must be a date and time with a time zone, not in the future.", code="invalid_sent_at"
+        )
+    if role not in MessageRole.values:
+        raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
+    if type not in MessageType.values:
+        raise InvalidInput(f"type must be one of {', '.join(MessageType.values)}.", code="invalid_type")
+    if not isinstance(content, str):
+        raise InvalidInput("content must be a string.", code="invalid_content")
+    clean_text(content, field="content")
+    if utf8_len(content) > MAX_MESSAGE_CONTENT_BYTES:
+        raise TooLarge(f"content is larger than {MAX_MESSAGE_CONTENT_BYTES} bytes.")
+    tool_calls = validate_json_container(
+        tool_calls, field="tool_calls", kind=list, max_bytes=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES
+    )
+    if len(tool_calls) > MAX_TOOL_CALLS_PER_MESSAGE:
+        raise TooLarge(f"at most {MAX_TOOL_CALLS_PER_MESSAGE} tool calls per message.")
+    calls = [_tool_call_fields(call) for call in tool_calls]
+    message = Message(
+        role=role,
+        type=type,
+        content=content,
+        metadata=validate_json_container(metadata, field="metadata", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        attachments=validate_json_container(
+            attachments, field="attachments", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES
+        ),
+        images=validate_json_container(images, field="images", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        sent_at=sent_at,
+    )
+    with transaction.atomic(durable=True):
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        if run_id:
+            run = conversation.runs.filter(pk=run_id).first()
+            if run is None:
+                raise NotFound("Run not found in this conversation.")
+            message.run = run
+        message.conversation = conversation
+        message.save(force_insert=True)
+        ToolCall.objects.bulk_create(
+            [ToolCall(message=message, conversation=conversation, **fields) for fields in calls]
+        )
+        conversation.save(update_fields=["updated_at"])
+        indexing.on_message_created(message, conversation)
+    return message
+
+
+def _require_bool(value, name: str) -> None:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
+
+
+def conversation_update(
+    *,
+    actor: AbstractBaseUser,
+    conversation_id: str,
+    title: str | None = None,
+    status: str | None = None,
+    no_memory: bool | None = None,
+) -> Conversation:
+    """Rename or archive/delete/restore a conversation, or turn its "don't remember this chat"
+    mode on or off (``no_memory``; it applies from the next context assembly on; turned on, it
+    also keeps every run of the chat not extracted yet from ever being extracted): its owner or
+    a service principal."""
+    if status is not None and status not in ConversationStatus.values:
+        raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
+    if no_memory is not None:
+        _require_bool(no_memory, "no_memory")
+    with transaction.atomic(durable=True):
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        fields = []
+        if title is not None:
+            conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
+        if status is not None:
+            conversation.status, fields = status, [*fields, "status"]
+        if no_memory is not None and no_memory != conversation.no_memory:
+            conversation.no_memory, fields = no_memory, [*fields, "no_memory"]
+        if fields:
+            conversation.save(update_fields=[*fields, "updated_at"])
+        if no_memory:
+            # Runs of the chat not yet extracted are never extracted, even if the mode is
+            # turned off before the worker gets to them.
+            conversation.runs.filter(auto_memory_processed_at__isnull=True).update(not_remembered=True)
+    return conversation
+
+
+def _tool_call_fields(call) -> dict:
+    if not isinstance(call, dict):
+        raise InvalidInput("each tool call must be a JSON object.", code="invalid_tool_calls")
+    unknown = set(call) - {"name", "input", "output", "status", "error"}
+    if unknown:
+        raise InvalidInput(f"unknown tool call fields: {', '.join(sorted(unknown))}.", code="invalid_tool_calls")
+    call_input = call.get("input") or {}
+    if not isinstance(call_input, (dict, list)):
+        raise InvalidInput("tool call input must be a JSON object or array.", code="invalid_tool_calls")
+    validate_json_value(call_input, field="tool call input")
+    if json_size(call_input) > MAX_TOOL_CALL_FIELD_BYTES:
+        raise TooLarge(f"tool call input is larger than {MAX_TOOL_CALL_FIELD_BYTES} bytes.")
+    output = call.get("output")
+    if output is not None and not isinstance(output, str):
+        output = json.dumps(output, ensure_ascii=False)
+    fields = {
+        "name": _short_text(call.get("name"), "tool call name", 200, required=True),
+        "input": call_input,
+        "output": _short_text(output, "tool call output", MAX_TOOL_CALL_FIELD_BYTES),
+        "status": _short_text(call.get("status"), "tool call status", 32),
+        "error": _short_text(call.get("error"), "tool call error", MAX_TOOL_CALL_FIELD_BYTES),
+    }
+    return fields

@@ -1,0 +1,422 @@
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from config.budgets import truncate_utf8
+from config.lowtrust import DATA_MARK
+from memory_app.notes import services as notes_services
+from memory_app.threads import services as thread_services
+from memory_app.threads.history import (
+    READ_CONTENT_BYTES,
+    READ_MESSAGE_BYTES,
+    READ_RESPONSE_BYTES,
+    READ_TOOL_CALL_BYTES,
+    READ_TOOL_CALLS_BYTES,
+    SEARCH_HIT_BYTES,
+    SEARCH_RESPONSE_BYTES,
+)
+
+pytestmark = pytest.mark.django_db
+
+SEARCH = "/api/runs/{}/tools/search_thread_messages"
+READ = "/api/runs/{}/tools/read_thread_messages"
+
+
+def _thread(svc, user, **kwargs):
+    return thread_services.conversation_create(
+        actor=svc, username=user.username, title=kwargs.pop("title", "thread"), **kwargs
+    )
+
+
+def _say(svc, thread, content, role="user", **kwargs):
+    return thread_services.message_create(actor=svc, conversation_id=thread.pk, role=role, content=content, **kwargs)
+
+
+def _search(run_api, handle, query, **extra):
+    response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": query, **extra}, format="json")
+    assert response.status_code == 200, response.content
+    return response
+
+
+def _read(run_api, handle, thread_id, **extra):
+    response = run_api(handle.token).post(READ.format(handle.id), {"thread_id": thread_id, **extra}, format="json")
+    return response
+
+
+# --- truncate_utf8 --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["中文字符" * 300, "🙂" * 500, "aé中🙂" * 200, "x" * 2000])
+@pytest.mark.parametrize("limit", [0, 1, 5, 13, 14, 15, 100, 511, 512, 513])
+def test_truncate_utf8_never_exceeds_budget_or_splits_code_points(text, limit):
+    cut, truncated = truncate_utf8(text, limit)
+    data = cut.encode("utf-8")
+    assert len(data) <= limit
+    data.decode("utf-8")  # valid UTF-8
+    assert truncated
+    if limit >= 20:
+        assert cut.endswith("…[truncated]")
+        # As close to the limit as the code point width allows.
+        assert len(data) > limit - 4
+
+
+def test_truncate_utf8_leaves_short_text_alone():
+    assert truncate_utf8("中文🙂", 10) == ("中文🙂", False)
+    # No room for the marker: the text is omitted whole, never shown cut without a marker.
+    assert truncate_utf8("中文🙂", 9) == ("", True)
+    assert truncate_utf8("中文🙂", 20, marker="~") == ("中文🙂", False)
+    assert truncate_utf8("中文🙂abc", 11, marker="~") == ("中文🙂~", True)
+    assert truncate_utf8("中文🙂abc", 10, marker="~") == ("中文~", True)
+
+
+# --- visibility -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def leaky_history(svc, alice, mallory):
+    """Alice's visible thread plus every kind of thing that must never appear."""
+    visible = _thread(svc, alice, title="Billing")
+    _say(svc, visible, "We picked PostgreSQL for the billing database. MARK-VISIBLE-USER")
+    answer = _say(
+        svc,
+        visible,
+        "Agreed, billing database is PostgreSQL. MARK-VISIBLE-ASSISTANT",
+        role="assistant",
+        metadata={"note": "billing database MARK-METADATA"},
+        attachments=[{"name": "billing database MARK-ATTACHMENT"}],
+        images=[{"url": "billing database MARK-IMAGE"}],
+        feedback={"comment": "billing database MARK-FEEDBACK"},
+        tool_calls=[
+            {
+                "name": "sql",
+                "input": {"q": "billing database MARK-TOOLINPUT"},
+                "output": "MARK-TOOLOUTPUT",
+                "status": "ok",
+                "error": "MARK-TOOLERROR",
+            }
+        ],
+    )
+    _say(svc, visible, "billing database system prompt MARK-SYSTEM", role="system")
+    _say(svc, visible, "billing database tool output MARK-TOOLROLE", role="tool")
+    _say(svc, visible, "billing database call MARK-TOOLCALLTYPE", role="assistant", type="tool_call")
+    _say(svc, visible, "billing database result MARK-TOOLRESULTTYPE", role="assistant", type="tool_result")
+    _say(svc, visible, "billing database picture MARK-IMAGETYPE", role="user", type="image")
+    other_user = _thread(svc, mallory)
+    _say(svc, other_user, "billing database MARK-OTHER-USER")
+    agent_call = _thread(svc, alice, source="agent_call")
+    _say(svc, agent_call, "billing database MARK-AGENT-CALL")
+    evaluation = _thread(svc, alice, source="agent_evaluation")
+    _say(svc, evaluation, "billing database MARK-EVALUATION")
+    child = _thread(svc, alice, parent_id=visible.pk)
+    _say(svc, child, "billing database MARK-SUBAGENT-CHILD")
+    archived = _thread(svc, alice)
+    _say(svc, archived, "billing database MARK-ARCHIVED")
+    archived.status = "archived"
+    archived.save(update_fields=["status"])
+    return {"visible": visible, "answer": answer, "hidden": [other_user, agent_call, evaluation, child, archived]}
+
+
+HIDDEN_MARKERS = [
+    "MARK-METADATA",
+    "MARK-ATTACHMENT",
+    "MARK-IMAGE",
+    "MARK-FEEDBACK",
+    "MARK-TOOLINPUT",
+    "MARK-TOOLOUTPUT",
+    "MARK-TOOLERROR",
+    "MARK-SYSTEM",
+    "MARK-TOOLROLE",
+    "MARK-TOOLCALLTYPE",
+    "MARK-TOOLRESULTTYPE",
+    "MARK-IMAGETYPE",
+    "MARK-OTHER-USER",
+    "MARK-AGENT-CALL",
+    "MARK-EVALUATION",
+    "MARK-SUBAGENT-CHILD",
+    "MARK-ARCHIVED",
+]
+
+
+def test_search_shows_only_visible_user_and_assistant_text(run_api, make_run, alice, leaky_history):
+    handle = make_run(alice)
+    body = _search(run_api, handle, "billing database").content.decode()
+    assert "MARK-VISIBLE-USER" in body and "MARK-VISIBLE-ASSISTANT" in body
+    for marker in HIDDEN_MARKERS:
+        assert marker not in body, marker
+    data = json.loads(body)
+    assert data["trust"] == "low"
+    assert {hit["thread_id"] for hit in data["results"]} == {leaky_history["visible"].pk}
+
+
+@pytest.mark.parametrize("include_tools", [False, True])
+def test_read_shows_only_visible_messages(run_api, make_run, alice, leaky_history, include_tools):
+    handle = make_run(alice)
+    response = _read(run_api, handle, leaky_history["visible"].pk, include_tools=include_tools)
+    assert response.status_code == 200, response.content
+    body = response.content.decode()
+    assert "MARK-VISIBLE-USER" in body and "MARK-VISIBLE-ASSISTANT" in body
+    allowed_with_tools = {"MARK-TOOLINPUT", "MARK-TOOLOUTPUT", "MARK-TOOLERROR"} if include_tools else set()
+    for marker in HIDDEN_MARKERS:
+        if marker not in allowed_with_tools:
+            assert marker not in body, marker
+    data = json.loads(body)
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    assert set(data["messages"][0]) == {"id", "role", "created_at", "content", "truncated"}
+    if include_tools:
+        assert [set(call) for call in data["tool_calls"]] == [
+            {"id", "name", "input", "output", "status", "error", "truncated", "omitted"}
+        ]
+    else:
+        assert "tool_calls" not in data
+
+
+def test_hidden_threads_cannot_be_read(run_api, make_run, alice, leaky_history):
+    handle = make_run(alice)
+    for thread in leaky_history["hidden"]:
+        response = _read(run_api, handle, thread.pk)
+        assert (response.status_code, response.json()["error"]["code"]) == (404, "thread_not_found")
+        assert "MARK" not in response.content.decode()
+
+
+def test_search_never_loads_tool_calls_and_read_only_when_asked(make_run, alice, leaky_history):
+    from memory_app.runs import tools
+
+    handle = make_run(alice)
+    with CaptureQueriesContext(connection) as queries:
+        tools.search_thread_messages(credential=handle.credential, query="billing database")
+    assert not any("toolcall" in q["sql"].lower() for q in queries.captured_queries)
+    with CaptureQueriesContext(connection) as queries:
+        tools.read_thread_messages(credential=handle.credential, thread_id=leaky_history["visible"].pk)
+    assert not any("toolcall" in q["sql"].lower() for q in queries.captured_queries)
+    with CaptureQueriesContext(connection) as queries:
+        tools.read_thread_messages(
+            credential=handle.credential, thread_id=leaky_history["visible"].pk, include_tools=True
+        )
+    assert sum("toolcall" in q["sql"].lower() for q in queries.captured_queries) == 1
+
+
+def test_history_tools_refuse_subagents_and_disabled_memory(run_api, make_run, alice, leaky_history):
+    sub = make_run(alice, kind="subagent")
+    response = run_api(sub.token).post(SEARCH.format(sub.id), {"query": "billing"}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "not_top_level_run")
+    response = _read(run_api, sub, leaky_history["visible"].pk)
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "not_top_level_run")
+    handle = make_run(alice)
+    notes_services.user_settings_update(user=alice, enable_memory=False)
+    response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "billing"}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "memory_disabled")
+    assert "MARK" not in response.content.decode()
+
+
+def test_history_tool_schemas_take_no_identity_arguments(run_api, make_run, alice, leaky_history):
+    handle = make_run(alice)
+    for url, body in (
+        (SEARCH, {"query": "billing", "user_id": 1}),
+        (READ, {"thread_id": leaky_history["visible"].pk, "owner": "mallory"}),
+    ):
+        response = run_api(handle.token).post(url.format(handle.id), body, format="json")
+        assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_arguments")
+
+
+# --- ranking --------------------------------------------------------------------------------
+
+
+def test_search_ranks_a_natural_language_question(run_api, make_run, svc, alice, settings):
+    thread = _thread(svc, alice)
+    _say(svc, thread, "For the billing service we picked PostgreSQL as the database, not MySQL.")
+    _say(svc, thread, "The weather is nice today and we went for a walk.")
+    _say(svc, thread, "Which color did you pick for the logo?")
+    _say(svc, thread, "The analytics database is ClickHouse.")
+    handle = make_run(alice)
+    hits = _search(run_api, handle, "which database did we pick for billing?").json()["results"]
+    assert hits and "PostgreSQL" in hits[0]["snippet"]
+    # Ranked by meaning too, so a message sharing no word may follow; by words only it is not a hit.
+    assert all("weather" not in hit["snippet"] for hit in hits[:3])
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    hits = _search(run_api, handle, "which database did we pick for billing?").json()["results"]
+    assert "PostgreSQL" in hits[0]["snippet"] and all("weather" not in hit["snippet"] for hit in hits)
+
+
+def test_search_matches_chinese_without_exact_substring(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    _say(svc, thread, "我们决定账单系统使用 PostgreSQL 数据库。")
+    _say(svc, thread, "今天天气很好，我们去公园散步了。")
+    hits = _search(run_api, make_run(alice), "账单用什么数据库").json()["results"]
+    assert hits and "PostgreSQL" in hits[0]["snippet"]
+    assert len(hits) == 1
+
+
+def test_search_matches_words_not_pieces_of_other_words(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    _say(svc, thread, "The application location is set to Berlin.")
+    _say(svc, thread, "Release 2025-05-01 is out.")
+    _say(svc, thread, "My cat is called Mochi and I have 5 plants.")
+    for query in ("cat", "5"):
+        hits = _search(run_api, make_run(alice, request_id=f"req-{query}"), query).json()["results"]
+        assert [h["snippet"] for h in hits] == [DATA_MARK + "My cat is called Mochi and I have 5 plants."], query
+
+
+# --- budgets --------------------------------------------------------------------------------
+
+
+def test_search_budgets_with_multibyte_text(run_api, make_run, svc, alice):
+    for index in range(15):
+        thread = _thread(svc, alice)
+        _say(svc, thread, f"数据库 {index} " + "中文🙂" * 3000)
+    data = _search(run_api, make_run(alice), "数据库").json()
+    assert len(data["results"]) == 10
+    for hit in data["results"]:
+        assert len(hit["snippet"].encode()) <= SEARCH_HIT_BYTES
+        assert len(hit["snippet"].encode()) > SEARCH_HIT_BYTES - 4
+        assert hit["truncated"] and hit["snippet"].endswith("…[truncated]")
+    raw = _search(run_api, make_run(alice, request_id="r2"), "数据库").content
+    assert len(raw) <= SEARCH_RESPONSE_BYTES
+
+
+def test_search_response_cap_holds_with_escaping(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    for _ in range(12):
+        _say(svc, thread, "needle " + "\x01" * 600)  # each control char becomes 6 bytes of JSON
+    response = _search(run_api, make_run(alice), "needle")
+    assert len(response.content) <= SEARCH_RESPONSE_BYTES
+    assert response.json()["truncated"] is True
+
+
+def test_read_budgets_with_multibyte_text(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    for _ in range(25):
+        _say(svc, thread, "汉字🙂é" * 2000)  # ~18 KB each
+    handle = make_run(alice)
+    response = _read(run_api, handle, thread.pk)
+    data = response.json()
+    assert len(response.content) <= READ_RESPONSE_BYTES
+    sizes = [len(m["content"].encode()) for m in data["messages"]]
+    assert all(size <= READ_MESSAGE_BYTES for size in sizes)
+    assert sum(sizes) <= READ_CONTENT_BYTES
+    assert sizes[0] > READ_MESSAGE_BYTES - 4  # cut at the limit, not far below it
+    assert data["truncated"] and data["has_more"]
+    for message in data["messages"]:
+        message["content"].encode("utf-8")
+        assert message["truncated"] and message["content"].endswith("…[truncated]")
+
+
+def test_read_paginates_backwards_with_at_most_20(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    ids = [_say(svc, thread, f"message {i}").pk for i in range(30)]
+    handle = make_run(alice)
+    first = _read(run_api, handle, thread.pk).json()
+    assert [m["id"] for m in first["messages"]] == ids[10:]
+    assert first["has_more"] is True
+    older = _read(run_api, handle, thread.pk, before_message_id=ids[10]).json()
+    assert [m["id"] for m in older["messages"]] == ids[:10]
+    assert older["has_more"] is False
+    response = _read(run_api, handle, thread.pk, limit=21)
+    assert response.status_code == 400
+
+
+def test_read_tool_call_budgets(run_api, make_run, svc, alice):
+    thread = _thread(svc, alice)
+    _say(svc, thread, "start")
+    calls = [
+        {"name": f"tool{i}", "input": {"q": "输入" * 3000}, "output": "出" * 5000, "status": "ok", "error": "错" * 2000}
+        for i in range(12)
+    ]
+    _say(svc, thread, "ran tools", role="assistant", tool_calls=calls)
+    data = _read(run_api, make_run(alice), thread.pk, include_tools=True).json()
+    items = data["tool_calls"]
+    assert 1 <= len(items) <= 10
+    sizes = [sum(len(item[k].encode()) for k in ("name", "status", "input", "output", "error")) for item in items]
+    assert all(size <= READ_TOOL_CALL_BYTES for size in sizes)
+    assert sum(sizes) <= READ_TOOL_CALLS_BYTES
+    assert all(item["truncated"] for item in items)
+
+
+def test_the_reply_after_a_matching_turn_is_found_with_it(run_api, make_run, svc, alice, settings):
+    settings.MEMORY_SEARCH_MODE = "lexical"  # the reply shares no word with the question
+    thread = _thread(svc, alice)
+    _say(svc, thread, "Should I take the lisinopril in the morning or in the evening?")
+    reply = _say(svc, thread, "In the morning, with breakfast.", role="assistant")
+    _say(svc, thread, "Thanks! Also, what's a good pasta recipe?")
+    _say(svc, thread, "Try aglio e olio.", role="assistant")
+    other = _thread(svc, alice)
+    _say(svc, other, "I picked up the lisinopril prescription today.")
+    _say(svc, other, "Noted the pharmacy hours too.")  # same speaker: not a reply
+    hits = _search(run_api, make_run(alice), "when do I take lisinopril").json()["results"]
+    ids = [hit["message_id"] for hit in hits]
+    assert reply.pk in ids
+    assert all("pharmacy" not in hit["snippet"] and "aglio" not in hit["snippet"] for hit in hits)
+
+
+@pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])
+def test_search_takes_a_bounded_number_of_statements(svc, alice, settings, mode):
+    """Both rankings come from one statement, candidates and their next turns from one more:
+    no statement per hit or per term, however many hits (a scope's refs and vectors are read
+    once per version of the scope)."""
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    for t in range(3):
+        thread = _thread(svc, alice, title=f"billing {t}")
+        for i in range(12):
+            _say(
+                svc,
+                thread,
+                f"The billing invoice number {t}-{i} for the database plan",
+                role=("user", "assistant")[i % 2],
+            )
+    history_search(user_id=alice.pk, query="billing invoice database plan")  # the scope's refs and vectors
+    for query in ("billing invoice database plan", "invoice for the plan", "database billing numbers"):
+        with CaptureQueriesContext(connection) as queries:
+            hits = history_search(user_id=alice.pk, query=query)["results"]
+        assert len(hits) == 10
+        assert len(queries.captured_queries) <= 3, [q["sql"][:120] for q in queries.captured_queries]
+
+
+def _two_person_thread(svc, alice):
+    thread = _thread(svc, alice, title="catching up")
+    mia = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia"})
+    _say(svc, thread, "How lovely!", role="assistant", metadata={"name": "Jon"})
+    _say(svc, thread, "Anything new with you?", metadata={"name": "Mia"})
+    jon = _say(svc, thread, "I flew to Lisbon for my sister's wedding too", role="assistant", metadata={"name": "Jon"})
+    return mia, jon
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, mode):
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    mia, jon = _two_person_thread(svc, alice)
+    first = lambda query: history_search(user_id=alice.pk, query=query)["results"][0]["message_id"]  # noqa: E731
+    assert first("Where did Mia fly for her sister's wedding?") == mia.pk
+    assert first("Where did Jon fly for his sister's wedding?") == jon.pk
+    assert first("where did mia fly for the wedding") == mia.pk  # any case
+
+
+def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
+    from identity_app.models import Profile
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    Profile.objects.update_or_create(user=alice, defaults={"display_name": "Alice Chen"})
+    own = _say(svc, _thread(svc, alice), "I adopted a beagle called Biscuit yesterday")
+    _say(svc, _thread(svc, alice), "I adopted a beagle", role="assistant")  # shorter: first by words alone
+    hits = history_search(user_id=alice.pk, query="Which dog did Alice adopt?")["results"]
+    assert hits[0]["message_id"] == own.pk
+
+
+def test_a_question_naming_nobody_keeps_the_word_ranking(svc, alice, settings):
+    from memory_app.threads import history
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    _two_person_thread(svc, alice)
+    query = "Where did someone fly for a sister's wedding?"
+    with_speakers = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
+    settings_weight, history.SPEAKER_WEIGHT = history.SPEAKER_WEIGHT, 0.0
+    try:
+        plain = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
+    finally:
+        history.SPEAKER_WEIGHT = settings_weight
+    assert with_speakers == plain
