@@ -10,10 +10,10 @@ Everything here runs inside the caller's transaction, under the per-user lock th
 import difflib
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
 from config.errors import Conflict
+from identity_app.models import User
 from memory_app.agent.budgets import truncate_utf8
 from memory_app.agent.models import AgentRun, WorkspaceChange
 from memory_app.agent.workspace import sha256_hex
@@ -86,7 +86,7 @@ class Author:
     agent run, and a label of the client (an API token's name)."""
 
     source: str
-    actor: AbstractBaseUser | None = None
+    actor: User | None = None
     run: AgentRun | None = None
     client: str = ""
 

@@ -3,12 +3,12 @@
 
 A user reads only their own rows; sub-agent threads are never history (``SUBAGENT_SOURCES``)."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Left
 from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
+from identity_app.models import User
 from identity_app.permissions import is_service_principal, reach_q
 from memory_app.agent.models import (
     AgentRun,
@@ -25,7 +25,7 @@ from memory_app.agent.models import (
 from memory_app.agent.workspace import Workspace, WorkspaceFile, read_whole_file, sha256_hex, validate_workspace_name
 
 
-def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
+def workspace_file_get(*, user: User, name: str) -> WorkspaceFile:
     validate_workspace_name(name)
     read = read_whole_file(Workspace(user.pk), name)
     return WorkspaceFile(
@@ -33,7 +33,7 @@ def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
     )
 
 
-def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceChange]:
+def workspace_changes_visible(*, user: User) -> QuerySet[WorkspaceChange]:
     """The change history of a user's workspace files: their own, nobody else's (not even a
     service principal's, which never reads another user's notes file either)."""
     # Changes of one group commit share a moment; their sequence numbers keep them in order.
@@ -45,14 +45,14 @@ def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceCh
     )
 
 
-def workspace_change_get(*, user: AbstractBaseUser, change_id: str) -> WorkspaceChange:
+def workspace_change_get(*, user: User, change_id: str) -> WorkspaceChange:
     change = workspace_changes_visible(user=user).filter(pk=change_id).first()
     if change is None:
         raise NotFound("Change not found.")
     return change
 
 
-def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:
+def user_settings_get(*, user: User) -> UserSettings:
     """The user's settings; an unsaved default row when none exists (reads never write)."""
     found = UserSettings.objects.filter(user=user).first()
     return found if found is not None else UserSettings(user=user)
@@ -81,7 +81,7 @@ def run_memory_enabled(run) -> bool:
     return memory_enabled_for(user_id=run.user_id)
 
 
-def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+def conversations_visible(*, user: User) -> QuerySet[Conversation]:
     """Conversations a caller may read in the API/UI: their own; service principals read all
     within the reach of their token."""
     qs = Conversation.objects.select_related("owner", "project")
@@ -89,19 +89,19 @@ def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
     return qs.filter(reach_q(user, user_field="owner", project_field="project"))
 
 
-def conversation_get(*, user: AbstractBaseUser, conversation_id: str) -> Conversation:
+def conversation_get(*, user: User, conversation_id: str) -> Conversation:
     conversation = conversations_visible(user=user).filter(pk=conversation_id).first()
     if conversation is None:
         raise NotFound("Conversation not found.")
     return conversation
 
 
-def conversation_messages(*, user: AbstractBaseUser, conversation_id: str) -> QuerySet[Message]:
+def conversation_messages(*, user: User, conversation_id: str) -> QuerySet[Message]:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     return conversation.messages.prefetch_related("tool_calls").order_by("created_at", "id")
 
 
-def conversation_message_list(*, user: AbstractBaseUser, conversation_id: str, content_chars: int) -> QuerySet[Message]:
+def conversation_message_list(*, user: User, conversation_id: str, content_chars: int) -> QuerySet[Message]:
     """Messages of a readable conversation for a list: the first ``content_chars`` characters
     of the content as ``content_head``, tool calls counted, nothing large loaded."""
     conversation = conversation_get(user=user, conversation_id=conversation_id)
@@ -112,7 +112,7 @@ def conversation_message_list(*, user: AbstractBaseUser, conversation_id: str, c
     )
 
 
-def conversation_message_get(*, user: AbstractBaseUser, conversation_id: str, message_id) -> Message:
+def conversation_message_get(*, user: User, conversation_id: str, message_id) -> Message:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     message = conversation.messages.prefetch_related("tool_calls").filter(pk=int(message_id)).first()
     if message is None:
@@ -175,7 +175,7 @@ def runs_with_lease_state(qs, state: str, *, now=None):
     raise InvalidInput("lease state must be held, expired or released.", code="invalid_lease_state")
 
 
-def runs_visible(*, user: AbstractBaseUser):
+def runs_visible(*, user: User):
     """Runs a caller may read: their own; service principals read all within the reach of
     their token."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")
@@ -183,7 +183,7 @@ def runs_visible(*, user: AbstractBaseUser):
     return qs.filter(reach_q(user, user_field="user", project_field="project"))
 
 
-def runs_list(*, user: AbstractBaseUser, text_chars: int):
+def runs_list(*, user: User, text_chars: int):
     """``runs_visible`` for a list: only the first ``text_chars`` characters of ``prompt`` and
     ``goal`` are loaded (``prompt_head``, ``goal_head``)."""
     return (
@@ -194,7 +194,7 @@ def runs_list(*, user: AbstractBaseUser, text_chars: int):
     )
 
 
-def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:
+def run_get(*, user: User, run_id: str, own_only: bool = False) -> AgentRun:
     """A run the caller may read, else 404. ``own_only``: the caller's own runs only, even for
     service principals (settings that belong to the run's user, like auto-memory flags)."""
     qs = (

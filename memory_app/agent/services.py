@@ -10,7 +10,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -18,6 +17,7 @@ from django.utils import timezone
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
 from identity_app.chat_reach import chat_require_reach
+from identity_app.models import User
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
@@ -97,7 +97,7 @@ def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -
 
 def workspace_file_write(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     content: str,
     base_sha256: str | None = None,
@@ -122,7 +122,7 @@ def workspace_file_write(
 
 
 def workspace_file_delete(
-    *, user: AbstractBaseUser, name: str, base_sha256: str | None = None, author: Author | None = None
+    *, user: User, name: str, base_sha256: str | None = None, author: Author | None = None
 ) -> bool:
     """Remove a file; ``base_sha256`` and ``author`` as for ``workspace_file_write``."""
     validate_workspace_name(name)
@@ -150,7 +150,7 @@ class Published:
 
 
 def workspace_files_fill(
-    *, user: AbstractBaseUser, files: dict[str, str], author: Author
+    *, user: User, files: dict[str, str], author: Author
 ) -> tuple[dict[str, str], list[Published]]:
     """Write each of ``files`` that is missing or empty, never overwriting text (an import):
     ``written``, ``identical`` (it already holds that text) or ``conflict`` per name.
@@ -189,7 +189,7 @@ def workspace_files_fill(
     return results, published
 
 
-def workspace_files_unpublish(*, user: AbstractBaseUser, published: list[Published]) -> None:
+def workspace_files_unpublish(*, user: User, published: list[Published]) -> None:
     """Put back what ``workspace_files_fill`` published (its caller's transaction failed): each
     file as it was before, or gone if it did not exist. Best effort: a file that cannot be put
     back is logged, and the other files are still put back."""
@@ -221,7 +221,7 @@ def _record(*, user, name: str, action: str, author: Author | None, before: File
 
 
 def workspace_change_undo(
-    *, user: AbstractBaseUser, change_id: str, base_sha256: str | None = None, author: Author | None = None
+    *, user: User, change_id: str, base_sha256: str | None = None, author: Author | None = None
 ) -> WorkspaceChange:
     """Reverse one change of the user's workspace file history, keeping every later change, through
     the same lock and publish path as an edit. ``base_sha256`` as for ``workspace_file_write``.
@@ -266,7 +266,7 @@ def workspace_change_undo(
     return undo
 
 
-def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) -> int:
+def workspace_history_clear(*, user: User, name: str | None = None) -> int:
     """Forget the recorded changes (and so the old text they hold) of one file or of all three;
     the files themselves stay as they are. Returns how many changes were forgotten."""
     if name is not None:
@@ -283,7 +283,7 @@ def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) 
     return count
 
 
-def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:
+def user_settings_update(*, user: User, enable_memory: bool) -> UserSettings:
     if not isinstance(enable_memory, bool):
         raise InvalidInput("enable_memory must be a boolean.", code="invalid")
     # Not durable: an import sets the switch in its own transaction (all or nothing); the lock
@@ -320,7 +320,7 @@ def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
 
 def conversation_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     username: str,
     title: str = "",
     project_id: str | None = None,
@@ -365,7 +365,7 @@ def conversation_create(
 
 def message_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     conversation_id: str,
     role: str,
     type: str = MessageType.TEXT,
@@ -442,7 +442,7 @@ def _require_bool(value, name: str) -> None:
 
 def conversation_update(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     conversation_id: str,
     title: str | None = None,
     status: str | None = None,
@@ -525,7 +525,7 @@ def _worker_id(value) -> str:
     return value.strip()
 
 
-def _require_chat_in_reach(*, actor: AbstractBaseUser, session_key: str, user_id: int) -> None:
+def _require_chat_in_reach(*, actor: User, session_key: str, user_id: int) -> None:
     """A run token reads its conversation's chat items: whoever starts or takes over a run
     must reach that chat for the run's user (a token limited to alice, say, never a group
     chat an unlimited principal gave one of her conversations). Out of reach: 404, as a chat
@@ -547,7 +547,7 @@ class IssuedRun:
 
 def run_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     username: str,
     conversation_id: str,
     request_id: str,
@@ -637,7 +637,7 @@ ASSISTANT_THREAD_TITLE = "Assistant (MCP)"
 
 
 def assistant_run_open(
-    *, actor: AbstractBaseUser, username: str, worker_id: str, lease_seconds: int = 60, request_id: str
+    *, actor: User, username: str, worker_id: str, lease_seconds: int = 60, request_id: str
 ) -> IssuedRun:
     """A top-level chat run for an assistant connected over MCP (docs/mcp.md), in the user's
     assistant thread (created on first use, then reused, so sessions do not pile up threads).
@@ -688,7 +688,7 @@ def assistant_run_open(
     return issued
 
 
-def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
+def run_claim(*, actor: User, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
     """Take over a run whose lease expired (or renew one's own): one conditional UPDATE, so of
     two racing workers exactly one wins. The previous token stops working."""
     require_service_principal(actor)

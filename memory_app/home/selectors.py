@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -24,7 +23,7 @@ from django.utils.translation import ngettext
 
 from config.errors import DomainError, InvalidInput, NotFound
 from config.validation import is_valid_id
-from identity_app.models import Membership, Project
+from identity_app.models import Membership, Project, User
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
@@ -114,7 +113,7 @@ def shared_from_chats_q(chat_keys) -> Q:
     return Q(scope_type=Tier.GLOBAL, source_chat_key__in=chat_keys) & ~Q(source_chat_key="")
 
 
-def _home_q(user: AbstractBaseUser) -> Q:
+def _home_q(user: User) -> Q:
     bound = chat_keys_bound_to(user=user)
     return (
         Q(scope_type=Tier.USER, owner=user)
@@ -124,25 +123,25 @@ def _home_q(user: AbstractBaseUser) -> Q:
     )
 
 
-def home_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
+def home_memories(*, user: User) -> QuerySet[Memory]:
     """Every memory of the home, whatever its status: the user's own, their projects', those
     of the private chats bound to them, and the global items shared from those chats (read
     through the visibility rule)."""
     return memories_visible(user=user).filter(_home_q(user)).select_related("created_by")
 
 
-def home_item_get(*, user: AbstractBaseUser, memory_id: str) -> Memory:
+def home_item_get(*, user: User, memory_id: str) -> Memory:
     memory = home_memories(user=user).filter(pk=str(memory_id)[:40]).first()
     if memory is None:
         raise NotFound("Memory not found.")
     return memory
 
 
-def _auto_q(user: AbstractBaseUser) -> Q:
+def _auto_q(user: User) -> Q:
     return Q(scope_type=Tier.PROJECT, origin=Origin.AUTO, created_by=user)
 
 
-def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Memory]:
+def source_memories(*, user: User, source: SourceRef) -> QuerySet[Memory]:
     """The memories of one source (every status). A project the user may not read and a chat
     not bound to them are 404."""
     qs = home_memories(user=user)
@@ -162,7 +161,7 @@ def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Me
     raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
 
 
-def chat_names(*, user: AbstractBaseUser, keys) -> dict[str, str]:
+def chat_names(*, user: User, keys) -> dict[str, str]:
     """The display names the user gave their bound chats (keys without one are left out)."""
     keys = [k for k in keys if k][:MAX_CHATS]
     if not keys:
@@ -236,7 +235,7 @@ class Overview:
         return sum(s.count for s in self.sources if s.ref.kind != SOURCE_AUTO)
 
 
-def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
+def switches_get(*, user: User) -> dict[str, Switch]:
     """The three switches, each changed on the one settings panel (``web:settings``) and through
     ``/api/users/me/memory-switches`` (docs/auto-memory.md, "Switches")."""
     memory = user_settings_get(user=user)
@@ -316,7 +315,7 @@ def _latest(qs: QuerySet[Memory]) -> list[Memory]:
     return list(qs.filter(live_q()).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
 
 
-def expiring_soon(*, user: AbstractBaseUser, now: datetime | None = None) -> list[Memory]:
+def expiring_soon(*, user: User, now: datetime | None = None) -> list[Memory]:
     """The home's items that expire within ``EXPIRING_SOON_DAYS``, soonest first (bounded)."""
     now = now or timezone.now()
     return list(
@@ -327,7 +326,7 @@ def expiring_soon(*, user: AbstractBaseUser, now: datetime | None = None) -> lis
     )
 
 
-def home_overview(*, user: AbstractBaseUser) -> Overview:
+def home_overview(*, user: User) -> Overview:
     """Every source with its count of active (unexpired) items, its latest items (own memories and
     auto-extracted ones), the sentence on which agents see it and when, and its switches. A
     fixed number of queries, whatever the number of projects and chats (up to the caps)."""
@@ -623,7 +622,7 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
     return " ".join(parts)
 
 
-def provenance_for(*, user: AbstractBaseUser, memories: list[Memory]) -> dict[str, Provenance]:
+def provenance_for(*, user: User, memories: list[Memory]) -> dict[str, Provenance]:
     """Provenance of each memory (id → ``Provenance``), in a fixed number of queries per
     ``PROVENANCE_CHUNK`` memories. ``memories`` must be rows ``user`` may read."""
     found: dict[str, Provenance] = {}
@@ -633,7 +632,7 @@ def provenance_for(*, user: AbstractBaseUser, memories: list[Memory]) -> dict[st
     return found
 
 
-def project_roles(*, user: AbstractBaseUser, project_ids) -> dict[str, str]:
+def project_roles(*, user: User, project_ids) -> dict[str, str]:
     return dict(Membership.objects.filter(user=user, project_id__in=set(project_ids)).values_list("project_id", "role"))
 
 
@@ -681,9 +680,7 @@ class HomeSearch:
     more: bool = False  # a higher limit would show more
 
 
-def home_search(
-    *, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True
-) -> HomeSearch:
+def home_search(*, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
     each readable project's, each bound chat's and what was shared from it), loaded through
     ``home_memories``, and (``with_notes``) the lines of the notes file, indexed as documents
@@ -845,7 +842,7 @@ def provenance_data(prov: Provenance) -> dict:
     }
 
 
-def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
+def home_export(*, user: User, now: datetime) -> dict:
     """All of the home as one versioned JSON document (docs/home.md): profile, switches,
     notes files, the memories of every source with their provenance (bounded), and the
     user's latest auto-memory log entries."""
@@ -979,7 +976,7 @@ class ReadView:
     memory: Memory | None = None
 
 
-def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
+def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
     """A fixed number of queries for any list of reads (the caller bounds it)."""
     run_ids = {r.run_ref for r in reads if r.run_ref}
     runs = set(runs_visible(user=user).filter(pk__in=run_ids).values_list("pk", flat=True)) if run_ids else set()
@@ -1007,19 +1004,19 @@ def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: di
     return views
 
 
-def item_last_read(*, user: AbstractBaseUser, memory: Memory) -> ReadView | None:
+def item_last_read(*, user: User, memory: Memory) -> ReadView | None:
     """The latest read of a home item (``memory`` as ``home_item_get`` returned it)."""
     read = reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk]).first()
     return _read_views(user=user, reads=[read])[0] if read is not None else None
 
 
-def item_reads(*, user: AbstractBaseUser, memory_id: str) -> QuerySet[MemoryRead]:
+def item_reads(*, user: User, memory_id: str) -> QuerySet[MemoryRead]:
     """The reads of one home item, newest first (404 when it is not in the reader's home)."""
     memory = home_item_get(user=user, memory_id=memory_id)
     return reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])
 
 
-def source_reads(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[MemoryRead]:
+def source_reads(*, user: User, source: SourceRef) -> QuerySet[MemoryRead]:
     """The reads of one source's items, newest first: the items are those ``source_memories``
     lets the reader see (a project they may not read, a chat not bound to them: 404); for the
     notes file, the reads of the reader's own notes-file versions."""
@@ -1028,7 +1025,7 @@ def source_reads(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Memor
     return reads_of(item_kind=ItemKind.MEMORY, refs=source_memories(user=user, source=source).values("pk"))
 
 
-def read_views(*, user: AbstractBaseUser, reads: list[MemoryRead]) -> list[ReadView]:
+def read_views(*, user: User, reads: list[MemoryRead]) -> list[ReadView]:
     """``reads`` (a page of ``source_reads``/``item_reads``) with their items loaded through
     ``home_memories``."""
     refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY}

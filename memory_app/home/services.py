@@ -12,7 +12,6 @@ import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -29,7 +28,7 @@ from config.validation import (
     validate_json_container,
 )
 from identity_app import services as identity_services
-from identity_app.models import Profile
+from identity_app.models import Profile, User
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.agent import services as agent_services
 from memory_app.agent.locks import user_lock_acquire
@@ -85,7 +84,7 @@ FORGET_ALL_LIMIT = 10_000  # memory rows per call; what is left is reported and 
 # --- one item --------------------------------------------------------------------------------
 def home_item_correct(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     memory_id: str,
     content: str,
     kind: str | None = None,
@@ -107,13 +106,13 @@ def home_item_correct(
     )
 
 
-def home_item_forget(*, actor: AbstractBaseUser, memory_id: str) -> list[str]:
+def home_item_forget(*, actor: User, memory_id: str) -> list[str]:
     memory = home_item_get(user=actor, memory_id=memory_id)
     return memory_services.memory_forget(actor=actor, memory_id=memory.pk, tier=memory.scope_type)
 
 
 # --- a selection -----------------------------------------------------------------------------
-def home_forget_selected(*, actor: AbstractBaseUser, memory_ids) -> list[str]:
+def home_forget_selected(*, actor: User, memory_ids) -> list[str]:
     """Forget the selected items, all or nothing: an id that is not in the caller's home (or
     that they may not change) refuses the whole selection and nothing is forgotten."""
     if not isinstance(memory_ids, list | tuple) or not all(isinstance(i, str) for i in memory_ids):
@@ -155,7 +154,7 @@ def _forget_rows(actor, qs, report: ForgetReport, budget: int) -> int:
     return budget - len(ids)
 
 
-def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> ForgetReport:
+def home_forget_source(*, actor: User, source: str, confirm) -> ForgetReport:
     """Forget everything of one source, or of all of them (``all``), after the typed
     confirmation ``FORGET``. Physical deletes through the memory services, in one transaction
     (all or nothing); the notes file afterwards through its own service.
@@ -548,7 +547,7 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
 
 def home_import(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     data,
     origin: str = Origin.API,
     legacy: bool = False,
