@@ -25,10 +25,12 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 
 RUN_AGENTS_PERM = "identity_app.run_agents"
 WRITE_GLOBAL_PERM = "identity_app.write_global_memories"
+# ``is_service_principal``'s answer, kept on the user object for the rest of its request.
+_SERVICE_PRINCIPAL_ATTR = "_is_service_principal"
 
 
 def role_permissions(role: str | None) -> frozenset[str]:
-    return ROLE_PERMISSIONS.get(role, frozenset())
+    return ROLE_PERMISSIONS.get(role, frozenset()) if role else frozenset()
 
 
 def is_service_principal(user: User) -> bool:
@@ -39,10 +41,10 @@ def is_service_principal(user: User) -> bool:
     """
     if not (user and user.is_authenticated and user.is_active):
         return False
-    cached = getattr(user, "_is_service_principal", None)
+    cached = getattr(user, _SERVICE_PRINCIPAL_ATTR, None)
     if cached is None:
         cached = _run_agents_grants(user).exists()
-        user._is_service_principal = cached
+        setattr(user, _SERVICE_PRINCIPAL_ATTR, cached)
     return cached
 
 
@@ -62,7 +64,7 @@ def service_principal_exists(user_field: str) -> Exists:
 
 def service_principal_attach(user: User, value: bool) -> None:
     """Keep the grant read with the user for ``is_service_principal`` (one request's user object)."""
-    user._is_service_principal = bool(value)
+    setattr(user, _SERVICE_PRINCIPAL_ATTR, bool(value))
 
 
 def service_principal_ids(user_ids) -> set[int]:

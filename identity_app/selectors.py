@@ -2,6 +2,7 @@
 caller's API tokens, and project invitations."""
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -20,6 +21,15 @@ from identity_app.permissions import (
     token_reach,
 )
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class MyRole(TypedDict):
+    """What ``projects_with_my_role`` adds to each project: the user's role in it."""
+
+    my_role: str | None
+
 
 def profile_get(*, user: User) -> Profile:
     profile, _ = Profile.objects.get_or_create(user=user)
@@ -30,7 +40,7 @@ def projects_visible(*, user: User) -> QuerySet[Project]:
     return Project.objects.filter(pk__in=project_ids_with_permission(user=user, permission=READ))
 
 
-def projects_with_my_role(*, user: User) -> QuerySet[Project]:
+def projects_with_my_role(*, user: User) -> "QuerySet[WithAnnotations[Project, MyRole]]":
     """``projects_visible`` with ``my_role``: the user's role in each, in the same query."""
     role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
     return projects_visible(user=user).annotate(my_role=Subquery(role))

@@ -105,7 +105,7 @@ def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, s
             actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="change_project"
         )
         project = Project.objects.select_for_update().get(pk=project.pk)
-        fields = []
+        fields: list[str] = []
         if name is not _UNSET:
             project.name, fields = name, [*fields, "name"]
         if description is not _UNSET:

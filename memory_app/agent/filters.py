@@ -51,7 +51,7 @@ class ConversationFilter(django_filters.FilterSet):
 
     class Meta:
         model = Conversation
-        fields = []
+        fields: list[str] = []
 
     @extend_schema_field({"type": "string", "enum": ["false", "true"]})
     def filter_no_memory(self, queryset, name, value):
@@ -93,7 +93,7 @@ class RunFilter(django_filters.FilterSet):
 
     class Meta:
         model = AgentRun
-        fields = []
+        fields: list[str] = []
 
     def filter_lease_state(self, queryset, name, value):
         return selectors.runs_with_lease_state(queryset, value)

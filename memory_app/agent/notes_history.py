@@ -142,7 +142,7 @@ def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[
         old_text = _decode(step.before) if step.before is not None else None
         new_text = _decode(after_bytes)
         complete = old_text is not None and new_text is not None
-        hunks = text_hunks(old_text, new_text) if complete else []
+        hunks = text_hunks(old_text, new_text) if old_text is not None and new_text is not None else []
         author = step.author
         changes.append(
             WorkspaceChange(

@@ -259,6 +259,7 @@ def workspace_change_undo(
             after=after,
             reverts=change,
         )
+        assert undo is not None  # recorded: the no-change case raised UndoConflict above
         if after is None:
             workspace.delete_file(change.name)
         else:
@@ -462,7 +463,7 @@ def conversation_update(
         )
         if conversation is None:
             raise NotFound("Conversation not found.")
-        fields = []
+        fields: list[str] = []
         if title is not None:
             conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
         if status is not None:

@@ -100,7 +100,7 @@ def source_parse(value, *, allow_all: bool = False) -> SourceRef:
 
 def source_of(memory: Memory) -> SourceRef:
     if memory.scope_type == Tier.PROJECT:
-        return SourceRef(SOURCE_PROJECT, memory.project_id)
+        return SourceRef(SOURCE_PROJECT, memory.project_id or "")
     if memory.scope_type == Tier.CHAT:
         return SourceRef(SOURCE_CHAT, memory.scope_id)
     if memory.scope_type == Tier.GLOBAL:
@@ -509,9 +509,10 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
     logs: dict[str, AutoMemoryLogEntry] = {}
     for entry in auto_memory_log_for_memories(user=user, memory_ids=ids):
         logs.setdefault(entry.memory_id, entry)
-    candidates: dict[str, MemoryCandidate] = {}
-    approvals: dict[str, MemoryCandidate] = {}
-    pending: set[str] = set()
+    # Keyed by the candidate's memory_id (nullable on the model; never None here, see the query).
+    candidates: dict[str | None, MemoryCandidate] = {}
+    approvals: dict[str | None, MemoryCandidate] = {}
+    pending: set[str | None] = set()
     for candidate in candidates_for_memories(ids):
         candidates.setdefault(candidate.memory_id, candidate)
         if candidate.decision == CandidateDecision.PENDING:
@@ -519,8 +520,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         elif candidate.decision == CandidateDecision.CREATED and candidate.reviewed_at is not None:
             approvals.setdefault(candidate.memory_id, candidate)
     migrations: dict[str, ScopeMigrationEntry] = {}
-    for entry in migrations_applied_to(ids):
-        migrations.setdefault(entry.item_id, entry)
+    for migration in migrations_applied_to(ids):
+        migrations.setdefault(migration.item_id, migration)
     older = dict(
         Memory.objects.filter(superseded_by_id__in=ids).order_by("created_at").values_list("superseded_by_id", "pk")
     )
@@ -538,8 +539,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         log = logs.get(memory.pk)
         run_id = log.run_ref if log else _evidence_value(memory, "run_id")
         imported = memory.evidence.get("imported") if isinstance(memory.evidence, dict) else None
-        candidate = candidates.get(memory.pk)
-        chat_key = (candidate.session_id if candidate else "") or _evidence_value(memory, "source_session_id")
+        record = candidates.get(memory.pk)
+        chat_key = (record.session_id if record else "") or _evidence_value(memory, "source_session_id")
         shared_from = memory.source_chat_key if memory.scope_type == Tier.GLOBAL else ""
         approval = approvals.get(memory.pk) if shared_from else None
         prov = Provenance(
@@ -552,7 +553,7 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
             run_id=run_id if run_id in runs else "",
             log_entry=log,
             chat_key=chat_key,
-            candidate=candidate,
+            candidate=record,
             migration=migrations.get(memory.pk),
             imported=imported if isinstance(imported, dict) else None,
             replaces=older.get(memory.pk, ""),
@@ -641,7 +642,7 @@ def may_change(memory: Memory, *, roles: dict[str, str]) -> bool:
     (the services decide; this is for showing the buttons): their own, their bound chats' and
     what was shared from them, and a project's with ``create_task``. Called on home items only."""
     if memory.scope_type == Tier.PROJECT:
-        return CREATE_TASK in role_permissions(roles.get(memory.project_id))
+        return CREATE_TASK in role_permissions(roles.get(memory.project_id or ""))
     return memory.scope_type in (Tier.USER, Tier.CHAT, Tier.GLOBAL)
 
 
@@ -725,9 +726,7 @@ def home_search(*, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes
             ranked.append(NotesHit(number, line[:500], highlight(line, found.terms, max_chars=500), hit.score))
         elif (memory := rows.get(hit.ref)) is not None:
             source = source_of(memory)
-            title = source_title(
-                source, project_name=memory.project.name if memory.project_id else "", chat_names=names
-            )
+            title = source_title(source, project_name=memory.project.name if memory.project else "", chat_names=names)
             ranked.append(SearchHit(memory, source, title, hit.score, highlight(memory.content, found.terms)))
         if len(ranked) > limit:
             break
@@ -878,7 +877,7 @@ def home_export(*, user: User, now: datetime) -> dict:
     def items(found: list[Memory]) -> list[dict]:
         return [export_item(m, prov[m.pk]) for m in found]
 
-    notes = {}
+    notes: dict[str, str | dict | None] = {}
     for name in WORKSPACE_FILES:
         try:
             file = workspace_file_get(user=user, name=name)
@@ -993,7 +992,7 @@ def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = 
                 path=read.path,
                 path_label=read.get_path_display(),
                 principal=read.principal.get_username() if read.principal is not None else "",
-                token_name=(token.name or token.prefix) if shown_token else "",
+                token_name=(token.name or token.prefix) if token is not None and shown_token else "",
                 run_id=read.run_ref,
                 run_visible=read.run_ref in runs,
                 run_generation=read.run_generation,

@@ -10,10 +10,11 @@ workspace service (its lock and publish path).
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
@@ -427,7 +428,7 @@ def _profile_to_restore(data: dict) -> dict:
     for name, value in _section(data, "user").items():
         if name not in PROFILE_FIELDS:
             continue  # the username and anything else are context, never imported
-        model_field = Profile._meta.get_field(name)
+        model_field = cast(models.Field, Profile._meta.get_field(name))  # PROFILE_FIELDS are concrete fields
         try:
             if name != "preferences":
                 if not isinstance(value, str):
@@ -465,7 +466,7 @@ def _import_memories(
     seen = {scoped_services.duplicate_key(text) for text in texts}
     author = None
     for index, item in enumerate(items):
-        row = {"index": index} if section == "user" else {"section": section, "index": index}
+        row: dict[str, object] = {"index": index} if section == "user" else {"section": section, "index": index}
         if item.get("status", Status.ACTIVE) != Status.ACTIVE:
             report.not_active += 1
             report.results.append({**row, "result": "not_active"})
@@ -529,7 +530,7 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
                 results[name] = NOTES_IDENTICAL
             else:
                 results[name] = NOTES_CONFLICT if current.exists and current.content else NOTES_WRITTEN
-        published = []
+        published: list[agent_services.Published] = []
     else:
         source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
         results, published = agent_services.workspace_files_fill(

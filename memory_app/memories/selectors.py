@@ -95,10 +95,11 @@ def memory_chain(*, memory: Memory) -> list[Memory]:
     for _ in range(MAX_CHAIN_LENGTH):
         if not current.superseded_by_id:
             break
-        current = scope.filter(pk=current.superseded_by_id).first()
-        if current is None:
+        following = scope.filter(pk=current.superseded_by_id).first()
+        if following is None:
             break
-        forward.append(current)
+        forward.append(following)
+        current = following
     return [*reversed(back), memory, *forward]
 
 

@@ -141,7 +141,7 @@ def _require_write(*, actor: User, memory: Memory, staff_review: bool = False, a
         if memory.owner_id != actor.pk:
             raise NotFound("Memory not found.")
     elif tier == Tier.PROJECT:
-        project_require_permission(user=actor, project_id=memory.project_id, permission=CREATE_TASK)
+        project_require_permission(user=actor, project_id=memory.project_id or "", permission=CREATE_TASK)
     elif tier == Tier.CHAT:
         # Visibility first (a limited service token does not see chats outside its reach).
         if not Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():

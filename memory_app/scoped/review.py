@@ -93,11 +93,12 @@ def _active_end(memory: Memory) -> Memory | None:
             return memory
         if not memory.superseded_by_id:
             return None
-        memory = Memory.objects.filter(
+        following = Memory.objects.filter(
             pk=memory.superseded_by_id, scope_type=memory.scope_type, scope_id=memory.scope_id
         ).first()
-        if memory is None:
+        if following is None:
             return None
+        memory = following
     return None
 
 

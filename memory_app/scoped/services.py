@@ -187,6 +187,7 @@ def scoped_item_create(
             source_chat_key=placement.source_chat_key,
         )
         if placement.pending:
+            assert session_id  # a pending placement is a chat's, which needs session_id (above)
             MemoryCandidate.objects.create(
                 session_id=session_id,
                 source=ITEM_SOURCE,
