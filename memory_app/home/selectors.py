@@ -569,6 +569,32 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
 
 
 def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """How the memory came to be, then what happened to it since (sharing, review, moves,
+    corrections), one sentence each."""
+    parts = [_provenance_origin(memory, prov, who=who) + "."]
+    if prov.shared_from and prov.approved_at is not None:
+        parts.append(
+            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
+            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
+        )
+    elif prov.shared_from:
+        parts.append(
+            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
+            % {"chat": prov.shared_from}
+        )
+    if prov.pending_review:
+        parts.append(_("It waits for an operator's review before it is shared with everyone."))
+    if prov.migration is not None:
+        parts.append(_("A scope migration moved it from the global scope to this chat."))
+    if prov.replaces:
+        parts.append(_("It corrects an earlier version."))
+    if prov.replaced_by:
+        parts.append(_("A newer version replaced it."))
+    return " ".join(parts)
+
+
+def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """Who or what wrote the memory, how, and in which conversation."""
     where = ""
     if prov.thread_title or prov.thread_id:
         where = " " + _("in the conversation %(title)s") % {"title": _quoted(prov.thread_title or prov.thread_id)}
@@ -601,26 +627,7 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
         text = _("%(who)s saved it through the API") % {"who": _capital(who)} + where
         if prov.chat_key and not where:
             text += " " + _("in the chat %(chat)s") % {"chat": prov.chat_key}
-    parts = [text + "."]
-    if prov.shared_from and prov.approved_at is not None:
-        parts.append(
-            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
-            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
-        )
-    elif prov.shared_from:
-        parts.append(
-            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
-            % {"chat": prov.shared_from}
-        )
-    if prov.pending_review:
-        parts.append(_("It waits for an operator's review before it is shared with everyone."))
-    if prov.migration is not None:
-        parts.append(_("A scope migration moved it from the global scope to this chat."))
-    if prov.replaces:
-        parts.append(_("It corrects an earlier version."))
-    if prov.replaced_by:
-        parts.append(_("A newer version replaced it."))
-    return " ".join(parts)
+    return text
 
 
 def provenance_for(*, user: User, memories: list[Memory]) -> dict[str, Provenance]:
