@@ -18,7 +18,8 @@ test: lint
 	@scripts/test.sh
 
 # ruff (lint + format), the import contracts and cycles, no log call with an `extra` key that
-# LogRecord reserves, and no model change without a migration.
+# LogRecord reserves, no model change without a migration, and mypy with the Django and DRF
+# stubs (scripts/mypy.sh).
 lint:
 	@scripts/ensure_env.sh requirements-dev.txt
 	.venv/bin/ruff check .
@@ -27,6 +28,7 @@ lint:
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/check_log_extra.py
 	DEBUG=1 .venv/bin/python manage.py makemigrations --check --dry-run
+	scripts/mypy.sh
 
 format:
 	@scripts/ensure_env.sh requirements-dev.txt

@@ -284,7 +284,7 @@ def make_cases(args, pool, layout):
     return cases
 
 
-def run(args, phases):
+def run(args, phases):  # noqa: C901 - one measurement script, phase after phase
     import numpy as np
     from django.db import connection
 

@@ -891,7 +891,7 @@ def fill(template: str, values: dict, lang: str, person: str) -> str:
     return out
 
 
-def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.Random) -> dict:
+def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.Random) -> dict:  # noqa: C901 - a generator's script of cases
     people = (a, b)
     n_sessions = rng.randint(20, 26)
     day = date(2022, 1, 1) + timedelta(days=rng.randint(0, 300))

@@ -40,6 +40,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Literal
 
 from anyascii import anyascii
 
@@ -293,12 +294,12 @@ def _prototypes() -> dict[str, str]:
         if len(char) != 1 or char.isascii():
             continue
         candidates = {_strip(entry["c"]) for entry in homoglyphs}
-        candidates = sorted(
+        ranked = sorted(
             (c for c in candidates if c and c.isascii() and len(c) <= 3),
             key=lambda c: (len(c), not c.isalpha(), c),
         )
-        if candidates:
-            table[char] = candidates[0]
+        if ranked:
+            table[char] = ranked[0]
     return table
 
 
@@ -351,7 +352,7 @@ _UNEVEN_RE: dict[int, re.Pattern | None] = {0: None}  # one entry: size of _UNEV
 
 
 def _uneven_pattern() -> re.Pattern | None:
-    pattern = _UNEVEN_RE.get(len(_UNEVEN), False)
+    pattern: re.Pattern | Literal[False] | None = _UNEVEN_RE.get(len(_UNEVEN), False)
     if pattern is False:
         with _LEARNING:
             chars = sorted(_UNEVEN)
@@ -373,7 +374,9 @@ def _folded(text: str) -> tuple[str, list[int] | None]:
     pattern = _uneven_pattern()
     if pattern is None or pattern.search(text) is None:
         return text.translate(_EVEN_TABLE), None
-    parts, origin, position = [], [], 0
+    parts: list[str] = []
+    origin: list[int] = []
+    position = 0
     for match in pattern.finditer(text):
         index = match.start()
         parts.append(text[position:index].translate(_EVEN_TABLE))

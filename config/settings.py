@@ -7,6 +7,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, overload
 
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF
@@ -18,6 +19,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
@@ -141,7 +146,7 @@ else:
     SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
     _db = {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": SQLITE_PATH,
+        "NAME": str(SQLITE_PATH),
         "OPTIONS": {
             # IMMEDIATE takes the write lock at BEGIN, so read-modify-write transactions
             # serialize instead of failing with "database is locked" on upgrade.
@@ -403,7 +408,7 @@ API_THROTTLE_RATES = {
 for _scope, _rate in API_THROTTLE_RATES.items():
     if not re.fullmatch(r"\s*[1-9]\d*\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*", _rate):
         raise ImproperlyConfigured(f"API_THROTTLE_{_scope.upper()} must look like 60/minute, got {_rate!r}")
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "identity_app.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

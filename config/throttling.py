@@ -89,6 +89,7 @@ class ScopeThrottle(BaseThrottle):
 
     scope = ""
     timer = staticmethod(time.time)
+    _wait: int | None = None
 
     def applies(self, request, view) -> bool:
         return self.scope in _view_scopes(request, view)

@@ -20,7 +20,7 @@ class MembershipInline(admin.TabularInline):
     """Members at a glance; they are changed on the membership pages, through the services."""
 
     model = Membership
-    fields = ["user", "role", "created_at"]
+    fields = ("user", "role", "created_at")
     readonly_fields = fields
     extra = 0
     can_delete = False

@@ -7,14 +7,13 @@ binding widens what its user and the tokens limited to them reach, so a limited 
 makes one (``identity_app.chat_reach.may_bind_chats``). A user may remove their own binding.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text
 from identity_app.chat_reach import may_bind_chats
-from identity_app.models import ChatBinding
+from identity_app.models import ChatBinding, User
 from identity_app.permissions import is_service_principal, reach_q
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import ChatAddress
@@ -22,7 +21,7 @@ from identity_app.session_keys import ChatAddress
 BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
 
 
-def _may_manage(actor: AbstractBaseUser) -> bool:
+def _may_manage(actor: User) -> bool:
     """Service principals, and staff explicitly allowed to manage bindings.
 
     The bare staff flag is not enough: a binding grants read access to a private chat's
@@ -33,7 +32,7 @@ def _may_manage(actor: AbstractBaseUser) -> bool:
     return is_service_principal(actor) or (actor.is_staff and actor.has_perm("identity_app.add_chatbinding"))
 
 
-def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
+def chat_bindings_visible(*, user: User) -> QuerySet[ChatBinding]:
     """Managers see every binding (a limited service token: those of users in its reach);
     anyone else their own."""
     qs = ChatBinding.objects.select_related("user").order_by("chat_key")
@@ -41,7 +40,7 @@ def chat_bindings_visible(*, user: AbstractBaseUser) -> QuerySet[ChatBinding]:
     return qs.filter(reach_q(user, user_field="user", project_field=None))
 
 
-def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str) -> ChatBinding:
+def chat_binding_create(*, actor: User, chat_key: str, username: str) -> ChatBinding:
     if not _may_manage(actor):
         raise PermissionDenied("Only service principals and staff allowed to manage chat bindings may bind chats.")
     address = ChatAddress.parse(chat_key)
@@ -61,7 +60,7 @@ def chat_binding_create(*, actor: AbstractBaseUser, chat_key: str, username: str
         raise Conflict(f"{address.chat_key} is already bound.", code="already_bound") from None
 
 
-def chat_binding_delete(*, actor: AbstractBaseUser, binding_id: int) -> None:
+def chat_binding_delete(*, actor: User, binding_id: int) -> None:
     with transaction.atomic():
         binding = chat_bindings_visible(user=actor).select_for_update().filter(pk=binding_id).first()
         if binding is None:
@@ -72,9 +71,7 @@ def chat_binding_delete(*, actor: AbstractBaseUser, binding_id: int) -> None:
 MAX_DISPLAY_NAME = 100
 
 
-def chat_binding_rename(
-    *, actor: AbstractBaseUser, chat_key: str, display_name: str, own_only: bool = True
-) -> ChatBinding:
+def chat_binding_rename(*, actor: User, chat_key: str, display_name: str, own_only: bool = True) -> ChatBinding:
     """Give a bound chat a readable name (empty: show its key). The bound user renames their own
     chats; with ``own_only=False`` (the admin) managers any chat they see."""
     display_name = clean_text((display_name or "").strip(), field="display_name")

@@ -30,10 +30,8 @@ principal whose reach already covers every chat may bind (``may_bind_chats``): a
 principal with an unlimited token, or staff holding ``identity_app.add_chatbinding``.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
-
 from config.errors import NotFound
-from identity_app.models import ChatBinding
+from identity_app.models import ChatBinding, User
 from identity_app.permissions import TokenReach, is_service_principal, reach_q, token_reach
 from identity_app.session_keys import SessionKey
 
@@ -80,7 +78,7 @@ def chat_of_session(session_key: str) -> str | None:
     return address.chat_key if address.is_typed else None
 
 
-def chat_in_reach(*, actor: AbstractBaseUser, chat_key: str, acting_for_id: int | None = None) -> bool:
+def chat_in_reach(*, actor: User, chat_key: str, acting_for_id: int | None = None) -> bool:
     """May ``actor`` (with its token's limits) use the chat ``chat_key``, working for the user
     ``acting_for_id`` if given? At most one query with token authentication (the binding), two
     with a session (the ``run_agents`` grant, then cached on the user)."""
@@ -100,7 +98,7 @@ def chat_in_reach_of_run(*, user_id: int, chat_key: str) -> bool:
     return _decide(bound_to=_bound_to(chat_key), actor_id=None, service=True, reach=None, acting_for_id=user_id)
 
 
-def chat_require_reach(*, actor: AbstractBaseUser, session_key: str, acting_for_id: int | None = None) -> str | None:
+def chat_require_reach(*, actor: User, session_key: str, acting_for_id: int | None = None) -> str | None:
     """The chat ``session_key`` names if ``actor`` may use it (``None`` for a legacy key, which
     names no chat); a chat out of reach raises NotFound exactly as a chat that does not exist;
     a malformed key raises ``InvalidSessionKey``."""
@@ -110,7 +108,7 @@ def chat_require_reach(*, actor: AbstractBaseUser, session_key: str, acting_for_
     return chat_key
 
 
-def chat_keys_reachable(*, actor: AbstractBaseUser):
+def chat_keys_reachable(*, actor: User):
     """The same rule for lists (chat memories, bindings): ``ALL_CHATS`` when ``actor`` reaches
     every chat, else a values queryset of the chat keys it reaches (usable as a subquery).
     ``chat_in_reach(actor=a, chat_key=k)`` holds exactly for the keys listed here."""
@@ -122,7 +120,7 @@ def chat_keys_reachable(*, actor: AbstractBaseUser):
     return ChatBinding.objects.filter(within, user=actor).values("chat_key")
 
 
-def may_bind_chats(actor: AbstractBaseUser) -> bool:
+def may_bind_chats(actor: User) -> bool:
     """Who may bind a chat to a user: only a principal that already reaches every chat, since
     a binding widens what the user and the tokens limited to them reach — a service principal
     with an unlimited token, or staff holding ``identity_app.add_chatbinding``."""

@@ -57,7 +57,7 @@ class ProjectFilter(django_filters.FilterSet):
 
     class Meta:
         model = Project
-        fields = []
+        fields: list[str] = []
 
 
 class ChatBindingFilter(django_filters.FilterSet):
@@ -85,7 +85,7 @@ class ChatBindingFilter(django_filters.FilterSet):
 
     class Meta:
         model = ChatBinding
-        fields = []
+        fields: list[str] = []
 
     # A chat key is ``platform:target_type:target_id`` and no part holds a colon.
     def filter_platform(self, queryset, name, value):

@@ -5,12 +5,12 @@ on a project applies through the functions below."""
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Permission
+from django.contrib.auth.models import Permission
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import is_valid_id
-from identity_app.models import ApiToken, Membership, Project, Role
+from identity_app.models import ApiToken, Membership, Project, Role, User
 
 READ = "read"
 CREATE_TASK = "create_task"
@@ -25,13 +25,15 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 
 RUN_AGENTS_PERM = "identity_app.run_agents"
 WRITE_GLOBAL_PERM = "identity_app.write_global_memories"
+# ``is_service_principal``'s answer, kept on the user object for the rest of its request.
+_SERVICE_PRINCIPAL_ATTR = "_is_service_principal"
 
 
 def role_permissions(role: str | None) -> frozenset[str]:
-    return ROLE_PERMISSIONS.get(role, frozenset())
+    return ROLE_PERMISSIONS.get(role, frozenset()) if role else frozenset()
 
 
-def is_service_principal(user: AbstractBaseUser) -> bool:
+def is_service_principal(user: User) -> bool:
     """Holds an explicit ``run_agents`` grant (directly or through a group).
 
     Deliberately not ``has_perm``: that is True for every superuser, and an administrator
@@ -39,10 +41,10 @@ def is_service_principal(user: AbstractBaseUser) -> bool:
     """
     if not (user and user.is_authenticated and user.is_active):
         return False
-    cached = getattr(user, "_is_service_principal", None)
+    cached = getattr(user, _SERVICE_PRINCIPAL_ATTR, None)
     if cached is None:
         cached = _run_agents_grants(user).exists()
-        user._is_service_principal = cached
+        setattr(user, _SERVICE_PRINCIPAL_ATTR, cached)
     return cached
 
 
@@ -60,9 +62,9 @@ def service_principal_exists(user_field: str) -> Exists:
     return Exists(_run_agents_grants(OuterRef(user_field)))
 
 
-def service_principal_attach(user: AbstractBaseUser, value: bool) -> None:
+def service_principal_attach(user: User, value: bool) -> None:
     """Keep the grant read with the user for ``is_service_principal`` (one request's user object)."""
-    user._is_service_principal = bool(value)
+    setattr(user, _SERVICE_PRINCIPAL_ATTR, bool(value))
 
 
 def service_principal_ids(user_ids) -> set[int]:
@@ -78,13 +80,13 @@ def service_principal_ids(user_ids) -> set[int]:
     return set(holders.values_list("pk", flat=True).distinct())
 
 
-def staff_may(actor: AbstractBaseUser, permission: str) -> bool:
+def staff_may(actor: User, permission: str) -> bool:
     """Admin review: active staff holding ``permission`` (``app_label.codename``; superusers
     hold all). The one rule for every ``staff_review`` path."""
     return bool(actor and actor.is_authenticated and actor.is_active and actor.is_staff and actor.has_perm(permission))
 
 
-def require_service_principal(actor: AbstractBaseUser) -> None:
+def require_service_principal(actor: User) -> None:
     if not is_service_principal(actor):
         raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
 
@@ -107,7 +109,7 @@ class TokenReach:
 _REACH_ATTR = "_token_reach"
 
 
-def token_reach_attach(user: AbstractBaseUser, token: ApiToken) -> None:
+def token_reach_attach(user: User, token: ApiToken) -> None:
     """Called by the token authentication: the request's user carries its token's reach."""
     if token.restricted:
         reach = TokenReach(
@@ -118,19 +120,19 @@ def token_reach_attach(user: AbstractBaseUser, token: ApiToken) -> None:
         setattr(user, _REACH_ATTR, reach)
 
 
-def token_reach(actor: AbstractBaseUser) -> TokenReach | None:
+def token_reach(actor: User) -> TokenReach | None:
     """The reach of the token ``actor`` authenticated with; ``None``: not limited (any
     unlimited token, a web session, a command)."""
     return getattr(actor, _REACH_ATTR, None)
 
 
-def reach_allows_user(actor: AbstractBaseUser, user_id) -> bool:
+def reach_allows_user(actor: User, user_id) -> bool:
     """May ``actor`` act for (or as) the user ``user_id``?"""
     reach = token_reach(actor)
     return reach is None or reach.user_ids is None or user_id in reach.user_ids
 
 
-def reach_allows_project(actor: AbstractBaseUser, project_id) -> bool:
+def reach_allows_project(actor: User, project_id) -> bool:
     """May ``actor`` work in the project ``project_id`` (``None``: outside any project)?"""
     reach = token_reach(actor)
     return (
@@ -138,7 +140,7 @@ def reach_allows_project(actor: AbstractBaseUser, project_id) -> bool:
     )
 
 
-def reach_require_project(actor: AbstractBaseUser, project_id) -> None:
+def reach_require_project(actor: User, project_id) -> None:
     """For work that a service principal starts for a user (a conversation, a run): inside a
     project of the token's reach. A project outside it is answered like a missing one."""
     if reach_allows_project(actor, project_id):
@@ -148,7 +150,7 @@ def reach_require_project(actor: AbstractBaseUser, project_id) -> None:
     raise NotFound("Project not found.")
 
 
-def reach_q(actor: AbstractBaseUser, *, user_field: str, project_field: str | None) -> Q:
+def reach_q(actor: User, *, user_field: str, project_field: str | None) -> Q:
     """Rows within reach: those of a user in its reach (``user_field``) and in a project in its
     reach (``project_field``; ``None``: rows of that kind belong to no project)."""
     reach = token_reach(actor)
@@ -162,7 +164,7 @@ def reach_q(actor: AbstractBaseUser, *, user_field: str, project_field: str | No
     return rule
 
 
-def may_write_global(actor: AbstractBaseUser) -> bool:
+def may_write_global(actor: User) -> bool:
     """Global items reach every user's context, so writing them takes an explicit grant:
     service principals with an unlimited token, or staff holding ``identity_app.write_global_memories``."""
     if is_service_principal(actor):
@@ -170,7 +172,7 @@ def may_write_global(actor: AbstractBaseUser) -> bool:
     return staff_may(actor, WRITE_GLOBAL_PERM)
 
 
-def project_require_permission(*, user: AbstractBaseUser, project_id: str, permission: str) -> Project:
+def project_require_permission(*, user: User, project_id: str, permission: str) -> Project:
     """Return the project if ``user`` holds ``permission`` in it.
 
     A non-member gets NotFound (the project's existence is not revealed); a member without
@@ -188,7 +190,7 @@ def project_require_permission(*, user: AbstractBaseUser, project_id: str, permi
     return membership.project
 
 
-def project_ids_with_permission(*, user: AbstractBaseUser, permission: str = READ):
+def project_ids_with_permission(*, user: User, permission: str = READ):
     """A queryset of project ids where ``user`` holds ``permission`` (for filters/subqueries)."""
     roles = [role for role, perms in ROLE_PERMISSIONS.items() if permission in perms]
     reach = token_reach(user)

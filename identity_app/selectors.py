@@ -2,15 +2,15 @@
 caller's API tokens, and project invitations."""
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
-from identity_app.models import ApiToken, Invitation, InvitationStatus, Membership, Profile, Project
+from identity_app.models import ApiToken, Invitation, InvitationStatus, Membership, Profile, Project, User
 from identity_app.permissions import (
     MANAGE,
     READ,
@@ -21,17 +21,26 @@ from identity_app.permissions import (
     token_reach,
 )
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def profile_get(*, user: AbstractBaseUser) -> Profile:
+
+class MyRole(TypedDict):
+    """What ``projects_with_my_role`` adds to each project: the user's role in it."""
+
+    my_role: str | None
+
+
+def profile_get(*, user: User) -> Profile:
     profile, _ = Profile.objects.get_or_create(user=user)
     return profile
 
 
-def projects_visible(*, user: AbstractBaseUser) -> QuerySet[Project]:
+def projects_visible(*, user: User) -> QuerySet[Project]:
     return Project.objects.filter(pk__in=project_ids_with_permission(user=user, permission=READ))
 
 
-def projects_with_my_role(*, user: AbstractBaseUser) -> QuerySet[Project]:
+def projects_with_my_role(*, user: User) -> "QuerySet[WithAnnotations[Project, MyRole]]":
     """``projects_visible`` with ``my_role``: the user's role in each, in the same query."""
     role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
     return projects_visible(user=user).annotate(my_role=Subquery(role))
@@ -41,7 +50,7 @@ def project_members(*, project: Project) -> QuerySet[Membership]:
     return project.memberships.select_related("user").order_by("created_at", "id")
 
 
-def membership_role(*, user: AbstractBaseUser, project: Project) -> str | None:
+def membership_role(*, user: User, project: Project) -> str | None:
     return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
@@ -50,13 +59,13 @@ def _unknown_user(username) -> NotFound:
     return NotFound(f"No active user named {username!r}.", code="unknown_user")
 
 
-def user_find_active(*, username) -> AbstractBaseUser | None:
+def user_find_active(*, username) -> User | None:
     if not isinstance(username, str) or not username:
         return None
     return get_user_model().objects.filter(username=username, is_active=True).first()
 
 
-def user_get_active(*, username) -> AbstractBaseUser:
+def user_get_active(*, username) -> User:
     """The active user called ``username``: unknown or inactive is a 404 ``unknown_user``, not a
     string a 400."""
     if not isinstance(username, str) or not username:
@@ -67,7 +76,7 @@ def user_get_active(*, username) -> AbstractBaseUser:
     return user
 
 
-def user_get_acting(*, actor: AbstractBaseUser, username) -> AbstractBaseUser:
+def user_get_acting(*, actor: User, username) -> User:
     """The user a service principal acts for: an active user within the reach of its token.
     A user outside that reach gets exactly the answer of one who does not exist."""
     user = user_get_active(username=username)
@@ -77,7 +86,7 @@ def user_get_acting(*, actor: AbstractBaseUser, username) -> AbstractBaseUser:
 
 
 # --- API tokens ----------------------------------------------------------------------------
-def tokens_visible(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def tokens_visible(*, user: User) -> QuerySet[ApiToken]:
     """The caller's own tokens, newest first; a limited token sees only itself (so it cannot
     rotate its way to a wider key)."""
     qs = ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
@@ -85,7 +94,7 @@ def tokens_visible(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
     return qs if reach is None else qs.filter(pk=reach.token_id)
 
 
-def token_get(*, user: AbstractBaseUser, token_id) -> ApiToken:
+def token_get(*, user: User, token_id) -> ApiToken:
     token = tokens_visible(user=user).filter(pk=token_id).first() if str(token_id).isdigit() else None
     if token is None:
         raise NotFound("Token not found.")
@@ -103,7 +112,7 @@ def invitation_expiry_cutoff(now=None):
     return (now or timezone.now()) - timedelta(days=settings.INVITATION_EXPIRY_DAYS)
 
 
-def invitations_pending_for(*, user: AbstractBaseUser) -> QuerySet[Invitation]:
+def invitations_pending_for(*, user: User) -> QuerySet[Invitation]:
     """Invitations waiting for ``user`` to accept or decline (not expired): only the invitee
     ever sees them."""
     return (
@@ -116,7 +125,7 @@ def invitations_pending_for(*, user: AbstractBaseUser) -> QuerySet[Invitation]:
     )
 
 
-def project_invitations(*, user: AbstractBaseUser, project_id: str) -> QuerySet[Invitation]:
+def project_invitations(*, user: User, project_id: str) -> QuerySet[Invitation]:
     """A project's invitations, for its managers; whether a username exists does not show."""
     project = project_require_permission(user=user, project_id=project_id, permission=MANAGE)
     return project.invitations.select_related("invited_by").order_by("-created_at", "-id")

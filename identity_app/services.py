@@ -3,7 +3,7 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, Permission
+from django.contrib.auth.models import Permission
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -19,6 +19,7 @@ from identity_app.models import (
     Project,
     Role,
     SignInLink,
+    User,
     hash_token,
 )
 from identity_app.permissions import (
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 def profile_update(
     *,
-    user: AbstractBaseUser,
+    user: User,
     display_name=_UNSET,
     timezone=_UNSET,
     language=_UNSET,
@@ -74,7 +75,7 @@ def _check_description(description) -> None:
         raise InvalidInput(f"description is longer than {MAX_DESCRIPTION_CHARS} characters.", code="too_large")
 
 
-def project_create(*, actor: AbstractBaseUser, name: str, description: str = "") -> Project:
+def project_create(*, actor: User, name: str, description: str = "") -> Project:
     _check_description(description)
     with transaction.atomic():
         project = Project(name=name, description=description, created_by=actor)
@@ -104,7 +105,7 @@ def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, s
             actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="change_project"
         )
         project = Project.objects.select_for_update().get(pk=project.pk)
-        fields = []
+        fields: list[str] = []
         if name is not _UNSET:
             project.name, fields = name, [*fields, "name"]
         if description is not _UNSET:
@@ -253,7 +254,7 @@ def _new_key() -> str:
 
 def token_issue(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str = "",
     expires_in_days: int | None = None,
     only_users: list[str] | None = None,
@@ -282,7 +283,7 @@ def token_issue(
     return token, key
 
 
-def token_create(*, actor: AbstractBaseUser, **options) -> tuple[ApiToken, str]:
+def token_create(*, actor: User, **options) -> tuple[ApiToken, str]:
     """Self-service: a new token for ``actor``. A request made with a limited token may not
     create keys (the new key could be wider); it can rotate or revoke itself."""
     if token_reach(actor) is not None:
@@ -290,7 +291,7 @@ def token_create(*, actor: AbstractBaseUser, **options) -> tuple[ApiToken, str]:
     return token_issue(user=actor, **options)
 
 
-def token_revoke(*, actor: AbstractBaseUser, token_id) -> ApiToken:
+def token_revoke(*, actor: User, token_id) -> ApiToken:
     """Revoke one of ``actor``'s tokens (another user's: 404). Revoking twice is a no-op."""
     with transaction.atomic():
         token = token_get(user=actor, token_id=token_id)
@@ -301,7 +302,7 @@ def token_revoke(*, actor: AbstractBaseUser, token_id) -> ApiToken:
     return token
 
 
-def token_rotate(*, actor: AbstractBaseUser, token_id) -> tuple[ApiToken, str]:
+def token_rotate(*, actor: User, token_id) -> tuple[ApiToken, str]:
     """Replace an active token by a new key with the same name, limits and lifetime, and
     revoke the old one, in one transaction. Returns the new token and its key (shown once)."""
     now = timezone.now()
@@ -327,7 +328,7 @@ def token_rotate(*, actor: AbstractBaseUser, token_id) -> tuple[ApiToken, str]:
 
 
 # --- invitations ---------------------------------------------------------------------------
-def invitation_create(*, actor: AbstractBaseUser, project_id: str, username: str, role: str = Role.MEMBER) -> None:
+def invitation_create(*, actor: User, project_id: str, username: str, role: str = Role.MEMBER) -> None:
     """Invite ``username`` to a project (managers; the owner role takes an owner).
 
     Returns nothing and behaves the same whether or not the username exists, is active or is
@@ -364,7 +365,7 @@ def invitation_create(*, actor: AbstractBaseUser, project_id: str, username: str
             pass  # a concurrent invitation of the same username: one pending invitation either way
 
 
-def invitation_cancel(*, actor: AbstractBaseUser, project_id: str, invitation_id: str) -> None:
+def invitation_cancel(*, actor: User, project_id: str, invitation_id: str) -> None:
     with transaction.atomic():
         project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
         invitation = Invitation.objects.select_for_update().filter(pk=str(invitation_id)[:40], project=project).first()
@@ -376,7 +377,7 @@ def invitation_cancel(*, actor: AbstractBaseUser, project_id: str, invitation_id
         invitation.save(update_fields=["status", "responded_at"])
 
 
-def _my_pending_invitation(*, actor: AbstractBaseUser, invitation_id: str) -> Invitation:
+def _my_pending_invitation(*, actor: User, invitation_id: str) -> Invitation:
     """The pending, unexpired invitation ``invitation_id`` of ``actor``, locked; anything else
     is 404."""
     invitation = None
@@ -393,7 +394,7 @@ def _my_pending_invitation(*, actor: AbstractBaseUser, invitation_id: str) -> In
     return invitation
 
 
-def invitation_accept(*, actor: AbstractBaseUser, invitation_id: str) -> Membership:
+def invitation_accept(*, actor: User, invitation_id: str) -> Membership:
     """Join the project with the invited role. The inviter's rights are checked again now
     (through ``membership_add``): an invitation from someone who has since lost them is void."""
     with transaction.atomic():
@@ -414,7 +415,7 @@ def invitation_accept(*, actor: AbstractBaseUser, invitation_id: str) -> Members
     return membership
 
 
-def invitation_decline(*, actor: AbstractBaseUser, invitation_id: str) -> None:
+def invitation_decline(*, actor: User, invitation_id: str) -> None:
     with transaction.atomic():
         invitation = _my_pending_invitation(actor=actor, invitation_id=invitation_id)
         invitation.status, invitation.responded_at = InvitationStatus.DECLINED, timezone.now()
@@ -440,14 +441,14 @@ def invitations_expire(*, now=None, batch: int = 1000) -> int:
     return deleted
 
 
-def user_grant_service(*, user: AbstractBaseUser) -> None:
+def user_grant_service(*, user: User) -> None:
     perm = Permission.objects.get(codename="run_agents", content_type__app_label="identity_app")
     user.user_permissions.add(perm)
     user.__dict__.pop("_is_service_principal", None)  # drop the cached answer
 
 
 # --- one-time sign-in links ----------------------------------------------------------------
-def sign_in_link_issue(*, user: AbstractBaseUser) -> tuple[SignInLink, str]:
+def sign_in_link_issue(*, user: User) -> tuple[SignInLink, str]:
     """A link that signs ``user`` in once, within ``SIGN_IN_LINK_HOURS``, to set a password.
     Returns the row and the secret (shown once; only its hash is stored). Older unused links of
     the user stop working: only the newest one is valid."""
@@ -465,7 +466,7 @@ def sign_in_link_issue(*, user: AbstractBaseUser) -> tuple[SignInLink, str]:
     return link, secret
 
 
-def sign_in_link_redeem(*, secret: str) -> AbstractBaseUser:
+def sign_in_link_redeem(*, secret: str) -> User:
     """The user of a valid link, marking it used by a conditional UPDATE (two clicks at once: one
     wins). Unknown, used and expired links are the same 404."""
     if not isinstance(secret, str) or not 20 <= len(secret) <= 100:

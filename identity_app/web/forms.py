@@ -1,4 +1,5 @@
 import json
+from typing import cast
 
 from django import forms
 from django.conf import settings
@@ -64,10 +65,11 @@ class TokenCreateForm(forms.Form):
 
     def __init__(self, *args, max_days: int, default_days: int, limits: bool, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["expires_in_days"].max_value = max_days
-        self.fields["expires_in_days"].validators.append(MaxValueValidator(max_days))
-        self.fields["expires_in_days"].initial = default_days
-        self.fields["expires_in_days"].widget.attrs.update({"min": 1, "max": max_days})
+        days = cast(forms.IntegerField, self.fields["expires_in_days"])
+        days.max_value = max_days
+        days.validators.append(MaxValueValidator(max_days))
+        days.initial = default_days
+        days.widget.attrs.update({"min": 1, "max": max_days})
         if not limits:
             del self.fields["only_users"], self.fields["only_projects"]
 

@@ -7,6 +7,8 @@ for programs, not a page for a person.
 """
 
 import zoneinfo
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.middleware.locale import LocaleMiddleware
@@ -16,7 +18,7 @@ from config.api import is_api_request
 from identity_app.models import Profile
 
 
-def _profile_of(request) -> dict | None:
+def _profile_of(request) -> Mapping[str, Any] | None:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return None

@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -278,7 +279,7 @@ def _finish_without_memories(*, run_id: str, token: str, result: RunResult) -> R
     return result
 
 
-def _older_auto_memory(*, project_id: str, subject_key: str) -> Memory | None:
+def _older_auto_memory(*, project_id: str | None, subject_key: str) -> Memory | None:
     """The latest active, unexpired auto memory of the same target in this project (bounded:
     one row); an expired one is not corrected but left to expire, and the new statement stands
     on its own."""
@@ -330,7 +331,7 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
                 result.unchanged += 1
                 _log(run, AutoMemoryOutcome.UNCHANGED, memory_id=older.pk, content=candidate.content)
                 continue
-            write = {
+            write: dict[str, Any] = {
                 "actor": run.user,
                 "content": candidate.content,
                 "kind": candidate.kind,

@@ -73,6 +73,7 @@ def _read_text(
         versions.append(digest)
     if isinstance(built, Marked):
         return low_trust_block(built, notice=MEMORY_HEADER)
+    assert isinstance(built, str)  # build() makes a text or Marked content
     return built
 
 

@@ -122,8 +122,8 @@ def _readable(phrase: str) -> str:
     text = phrase.strip().lower()
     text = re.sub(r"^(?:the\s+)?end\s+of\s+", "", text)
     text = _THE_PERIOD.get(text, text)
-    for season, month in _ZH_SEASONS.items():
-        if season in text:
+    for word, month in _ZH_SEASONS.items():
+        if word in text:
             return f"{'next ' if '明年' in text else ''}{_SEASON_END_MONTH[month]}"
     for source, target in _ZH_WORDS:
         text = text.replace(source, target)

@@ -78,7 +78,7 @@ ProvenanceOutput = inline_serializer(
 
 class HomeItemOutput(serializers.Serializer):
     id = serializers.CharField()
-    source = serializers.CharField(help_text="user, project:<id>, chat:<key> or shared")
+    source = serializers.CharField(help_text="user, project:<id>, chat:<key> or shared")  # type: ignore[assignment]  # a declared field, not Field.source: stubs miss the metaclass
     source_title = serializers.CharField()
     tier = serializers.CharField(source="scope_type")
     project_id = serializers.CharField(allow_null=True)
@@ -104,27 +104,30 @@ def item_data(memories: list[Memory], *, user) -> list[dict]:
     number of queries for the whole list)."""
     prov = selectors.provenance_for(user=user, memories=memories)
     roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
-    out = []
+    out: list[dict] = []
     for memory in memories:
         source = selectors.source_of(memory)
-        memory.source = source.key
-        memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
-        memory.can_change = selectors.may_change(memory, roles=roles)
-        memory.can_correct = selectors.may_correct(memory, roles=roles)
-        memory.provenance = selectors.provenance_data(prov[memory.pk])
+        # The view fields HomeItemOutput reads, set on the instance beside the model's own.
+        vars(memory).update(
+            source=source.key,
+            source_title=selectors.source_title(source, project_name=memory.project.name if memory.project else ""),
+            can_change=selectors.may_change(memory, roles=roles),
+            can_correct=selectors.may_correct(memory, roles=roles),
+            provenance=selectors.provenance_data(prov[memory.pk]),
+        )
         out.append(HomeItemOutput(memory).data)
     return out
 
 
 class HomeSwitchOutput(serializers.Serializer):
     name = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.label: stubs miss the metaclass
     on = serializers.BooleanField()
     settings_path = serializers.CharField(source="api_path", help_text="Where the API changes it.")
 
 
 class HomeSourceOutput(serializers.Serializer):
-    source = serializers.CharField(source="ref.key")
+    source = serializers.CharField(source="ref.key")  # type: ignore[assignment]  # a declared field, not Field.source: stubs miss the metaclass
     kind = serializers.CharField(source="ref.kind")
     title = serializers.CharField()
     count = serializers.IntegerField(help_text="Active items (the notes file: its non-empty lines).")
@@ -394,7 +397,7 @@ class ForgetAllInput(StrictInputMixin, serializers.Serializer):
 
 
 class ForgetAllOutput(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.source: stubs miss the metaclass
     forgotten = serializers.ListField(child=serializers.CharField())
     candidates = serializers.IntegerField(help_text="Consolidation records of the chats deleted with them.")
     notes_deleted = serializers.BooleanField()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -24,7 +23,7 @@ from django.utils.translation import ngettext
 
 from config.errors import DomainError, InvalidInput, NotFound
 from config.validation import is_valid_id
-from identity_app.models import Membership, Project
+from identity_app.models import Membership, Project, User
 from identity_app.permissions import (
     CREATE_TASK,
     READ,
@@ -103,7 +102,7 @@ def source_parse(value, *, allow_all: bool = False) -> SourceRef:
 
 def source_of(memory: Memory) -> SourceRef:
     if memory.scope_type == Tier.PROJECT:
-        return SourceRef(SOURCE_PROJECT, memory.project_id)
+        return SourceRef(SOURCE_PROJECT, memory.project_id or "")
     if memory.scope_type == Tier.CHAT:
         return SourceRef(SOURCE_CHAT, memory.scope_id)
     if memory.scope_type == Tier.GLOBAL:
@@ -116,7 +115,7 @@ def shared_from_chats_q(chat_keys) -> Q:
     return Q(scope_type=Tier.GLOBAL, source_chat_key__in=chat_keys) & ~Q(source_chat_key="")
 
 
-def _home_q(user: AbstractBaseUser) -> Q:
+def _home_q(user: User) -> Q:
     bound = chat_keys_bound_to(user=user)
     return (
         Q(scope_type=Tier.USER, owner=user)
@@ -126,25 +125,25 @@ def _home_q(user: AbstractBaseUser) -> Q:
     )
 
 
-def home_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
+def home_memories(*, user: User) -> QuerySet[Memory]:
     """Every memory of the home, whatever its status: the user's own, their projects', those
     of the private chats bound to them, and the global items shared from those chats (read
     through the visibility rule)."""
     return memories_visible(user=user).filter(_home_q(user)).select_related("created_by")
 
 
-def home_item_get(*, user: AbstractBaseUser, memory_id: str) -> Memory:
+def home_item_get(*, user: User, memory_id: str) -> Memory:
     memory = home_memories(user=user).filter(pk=str(memory_id)[:40]).first()
     if memory is None:
         raise NotFound("Memory not found.")
     return memory
 
 
-def _auto_q(user: AbstractBaseUser) -> Q:
+def _auto_q(user: User) -> Q:
     return Q(scope_type=Tier.PROJECT, origin=Origin.AUTO, created_by=user)
 
 
-def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Memory]:
+def source_memories(*, user: User, source: SourceRef) -> QuerySet[Memory]:
     """The memories of one source (every status). A project the user may not read and a chat
     not bound to them are 404."""
     qs = home_memories(user=user)
@@ -164,7 +163,7 @@ def source_memories(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Me
     raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
 
 
-def chat_names(*, user: AbstractBaseUser, keys) -> dict[str, str]:
+def chat_names(*, user: User, keys) -> dict[str, str]:
     """The display names the user gave their bound chats (keys without one are left out)."""
     keys = [k for k in keys if k][:MAX_CHATS]
     if not keys:
@@ -238,7 +237,7 @@ class Overview:
         return sum(s.count for s in self.sources if s.ref.kind != SOURCE_AUTO)
 
 
-def switches_get(*, user: AbstractBaseUser) -> dict[str, Switch]:
+def switches_get(*, user: User) -> dict[str, Switch]:
     """The three switches, each changed on the one settings panel (``web:settings``) and through
     ``/api/users/me/memory-switches`` (docs/auto-memory.md, "Switches")."""
     memory = user_settings_get(user=user)
@@ -318,7 +317,7 @@ def _latest(qs: QuerySet[Memory]) -> list[Memory]:
     return list(qs.filter(live_q()).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
 
 
-def expiring_soon(*, user: AbstractBaseUser, now: datetime | None = None) -> list[Memory]:
+def expiring_soon(*, user: User, now: datetime | None = None) -> list[Memory]:
     """The home's items that expire within ``EXPIRING_SOON_DAYS``, soonest first (bounded)."""
     now = now or timezone.now()
     return list(
@@ -329,7 +328,7 @@ def expiring_soon(*, user: AbstractBaseUser, now: datetime | None = None) -> lis
     )
 
 
-def home_overview(*, user: AbstractBaseUser) -> Overview:
+def home_overview(*, user: User) -> Overview:
     """Every source with its count of active (unexpired) items, its latest items (own memories and
     auto-extracted ones), the sentence on which agents see it and when, and its switches. A
     fixed number of queries, whatever the number of projects and chats (up to the caps)."""
@@ -512,9 +511,10 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
     logs: dict[str, AutoMemoryLogEntry] = {}
     for entry in auto_memory_log_for_memories(user=user, memory_ids=ids):
         logs.setdefault(entry.memory_id, entry)
-    candidates: dict[str, MemoryCandidate] = {}
-    approvals: dict[str, MemoryCandidate] = {}
-    pending: set[str] = set()
+    # Keyed by the candidate's memory_id (nullable on the model; never None here, see the query).
+    candidates: dict[str | None, MemoryCandidate] = {}
+    approvals: dict[str | None, MemoryCandidate] = {}
+    pending: set[str | None] = set()
     for candidate in candidates_for_memories(ids):
         candidates.setdefault(candidate.memory_id, candidate)
         if candidate.decision == CandidateDecision.PENDING:
@@ -522,8 +522,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         elif candidate.decision == CandidateDecision.CREATED and candidate.reviewed_at is not None:
             approvals.setdefault(candidate.memory_id, candidate)
     migrations: dict[str, ScopeMigrationEntry] = {}
-    for entry in migrations_applied_to(ids):
-        migrations.setdefault(entry.item_id, entry)
+    for migration in migrations_applied_to(ids):
+        migrations.setdefault(migration.item_id, migration)
     older = dict(
         Memory.objects.filter(superseded_by_id__in=ids).order_by("created_at").values_list("superseded_by_id", "pk")
     )
@@ -541,8 +541,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         log = logs.get(memory.pk)
         run_id = log.run_ref if log else _evidence_value(memory, "run_id")
         imported = memory.evidence.get("imported") if isinstance(memory.evidence, dict) else None
-        candidate = candidates.get(memory.pk)
-        chat_key = (candidate.session_id if candidate else "") or _evidence_value(memory, "source_session_id")
+        record = candidates.get(memory.pk)
+        chat_key = (record.session_id if record else "") or _evidence_value(memory, "source_session_id")
         shared_from = memory.source_chat_key if memory.scope_type == Tier.GLOBAL else ""
         approval = approvals.get(memory.pk) if shared_from else None
         prov = Provenance(
@@ -555,7 +555,7 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
             run_id=run_id if run_id in runs else "",
             log_entry=log,
             chat_key=chat_key,
-            candidate=candidate,
+            candidate=record,
             migration=migrations.get(memory.pk),
             imported=imported if isinstance(imported, dict) else None,
             replaces=older.get(memory.pk, ""),
@@ -571,6 +571,32 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
 
 
 def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """How the memory came to be, then what happened to it since (sharing, review, moves,
+    corrections), one sentence each."""
+    parts = [_provenance_origin(memory, prov, who=who) + "."]
+    if prov.shared_from and prov.approved_at is not None:
+        parts.append(
+            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
+            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
+        )
+    elif prov.shared_from:
+        parts.append(
+            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
+            % {"chat": prov.shared_from}
+        )
+    if prov.pending_review:
+        parts.append(_("It waits for an operator's review before it is shared with everyone."))
+    if prov.migration is not None:
+        parts.append(_("A scope migration moved it from the global scope to this chat."))
+    if prov.replaces:
+        parts.append(_("It corrects an earlier version."))
+    if prov.replaced_by:
+        parts.append(_("A newer version replaced it."))
+    return " ".join(parts)
+
+
+def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """Who or what wrote the memory, how, and in which conversation."""
     where = ""
     if prov.thread_title or prov.thread_id:
         where = " " + _("in the conversation %(title)s") % {"title": _quoted(prov.thread_title or prov.thread_id)}
@@ -603,29 +629,10 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
         text = _("%(who)s saved it through the API") % {"who": _capital(who)} + where
         if prov.chat_key and not where:
             text += " " + _("in the chat %(chat)s") % {"chat": prov.chat_key}
-    parts = [text + "."]
-    if prov.shared_from and prov.approved_at is not None:
-        parts.append(
-            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
-            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
-        )
-    elif prov.shared_from:
-        parts.append(
-            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
-            % {"chat": prov.shared_from}
-        )
-    if prov.pending_review:
-        parts.append(_("It waits for an operator's review before it is shared with everyone."))
-    if prov.migration is not None:
-        parts.append(_("A scope migration moved it from the global scope to this chat."))
-    if prov.replaces:
-        parts.append(_("It corrects an earlier version."))
-    if prov.replaced_by:
-        parts.append(_("A newer version replaced it."))
-    return " ".join(parts)
+    return text
 
 
-def provenance_for(*, user: AbstractBaseUser, memories: list[Memory]) -> dict[str, Provenance]:
+def provenance_for(*, user: User, memories: list[Memory]) -> dict[str, Provenance]:
     """Provenance of each memory (id → ``Provenance``), in a fixed number of queries per
     ``PROVENANCE_CHUNK`` memories. ``memories`` must be rows ``user`` may read."""
     found: dict[str, Provenance] = {}
@@ -635,7 +642,7 @@ def provenance_for(*, user: AbstractBaseUser, memories: list[Memory]) -> dict[st
     return found
 
 
-def project_roles(*, user: AbstractBaseUser, project_ids) -> dict[str, str]:
+def project_roles(*, user: User, project_ids) -> dict[str, str]:
     return dict(Membership.objects.filter(user=user, project_id__in=set(project_ids)).values_list("project_id", "role"))
 
 
@@ -644,7 +651,7 @@ def may_change(memory: Memory, *, roles: dict[str, str]) -> bool:
     (the services decide; this is for showing the buttons): their own, their bound chats' and
     what was shared from them, and a project's with ``create_task``. Called on home items only."""
     if memory.scope_type == Tier.PROJECT:
-        return CREATE_TASK in role_permissions(roles.get(memory.project_id))
+        return CREATE_TASK in role_permissions(roles.get(memory.project_id or ""))
     return memory.scope_type in (Tier.USER, Tier.CHAT, Tier.GLOBAL)
 
 
@@ -683,9 +690,7 @@ class HomeSearch:
     more: bool = False  # a higher limit would show more
 
 
-def home_search(
-    *, user: AbstractBaseUser, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True
-) -> HomeSearch:
+def home_search(*, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
     each readable project's, each bound chat's and what was shared from it), loaded through
     ``home_memories``, and (``with_notes``) the lines of the notes file, indexed as documents
@@ -730,9 +735,7 @@ def home_search(
             ranked.append(NotesHit(number, line[:500], highlight(line, found.terms, max_chars=500), hit.score))
         elif (memory := rows.get(hit.ref)) is not None:
             source = source_of(memory)
-            title = source_title(
-                source, project_name=memory.project.name if memory.project_id else "", chat_names=names
-            )
+            title = source_title(source, project_name=memory.project.name if memory.project else "", chat_names=names)
             ranked.append(SearchHit(memory, source, title, hit.score, highlight(memory.content, found.terms)))
         if len(ranked) > limit:
             break
@@ -847,7 +850,7 @@ def provenance_data(prov: Provenance) -> dict:
     }
 
 
-def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
+def home_export(*, user: User, now: datetime) -> dict:
     """All of the home as one versioned JSON document (docs/home.md): profile, switches,
     notes files, the memories of every source with their provenance (bounded), and the
     user's latest auto-memory log entries."""
@@ -883,7 +886,7 @@ def home_export(*, user: AbstractBaseUser, now: datetime) -> dict:
     def items(found: list[Memory]) -> list[dict]:
         return [export_item(m, prov[m.pk]) for m in found]
 
-    notes = {}
+    notes: dict[str, str | dict | None] = {}
     for name in WORKSPACE_FILES:
         try:
             file = workspace_file_get(user=user, name=name)
@@ -981,7 +984,7 @@ class ReadView:
     memory: Memory | None = None
 
 
-def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
+def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
     """A fixed number of queries for any list of reads (the caller bounds it)."""
     run_ids = {r.run_ref for r in reads if r.run_ref}
     runs = set(runs_visible(user=user).filter(pk__in=run_ids).values_list("pk", flat=True)) if run_ids else set()
@@ -998,7 +1001,7 @@ def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: di
                 path=read.path,
                 path_label=read.get_path_display(),
                 principal=read.principal.get_username() if read.principal is not None else "",
-                token_name=(token.name or token.prefix) if shown_token else "",
+                token_name=(token.name or token.prefix) if token is not None and shown_token else "",
                 run_id=read.run_ref,
                 run_visible=read.run_ref in runs,
                 run_generation=read.run_generation,
@@ -1009,19 +1012,19 @@ def _read_views(*, user: AbstractBaseUser, reads: list[MemoryRead], memories: di
     return views
 
 
-def item_last_read(*, user: AbstractBaseUser, memory: Memory) -> ReadView | None:
+def item_last_read(*, user: User, memory: Memory) -> ReadView | None:
     """The latest read of a home item (``memory`` as ``home_item_get`` returned it)."""
     read = reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk]).first()
     return _read_views(user=user, reads=[read])[0] if read is not None else None
 
 
-def item_reads(*, user: AbstractBaseUser, memory_id: str) -> QuerySet[MemoryRead]:
+def item_reads(*, user: User, memory_id: str) -> QuerySet[MemoryRead]:
     """The reads of one home item, newest first (404 when it is not in the reader's home)."""
     memory = home_item_get(user=user, memory_id=memory_id)
     return reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])
 
 
-def source_reads(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[MemoryRead]:
+def source_reads(*, user: User, source: SourceRef) -> QuerySet[MemoryRead]:
     """The reads of one source's items, newest first: the items are those ``source_memories``
     lets the reader see (a project they may not read, a chat not bound to them: 404); for the
     notes file, the reads of the reader's own notes-file versions."""
@@ -1030,7 +1033,7 @@ def source_reads(*, user: AbstractBaseUser, source: SourceRef) -> QuerySet[Memor
     return reads_of(item_kind=ItemKind.MEMORY, refs=source_memories(user=user, source=source).values("pk"))
 
 
-def read_views(*, user: AbstractBaseUser, reads: list[MemoryRead]) -> list[ReadView]:
+def read_views(*, user: User, reads: list[MemoryRead]) -> list[ReadView]:
     """``reads`` (a page of ``source_reads``/``item_reads``) with their items loaded through
     ``home_memories``."""
     refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY}

@@ -10,11 +10,11 @@ workspace service (its lock and publish path).
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
@@ -29,7 +29,7 @@ from config.validation import (
     validate_json_container,
 )
 from identity_app import services as identity_services
-from identity_app.models import Profile
+from identity_app.models import Profile, User
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
@@ -81,7 +81,7 @@ FORGET_ALL_LIMIT = 10_000  # memory rows per call; what is left is reported and 
 # --- one item --------------------------------------------------------------------------------
 def home_item_correct(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     memory_id: str,
     content: str,
     kind: str | None = None,
@@ -103,13 +103,13 @@ def home_item_correct(
     )
 
 
-def home_item_forget(*, actor: AbstractBaseUser, memory_id: str) -> list[str]:
+def home_item_forget(*, actor: User, memory_id: str) -> list[str]:
     memory = home_item_get(user=actor, memory_id=memory_id)
     return memory_services.memory_forget(actor=actor, memory_id=memory.pk, tier=memory.scope_type)
 
 
 # --- a selection -----------------------------------------------------------------------------
-def home_forget_selected(*, actor: AbstractBaseUser, memory_ids) -> list[str]:
+def home_forget_selected(*, actor: User, memory_ids) -> list[str]:
     """Forget the selected items, all or nothing: an id that is not in the caller's home (or
     that they may not change) refuses the whole selection and nothing is forgotten."""
     if not isinstance(memory_ids, list | tuple) or not all(isinstance(i, str) for i in memory_ids):
@@ -151,7 +151,7 @@ def _forget_rows(actor, qs, report: ForgetReport, budget: int) -> int:
     return budget - len(ids)
 
 
-def home_forget_source(*, actor: AbstractBaseUser, source: str, confirm) -> ForgetReport:
+def home_forget_source(*, actor: User, source: str, confirm) -> ForgetReport:
     """Forget everything of one source, or of all of them (``all``), after the typed
     confirmation ``FORGET``. Physical deletes through the memory services, in one transaction
     (all or nothing); the notes file afterwards through its own service.
@@ -424,7 +424,7 @@ def _profile_to_restore(data: dict) -> dict:
     for name, value in _section(data, "user").items():
         if name not in PROFILE_FIELDS:
             continue  # the username and anything else are context, never imported
-        model_field = Profile._meta.get_field(name)
+        model_field = cast(models.Field, Profile._meta.get_field(name))  # PROFILE_FIELDS are concrete fields
         try:
             if name != "preferences":
                 if not isinstance(value, str):
@@ -462,7 +462,7 @@ def _import_memories(
     seen = {scoped_services.duplicate_key(text) for text in texts}
     author = None
     for index, item in enumerate(items):
-        row = {"index": index} if section == "user" else {"section": section, "index": index}
+        row: dict[str, object] = {"index": index} if section == "user" else {"section": section, "index": index}
         if item.get("status", Status.ACTIVE) != Status.ACTIVE:
             report.not_active += 1
             report.results.append({**row, "result": "not_active"})
@@ -526,7 +526,7 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
                 results[name] = NOTES_IDENTICAL
             else:
                 results[name] = NOTES_CONFLICT if current.exists and current.content else NOTES_WRITTEN
-        published = []
+        published: list[notes_services.Published] = []
     else:
         source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
         results, published = notes_services.workspace_files_fill(
@@ -544,7 +544,7 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
 
 def home_import(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     data,
     origin: str = Origin.API,
     legacy: bool = False,

@@ -3,6 +3,7 @@ source's items with bulk forget, an item with its provenance and chain, correct 
 forget everything with a typed confirmation, export and import. Thin: the same selectors and
 services as the API."""
 
+from typing import cast
 from urllib.parse import urlencode
 
 from django import forms
@@ -246,7 +247,8 @@ class CorrectForm(forms.Form):
     def __init__(self, *args, tier: str, **kwargs):
         super().__init__(*args, **kwargs)
         if tier in (Tier.USER, Tier.PROJECT):
-            self.fields["kind"].choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
+            kind = cast(forms.ChoiceField, self.fields["kind"])
+            kind.choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
 
 
 def _changeable(request, memory_id: str, *, correct: bool = False):
@@ -387,7 +389,7 @@ def _forget_all_counts(user, source: selectors.SourceRef) -> dict:
             .filter(scope_type=Tier.PROJECT, project_id=source.ident, created_by=user)
             .count()
         )
-        return {"title": by_key.get(source.key).title if source.key in by_key else source.key, "rows": mine}
+        return {"title": by_key[source.key].title if source.key in by_key else source.key, "rows": mine}
     if source.kind == selectors.SOURCE_CHAT:
         selectors.source_memories(user=user, source=source)  # 404 for a chat not bound to the user
     if source.kind == selectors.SOURCE_ALL:

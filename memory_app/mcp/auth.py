@@ -9,11 +9,11 @@ only for the user it names, checked by ``user_get_acting`` as ``POST /api/runs``
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from django.contrib.auth.models import AbstractBaseUser
 from rest_framework import exceptions
 
 from config.errors import DomainError, PermissionDenied
 from identity_app.authentication import ApiTokenAuthentication
+from identity_app.models import User
 from identity_app.permissions import is_service_principal
 from identity_app.selectors import user_get_acting
 
@@ -33,8 +33,8 @@ class Principal:
     """``actor``: the token's user (carrying its reach); ``user``: whose memory the session
     works on — ``actor`` itself, or the user a service principal acts for."""
 
-    actor: AbstractBaseUser
-    user: AbstractBaseUser
+    actor: User
+    user: User
     service: bool
     token_id: int | None = None  # the API token of the session (who read what, docs/home.md)
 

@@ -60,6 +60,7 @@ class SessionRun:
                 self._renew()
             if self._ended is not None:
                 raise self._ended
+            assert self._credential is not None  # opened or renewed just now, or ended (raised above)
             return self._credential
 
     def heartbeat(self) -> bool:
@@ -100,18 +101,22 @@ class SessionRun:
             request_id=f"mcp-{uuid.uuid4().hex}",
         )
         # Kept for the whole session: without the row read now, which would go stale.
-        self._credential = without_row(run_credential_from_token(issued.run_token))
+        credential = run_credential_from_token(issued.run_token)
+        assert credential is not None  # the token was issued just now
+        self._credential = without_row(credential)
         logger.info("MCP session %s opened run %s for %s", self.worker_id, issued.run.pk, self.principal.label)
         if self._heartbeat is not None:
             self._heartbeat.start_once()
 
     def _renew(self) -> None:
+        credential = self._credential
+        assert credential is not None  # only an open run is renewed
         try:
-            run_heartbeat(credential=self._credential, lease_seconds=self.lease_seconds)
+            run_heartbeat(credential=credential, lease_seconds=self.lease_seconds)
         except LeaseLost:
             # Expired, or taken over? Finishing tells: it accepts an expired lease nobody took over.
             try:
-                run_finish(credential=self._credential, status=RunStatus.FAILED, usage={"mcp": "lease_expired"})
+                run_finish(credential=credential, status=RunStatus.FAILED, usage={"mcp": "lease_expired"})
             except DomainError as exc:
                 self._end(exc)
                 return

@@ -9,11 +9,10 @@ data, cut to a byte budget (marked), look-alikes neutralized and every line data
 history tools' output (docs/runs.md, Low-trust blocks).
 """
 
-from django.contrib.auth.models import AbstractBaseUser
-
 from config.errors import InvalidInput
 from config.lowtrust import low_trust_result, mark_data
 from config.validation import clean_text, json_size
+from identity_app.models import User
 from memory_app.home.selectors import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
 from memory_app.home.selectors import SourceRef, home_search
 from memory_app.memories.models import Memory, Tier
@@ -81,7 +80,7 @@ def _within_budget(response: dict) -> dict:
     return response
 
 
-def memory_search(*, user: AbstractBaseUser, query, limit: int = SEARCH_DEFAULT_HITS) -> dict:
+def memory_search(*, user: User, query, limit: int = SEARCH_DEFAULT_HITS) -> dict:
     """The memory home's search for ``query`` (active memories of every source the user reads
     as their own), at most ``SEARCH_MAX_HITS`` hits of ``SEARCH_HIT_BYTES`` each, the response
     at most ``SEARCH_RESPONSE_BYTES``. The notes file is not searched here: agents get it

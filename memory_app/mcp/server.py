@@ -274,7 +274,8 @@ def _authenticate(headers: dict[str, str], client_host: str):
                 )
                 throttled = unauthenticated_throttled(request)
                 if throttled is not None:
-                    return tools.Throttled("Too many requests.", details={"retry_after": throttled.wait})
+                    # Throttled sets .wait in __init__; the stubs do not declare it
+                    return tools.Throttled("Too many requests.", details={"retry_after": throttled.wait})  # type: ignore[attr-defined]
             return exc
         if settings.API_THROTTLE:
             throttle = UserThrottle()

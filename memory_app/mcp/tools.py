@@ -16,6 +16,7 @@ gate of the run context's tool list); each call checks it again.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from jsonschema import Draft202012Validator
@@ -95,7 +96,7 @@ CONTENT = {
     "maxLength": MAX_CONTENT_CHARS,
     "description": "One self-contained statement, e.g. 'Prefers answers in British English.'",
 }
-EXPIRES_AT = {
+EXPIRES_AT: dict[str, Any] = {
     "type": ["string", "null"],
     "format": "date-time",
     "maxLength": 64,
@@ -162,11 +163,12 @@ def _identity_context(ctx: CallContext, *, project_id=None) -> dict:
 
 
 def _run_tool(name: str) -> Callable[..., dict]:
-    handler = {
+    handlers: dict[str, Callable[..., dict]] = {
         "remember_memory": agent_tools.remember_memory,
         "search_thread_messages": agent_tools.search_thread_messages,
         "read_thread_messages": agent_tools.read_thread_messages,
-    }[name]
+    }
+    handler = handlers[name]
 
     def call(ctx: CallContext, **arguments) -> dict:
         return handler(credential=ctx.credential(), **arguments)

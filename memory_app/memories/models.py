@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
@@ -59,7 +60,7 @@ class Origin(models.TextChoices):
 
 
 # How an origin reads to a person (the stored values are for programs).
-ORIGIN_LABELS = {
+ORIGIN_LABELS: dict[str, Promise] = {
     Origin.MANUAL: _("written by hand"),
     Origin.API: _("saved through the API"),
     Origin.AUTO: _("extracted by auto-memory"),

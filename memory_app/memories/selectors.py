@@ -1,11 +1,10 @@
 """Reads that decide who may see which memory. Every adapter goes through these."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from config.errors import NotFound
 from identity_app.chat_reach import ALL_CHATS, chat_keys_reachable
-from identity_app.models import ChatBinding
+from identity_app.models import ChatBinding, User
 from identity_app.permissions import READ, project_ids_with_permission, project_require_permission
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, live_q
 
@@ -15,25 +14,25 @@ PROJECT_SUMMARY_LIMIT = 3
 PROJECT_SUMMARY_MAX_CHARS = 8000
 
 
-def chat_keys_bound_to(*, user: AbstractBaseUser):
+def chat_keys_bound_to(*, user: User):
     """Chat keys whose memories ``user`` may read (extended by chat bindings)."""
     return ChatBinding.objects.filter(user=user).values("chat_key")
 
 
-def chat_is_bound_to(*, user: AbstractBaseUser, chat_key: str) -> bool:
+def chat_is_bound_to(*, user: User, chat_key: str) -> bool:
     """Whether the private chat ``chat_key`` is bound to ``user`` (a service principal's reach
     over every chat does not count: this is about whose chat it is)."""
     return bool(user and user.is_authenticated) and chat_keys_bound_to(user=user).filter(chat_key=chat_key).exists()
 
 
-def chat_keys_readable_by(*, user: AbstractBaseUser):
+def chat_keys_readable_by(*, user: User):
     """The chat read rule: the chat reach rule (``identity_app.chat_reach``) as a list —
     ``ALL_CHATS`` for a service principal with an unlimited token, else the chat keys ``user``
     reaches (a values queryset, usable as a subquery); none for an anonymous user."""
     return chat_keys_reachable(actor=user)
 
 
-def memory_visibility_q(*, user: AbstractBaseUser, tier: str | None = None) -> Q:
+def memory_visibility_q(*, user: User, tier: str | None = None) -> Q:
     """The read rule (docs/tiers.md) for all four tiers, as one filter; with ``tier``, only that
     tier's part (a simpler query that its indexes answer)."""
     if not user or not user.is_authenticated:
@@ -53,27 +52,27 @@ def memory_visibility_q(*, user: AbstractBaseUser, tier: str | None = None) -> Q
     return rule
 
 
-def memories_visible(*, user: AbstractBaseUser, tier: str | None = None) -> QuerySet[Memory]:
+def memories_visible(*, user: User, tier: str | None = None) -> QuerySet[Memory]:
     return Memory.objects.filter(memory_visibility_q(user=user, tier=tier)).select_related("project", "superseded_by")
 
 
-def user_memories(*, user: AbstractBaseUser) -> QuerySet[Memory]:
+def user_memories(*, user: User) -> QuerySet[Memory]:
     return memories_visible(user=user, tier=Tier.USER)
 
 
-def project_memories(*, user: AbstractBaseUser, project_id: str) -> QuerySet[Memory]:
+def project_memories(*, user: User, project_id: str) -> QuerySet[Memory]:
     project = project_require_permission(user=user, project_id=project_id, permission=READ)
     return memories_visible(user=user, tier=Tier.PROJECT).filter(project=project)
 
 
-def user_memory_get(*, user: AbstractBaseUser, memory_id: str) -> Memory:
+def user_memory_get(*, user: User, memory_id: str) -> Memory:
     memory = user_memories(user=user).filter(pk=memory_id).first()
     if memory is None:
         raise NotFound("Memory not found.")
     return memory
 
 
-def project_memory_get(*, user: AbstractBaseUser, project_id: str, memory_id: str) -> Memory:
+def project_memory_get(*, user: User, project_id: str, memory_id: str) -> Memory:
     memory = project_memories(user=user, project_id=project_id).filter(pk=memory_id).first()
     if memory is None:
         raise NotFound("Memory not found.")
@@ -96,10 +95,11 @@ def memory_chain(*, memory: Memory) -> list[Memory]:
     for _ in range(MAX_CHAIN_LENGTH):
         if not current.superseded_by_id:
             break
-        current = scope.filter(pk=current.superseded_by_id).first()
-        if current is None:
+        following = scope.filter(pk=current.superseded_by_id).first()
+        if following is None:
             break
-        forward.append(current)
+        forward.append(following)
+        current = following
     return [*reversed(back), memory, *forward]
 
 

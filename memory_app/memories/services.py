@@ -4,7 +4,6 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -13,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
+from identity_app.models import User
 from identity_app.permissions import (
     CREATE_TASK,
     is_service_principal,
@@ -90,7 +90,7 @@ def _validate_kind(kind, tier: str) -> str:
     return kind
 
 
-def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
+def staff_may_review_memories(actor: User) -> bool:
     """Admin review: active staff holding the ``change_memory`` permission may correct or
     forget a memory of any tier (only through ``staff_review=True`` in the admin)."""
     return staff_may(actor, "memory_app.change_memory")
@@ -106,7 +106,7 @@ GLOBAL_WRITE_REFUSED = (
 BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede"})
 
 
-def _forgets_as_source_chat_user(*, actor: AbstractBaseUser, memory: Memory) -> bool:
+def _forgets_as_source_chat_user(*, actor: User, memory: Memory) -> bool:
     """A global item shared from a chat (``source_chat_key``) may be forgotten by the user that
     chat is bound to, who does not otherwise write global items; correcting it stays staff's."""
     return (
@@ -117,7 +117,7 @@ def _forgets_as_source_chat_user(*, actor: AbstractBaseUser, memory: Memory) -> 
     )
 
 
-def _older_versions_q(*, actor: AbstractBaseUser, memory: Memory) -> Q:
+def _older_versions_q(*, actor: User, memory: Memory) -> Q:
     """Which older versions go along when ``memory`` is forgotten: its scope's; for the user of
     the chat it was shared from, only those shared from that same chat (an older global version
     that came from elsewhere is not theirs to forget)."""
@@ -127,9 +127,7 @@ def _older_versions_q(*, actor: AbstractBaseUser, memory: Memory) -> Q:
     return rule
 
 
-def _require_write(
-    *, actor: AbstractBaseUser, memory: Memory, staff_review: bool = False, action: str = "change"
-) -> None:
+def _require_write(*, actor: User, memory: Memory, staff_review: bool = False, action: str = "change") -> None:
     """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403.
 
     ``action`` names the change (``forget``, ``supersede``, or any other): it matters only for
@@ -143,7 +141,7 @@ def _require_write(
         if memory.owner_id != actor.pk:
             raise NotFound("Memory not found.")
     elif tier == Tier.PROJECT:
-        project_require_permission(user=actor, project_id=memory.project_id, permission=CREATE_TASK)
+        project_require_permission(user=actor, project_id=memory.project_id or "", permission=CREATE_TASK)
     elif tier == Tier.CHAT:
         # Visibility first (a limited service token does not see chats outside its reach).
         if not Memory.objects.filter(memory_visibility_q(user=actor), pk=memory.pk).exists():
@@ -185,14 +183,14 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 
 
-def scope_require_write(*, actor: AbstractBaseUser, tier: str, scope_id: str | None = None) -> None:
+def scope_require_write(*, actor: User, tier: str, scope_id: str | None = None) -> None:
     """The create rule of a chat/global scope, for callers that must check before reading it."""
     _scope_for_create(actor=actor, tier=tier, project_id=None, scope_id=scope_id)
 
 
 def memory_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     tier: str,
     kind: str,
     content: str,
@@ -250,7 +248,7 @@ def _locked_memory(*, memory_id: str, tier: str | None, project_id: str | None, 
 
 def memory_supersede(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     memory_id: str,
     content: str,
     kind: str | None = None,
@@ -339,7 +337,7 @@ def _with_older_versions(ids: list[str], *, within: Q) -> list[str]:
 
 def memory_forget(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     memory_id: str,
     tier: str | None = None,
     project_id: str | None = None,
@@ -370,7 +368,7 @@ def memory_forget(
 MAX_FORGET_MANY = 500
 
 
-def memory_forget_many(*, actor: AbstractBaseUser, memory_ids: list[str]) -> list[str]:
+def memory_forget_many(*, actor: User, memory_ids: list[str]) -> list[str]:
     """Forget several memories at once, each as ``memory_forget`` would (the write rule, older
     versions along, derived rows and vectors too), in one transaction: all or nothing. An id
     that is missing, hidden or not the caller's to forget refuses the whole call (404/403) and
@@ -445,9 +443,7 @@ def project_summary_create(*, actor, project_id: str, content: str, title: str =
     return summary
 
 
-def memory_archive(
-    *, actor: AbstractBaseUser, memory_id: str, tier: str | None = None, scope_id: str | None = None
-) -> bool:
+def memory_archive(*, actor: User, memory_id: str, tier: str | None = None, scope_id: str | None = None) -> bool:
     """Move an active memory to ``archived`` (it leaves every context and search, stays
     auditable). Returns False when the row was no longer active (a concurrent change won).
     ``tier``/``scope_id`` pin the scope: a row moved to another scope meanwhile is a 404."""
@@ -462,9 +458,7 @@ def memory_archive(
     return bool(moved)
 
 
-def memory_rescope(
-    *, actor: AbstractBaseUser, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]
-) -> Memory:
+def memory_rescope(*, actor: User, memory_id: str, from_scope: tuple[str, str], to_scope: tuple[str, str]) -> Memory:
     """Move a chat/global memory between those two tiers (scope migration, docs/scoped-memory.md).
 
     The caller locks and checks the row first; this re-checks ``from_scope`` under the lock

@@ -6,9 +6,8 @@ import zoneinfo
 from datetime import datetime, tzinfo
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 
-from identity_app.models import ChatBinding, Profile
+from identity_app.models import ChatBinding, Profile, User
 
 
 def zone_named(name: str | None) -> tzinfo:
@@ -19,7 +18,7 @@ def zone_named(name: str | None) -> tzinfo:
         return zoneinfo.ZoneInfo(settings.TIME_ZONE)
 
 
-def user_zone(user: AbstractBaseUser | None) -> tzinfo:
+def user_zone(user: User | None) -> tzinfo:
     """The time zone of ``user``'s profile (read only: no profile row is created here)."""
     if user is None or not getattr(user, "pk", None):
         return zone_named(None)

@@ -158,7 +158,8 @@ class WorkspaceChangeOutput(serializers.ModelSerializer):
 
     @extend_schema_field(DiffLineOutput(many=True))
     def get_diff(self, change) -> list:
-        return DiffLineOutput(self._view(change).lines, many=True).data
+        # many=True builds a ListSerializer, whose data is a list; the stubs type it as the Serializer's
+        return DiffLineOutput(self._view(change).lines, many=True).data  # type: ignore[return-value]
 
     def get_diff_truncated(self, change) -> bool:
         return self._view(change).truncated

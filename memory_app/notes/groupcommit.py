@@ -14,8 +14,9 @@ serialize as single writes did.
 
 import copy
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(eq=False)
@@ -38,7 +39,7 @@ class GroupCommitter:
     """``apply_batch(key, payloads)`` returns one outcome per payload, in order: a value, or an
     exception instance for a write refused on its own."""
 
-    def __init__(self, apply_batch: Callable[[Hashable, Sequence], list], *, max_batch: int = 64):
+    def __init__(self, apply_batch: Callable[[Any, list], list], *, max_batch: int = 64):
         self._apply_batch = apply_batch
         self.max_batch = max_batch
         self._mutex = threading.Lock()

@@ -10,12 +10,12 @@ Everything here runs inside the caller's transaction, under the per-user lock th
 import difflib
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Model
 
 from config.budgets import truncate_utf8
 from config.errors import Conflict
+from identity_app.models import User
 from memory_app.notes.models import WorkspaceChange
 from memory_app.notes.workspace import sha256_hex
 
@@ -87,7 +87,7 @@ class Author:
     agent run, and a label of the client (an API token's name)."""
 
     source: str
-    actor: AbstractBaseUser | None = None
+    actor: User | None = None
     run: Model | None = None  # an AgentRun (the runs package builds on this one)
     client: str = ""
 
@@ -143,7 +143,7 @@ def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[
         old_text = _decode(step.before) if step.before is not None else None
         new_text = _decode(after_bytes)
         complete = old_text is not None and new_text is not None
-        hunks = text_hunks(old_text, new_text) if complete else []
+        hunks = text_hunks(old_text, new_text) if old_text is not None and new_text is not None else []
         author = step.author
         changes.append(
             WorkspaceChange(
@@ -152,7 +152,7 @@ def changes_record(*, user_id: int, name: str, steps: list[ChangeStep]) -> list[
                 action=step.action,
                 source=author.source,
                 actor=author.actor,
-                run=author.run,
+                run_id=author.run.pk if author.run is not None else None,
                 run_ref=author.run.pk if author.run is not None else "",
                 client=author.client[:160],
                 reverts=step.reverts,

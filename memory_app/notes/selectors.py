@@ -2,15 +2,15 @@
 
 A user reads only their own files and history; nobody else's (not even a service principal)."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from config.errors import NotFound
+from identity_app.models import User
 from memory_app.notes.models import UserSettings, WorkspaceChange
 from memory_app.notes.workspace import Workspace, WorkspaceFile, read_whole_file, sha256_hex, validate_workspace_name
 
 
-def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
+def workspace_file_get(*, user: User, name: str) -> WorkspaceFile:
     validate_workspace_name(name)
     read = read_whole_file(Workspace(user.pk), name)
     return WorkspaceFile(
@@ -18,7 +18,7 @@ def workspace_file_get(*, user: AbstractBaseUser, name: str) -> WorkspaceFile:
     )
 
 
-def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceChange]:
+def workspace_changes_visible(*, user: User) -> QuerySet[WorkspaceChange]:
     """The change history of a user's workspace files: their own, nobody else's (not even a
     service principal's, which never reads another user's notes file either)."""
     # Changes of one group commit share a moment; their sequence numbers keep them in order.
@@ -30,14 +30,14 @@ def workspace_changes_visible(*, user: AbstractBaseUser) -> QuerySet[WorkspaceCh
     )
 
 
-def workspace_change_get(*, user: AbstractBaseUser, change_id: str) -> WorkspaceChange:
+def workspace_change_get(*, user: User, change_id: str) -> WorkspaceChange:
     change = workspace_changes_visible(user=user).filter(pk=change_id).first()
     if change is None:
         raise NotFound("Change not found.")
     return change
 
 
-def user_settings_get(*, user: AbstractBaseUser) -> UserSettings:
+def user_settings_get(*, user: User) -> UserSettings:
     """The user's settings; an unsaved default row when none exists (reads never write)."""
     found = UserSettings.objects.filter(user=user).first()
     return found if found is not None else UserSettings(user=user)

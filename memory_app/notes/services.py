@@ -8,10 +8,10 @@ import hmac
 import logging
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from config.errors import InvalidInput, NotFound, TooLarge
+from identity_app.models import User
 from memory_app.notes import notes_history, notes_index
 from memory_app.notes.locks import LockFailed, user_lock_acquire
 from memory_app.notes.models import UserSettings, WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
@@ -50,7 +50,7 @@ def _read_under_lock(workspace: Workspace, name: str, base_sha256: str | None) -
 
 def workspace_file_write(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     content: str,
     base_sha256: str | None = None,
@@ -75,7 +75,7 @@ def workspace_file_write(
 
 
 def workspace_file_delete(
-    *, user: AbstractBaseUser, name: str, base_sha256: str | None = None, author: Author | None = None
+    *, user: User, name: str, base_sha256: str | None = None, author: Author | None = None
 ) -> bool:
     """Remove a file; ``base_sha256`` and ``author`` as for ``workspace_file_write``."""
     validate_workspace_name(name)
@@ -103,7 +103,7 @@ class Published:
 
 
 def workspace_files_fill(
-    *, user: AbstractBaseUser, files: dict[str, str], author: Author
+    *, user: User, files: dict[str, str], author: Author
 ) -> tuple[dict[str, str], list[Published]]:
     """Write each of ``files`` that is missing or empty, never overwriting text (an import):
     ``written``, ``identical`` (it already holds that text) or ``conflict`` per name.
@@ -142,7 +142,7 @@ def workspace_files_fill(
     return results, published
 
 
-def workspace_files_unpublish(*, user: AbstractBaseUser, published: list[Published]) -> None:
+def workspace_files_unpublish(*, user: User, published: list[Published]) -> None:
     """Put back what ``workspace_files_fill`` published (its caller's transaction failed): each
     file as it was before, or gone if it did not exist. Best effort: a file that cannot be put
     back is logged, and the other files are still put back."""
@@ -174,7 +174,7 @@ def _record(*, user, name: str, action: str, author: Author | None, before: File
 
 
 def workspace_change_undo(
-    *, user: AbstractBaseUser, change_id: str, base_sha256: str | None = None, author: Author | None = None
+    *, user: User, change_id: str, base_sha256: str | None = None, author: Author | None = None
 ) -> WorkspaceChange:
     """Reverse one change of the user's workspace file history, keeping every later change, through
     the same lock and publish path as an edit. ``base_sha256`` as for ``workspace_file_write``.
@@ -212,6 +212,7 @@ def workspace_change_undo(
             after=after,
             reverts=change,
         )
+        assert undo is not None  # recorded: the no-change case raised UndoConflict above
         if after is None:
             workspace.delete_file(change.name)
         else:
@@ -219,7 +220,7 @@ def workspace_change_undo(
     return undo
 
 
-def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) -> int:
+def workspace_history_clear(*, user: User, name: str | None = None) -> int:
     """Forget the recorded changes (and so the old text they hold) of one file or of all three;
     the files themselves stay as they are. Returns how many changes were forgotten."""
     if name is not None:
@@ -236,7 +237,7 @@ def workspace_history_clear(*, user: AbstractBaseUser, name: str | None = None) 
     return count
 
 
-def user_settings_update(*, user: AbstractBaseUser, enable_memory: bool) -> UserSettings:
+def user_settings_update(*, user: User, enable_memory: bool) -> UserSettings:
     if not isinstance(enable_memory, bool):
         raise InvalidInput("enable_memory must be a boolean.", code="invalid")
     # Not durable: an import sets the switch in its own transaction (all or nothing); the lock

@@ -182,6 +182,7 @@ class Workspace:
             raise
         except OSError as exc:
             raise WorkspaceWriteFailed(f"Cannot open the workspace directory: {exc.strerror}.") from None
+        assert dir_fd is not None  # create=True makes what is missing, or raises
         try:
             current = self._lstat(dir_fd, name)
             if current is not None and not stat.S_ISREG(current.st_mode):

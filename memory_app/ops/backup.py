@@ -155,8 +155,10 @@ def backup_restore(*, source: Path, workspace_names: tuple[str, ...]) -> dict:
             path = root / member.name
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            content = archive.extractfile(member)
+            assert content is not None  # a regular file (member.isfile() above)
             with os.fdopen(fd, "wb") as out:
-                out.write(archive.extractfile(member).read())
+                out.write(content.read())
                 out.flush()
                 os.fsync(out.fileno())
             restored += 1

@@ -165,10 +165,11 @@ def _acting_user(job: BackgroundJob) -> None:
     and only while that user and token still may act."""
     if not job.user.is_active:
         raise PermissionDenied("The account that queued this job is inactive.")
-    if job.limited_token_id is not None:
-        if job.limited_token.state(timezone.now()) != "active":
+    token = job.limited_token
+    if token is not None:
+        if token.state(timezone.now()) != "active":
             raise TokenNotActive("The token that queued this job was revoked or has expired.")
-        token_reach_attach(job.user, job.limited_token)
+        token_reach_attach(job.user, token)
 
 
 def job_run(*, job: BackgroundJob, worker_id: str) -> str:

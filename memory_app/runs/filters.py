@@ -39,7 +39,7 @@ class RunFilter(django_filters.FilterSet):
 
     class Meta:
         model = AgentRun
-        fields = []
+        fields: list[str] = []
 
     def filter_lease_state(self, queryset, name, value):
         return selectors.runs_with_lease_state(queryset, value)

@@ -1,11 +1,11 @@
 """Reads of runs: the runs a caller may see, with their lease state."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
 from django.db.models.functions import Left
 from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
+from identity_app.models import User
 from identity_app.permissions import is_service_principal, reach_q
 from memory_app.runs.models import AgentRun, RunStatus
 
@@ -33,7 +33,7 @@ def runs_with_lease_state(qs, state: str, *, now=None):
     raise InvalidInput("lease state must be held, expired or released.", code="invalid_lease_state")
 
 
-def runs_visible(*, user: AbstractBaseUser):
+def runs_visible(*, user: User):
     """Runs a caller may read: their own; service principals read all within the reach of
     their token."""
     qs = AgentRun.objects.select_related("conversation", "user", "project")
@@ -41,7 +41,7 @@ def runs_visible(*, user: AbstractBaseUser):
     return qs.filter(reach_q(user, user_field="user", project_field="project"))
 
 
-def runs_list(*, user: AbstractBaseUser, text_chars: int):
+def runs_list(*, user: User, text_chars: int):
     """``runs_visible`` for a list: only the first ``text_chars`` characters of ``prompt`` and
     ``goal`` are loaded (``prompt_head``, ``goal_head``)."""
     return (
@@ -52,7 +52,7 @@ def runs_list(*, user: AbstractBaseUser, text_chars: int):
     )
 
 
-def run_get(*, user: AbstractBaseUser, run_id: str, own_only: bool = False) -> AgentRun:
+def run_get(*, user: User, run_id: str, own_only: bool = False) -> AgentRun:
     """A run the caller may read, else 404. ``own_only``: the caller's own runs only, even for
     service principals (settings that belong to the run's user, like auto-memory flags)."""
     qs = (

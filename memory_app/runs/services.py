@@ -6,7 +6,6 @@ Every write owns its transaction; a claim is one conditional UPDATE (docs/runs.m
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -14,6 +13,7 @@ from django.utils import timezone
 from config.errors import Conflict, InvalidInput, NotFound
 from config.validation import validate_json_container
 from identity_app.chat_reach import chat_require_reach
+from identity_app.models import User
 from identity_app.permissions import (
     CREATE_TASK,
     is_service_principal,
@@ -57,7 +57,7 @@ def _worker_id(value) -> str:
     return value.strip()
 
 
-def _require_chat_in_reach(*, actor: AbstractBaseUser, session_key: str, user_id: int) -> None:
+def _require_chat_in_reach(*, actor: User, session_key: str, user_id: int) -> None:
     """A run token reads its conversation's chat items: whoever starts or takes over a run
     must reach that chat for the run's user (a token limited to alice, say, never a group
     chat an unlimited principal gave one of her conversations). Out of reach: 404, as a chat
@@ -79,7 +79,7 @@ class IssuedRun:
 
 def run_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     username: str,
     conversation_id: str,
     request_id: str,
@@ -169,7 +169,7 @@ ASSISTANT_THREAD_TITLE = "Assistant (MCP)"
 
 
 def assistant_run_open(
-    *, actor: AbstractBaseUser, username: str, worker_id: str, lease_seconds: int = 60, request_id: str
+    *, actor: User, username: str, worker_id: str, lease_seconds: int = 60, request_id: str
 ) -> IssuedRun:
     """A top-level chat run for an assistant connected over MCP (docs/mcp.md), in the user's
     assistant thread (created on first use, then reused, so sessions do not pile up threads).
@@ -220,7 +220,7 @@ def assistant_run_open(
     return issued
 
 
-def run_claim(*, actor: AbstractBaseUser, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
+def run_claim(*, actor: User, run_id: str, worker_id: str, lease_seconds: int = 60) -> IssuedRun:
     """Take over a run whose lease expired (or renew one's own): one conditional UPDATE, so of
     two racing workers exactly one wins. The previous token stops working."""
     require_service_principal(actor)

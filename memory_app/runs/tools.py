@@ -7,7 +7,9 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -21,7 +23,7 @@ from memory_app.notes import notes_history
 from memory_app.notes.groupcommit import GroupCommitter
 from memory_app.notes.locks import LockFailed, user_lock_acquire
 from memory_app.notes.models import WorkspaceChangeAction, WorkspaceChangeSource
-from memory_app.notes.selectors import enable_memory_subquery, memory_enabled_for, memory_enabled_from
+from memory_app.notes.selectors import enable_memory_subquery, memory_enabled_for, run_memory_enabled
 from memory_app.notes.workspace import MEMORY_FILE, FileRead, Workspace
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
@@ -188,6 +190,10 @@ def _count_occurrences(text: str, part: str) -> int:
     return count
 
 
+@overload
+def _validate_tool_text(value, name: str, *, required: Literal[True]) -> str: ...
+@overload
+def _validate_tool_text(value, name: str, *, required: bool) -> str | None: ...
 def _validate_tool_text(value, name: str, *, required: bool) -> str | None:
     if value is None and not required:
         return None
@@ -261,7 +267,7 @@ def _remember_batch(user_id: int, writes: list[_Write]) -> list:
                         run=runs.get(write.credential.run_id), credential=write.credential, claims=write.claims
                     )
                     # Read under the lock: a switch turned off mid-run stops this write.
-                    if not memory_enabled_from(run.stored_enable_memory):
+                    if not run_memory_enabled(run):  # stored_enable_memory, read with the locked run
                         raise MemoryDisabled("Memory is turned off for this user.")
                     if current_read is None:  # read once, after the first call that passed its checks
                         current_read = workspace.read_file(MEMORY_FILE, max_bytes=MEMORY_FILE_MAX_BYTES)
@@ -437,7 +443,7 @@ _ARGUMENTS = {
 }
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[..., dict]] = {
     "remember_memory": remember_memory,
     "search_thread_messages": search_thread_messages,
     "read_thread_messages": read_thread_messages,

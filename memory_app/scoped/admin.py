@@ -328,7 +328,8 @@ SKIP_REASONS = {
 def dry_run_report(plan: ScopeMigrationPlan, report: dict) -> dict:
     """What a dry run would move and, for each entry left out, why — with the entry's text and a
     link to it (at most ``MAX_REPORT_ROWS`` rows of each; the counts cover everything)."""
-    would, skipped = [], []
+    would: list[dict] = []
+    skipped: list[dict] = []
     for row in report["results"]:
         (would if row["result"] == "would_apply" else skipped).append(row)
     shown = would[:MAX_REPORT_ROWS] + skipped[:MAX_REPORT_ROWS]

@@ -152,7 +152,8 @@ class TurnMessageInput(StrictInputMixin, serializers.Serializer):
 
 class ConsolidateInput(StrictInputMixin, serializers.Serializer):
     session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
-    messages = TurnMessageInput(many=True, allow_empty=False, max_length=MAX_TURN_MESSAGES)
+    # many=True hands max_length to the ListSerializer; the stubs' Serializer.__init__ does not list it
+    messages = TurnMessageInput(many=True, allow_empty=False, max_length=MAX_TURN_MESSAGES)  # type: ignore[call-arg]
 
 
 class CandidateOutput(serializers.Serializer):

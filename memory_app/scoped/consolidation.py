@@ -15,12 +15,12 @@ import logging
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
+from identity_app.models import User
 from identity_app.permissions import is_service_principal, may_write_global
 from identity_app.services import user_grant_service
 from memory_app.distill.extraction import Candidate, DeterministicExtractor, Extractor
@@ -72,7 +72,7 @@ class ConsolidationReport:
         return out
 
 
-def system_actor() -> AbstractBaseUser:
+def system_actor() -> User:
     """The service principal that commands and the worker consolidate as."""
     user, created = get_user_model().objects.get_or_create(username=SYSTEM_USERNAME)
     if created:
@@ -222,7 +222,7 @@ def apply_candidate(
 
 
 def consolidate_text(
-    *, actor: AbstractBaseUser, session_id: str, text: str, source: str, extractor: Extractor | None = None
+    *, actor: User, session_id: str, text: str, source: str, extractor: Extractor | None = None
 ) -> ConsolidationReport:
     if not is_service_principal(actor):
         raise PermissionDenied("Only service principals may consolidate memories.")
@@ -248,7 +248,7 @@ def consolidate_text(
 
 
 def consolidate_turn(
-    *, actor: AbstractBaseUser, session_id: str, messages: list[dict], extractor: Extractor | None = None
+    *, actor: User, session_id: str, messages: list[dict], extractor: Extractor | None = None
 ) -> ConsolidationReport:
     return consolidate_text(
         actor=actor, session_id=session_id, text=turn_text(messages), source="consolidate", extractor=extractor
@@ -268,7 +268,7 @@ def _session_text(session_id: str) -> str:
     return "\n".join(reversed(rows))[-MAX_TURN_CHARS:]
 
 
-def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> list[str]:
+def archive_duplicates(*, actor: User, scope: tuple[str, str]) -> list[str]:
     """Archive older active items of ``scope`` that duplicate a newer one (``duplicate_key``)."""
     seen: set[str] = set()
     doomed: list[str] = []
@@ -288,9 +288,7 @@ def archive_duplicates(*, actor: AbstractBaseUser, scope: tuple[str, str]) -> li
     return archived
 
 
-def dream_session(
-    *, actor: AbstractBaseUser, session_id: str, extractor: Extractor | None = None
-) -> ConsolidationReport:
+def dream_session(*, actor: User, session_id: str, extractor: Extractor | None = None) -> ConsolidationReport:
     """One dreaming pass over a session's recent history.
 
     New candidates go to the scopes their kinds decide; archiving only ever touches the
@@ -343,7 +341,7 @@ def dream_round(
 DREAM_JOB = "dream"
 
 
-def dream_request(*, actor: AbstractBaseUser, session_id: str) -> BackgroundJob:
+def dream_request(*, actor: User, session_id: str) -> BackgroundJob:
     """``POST /api/memory/dream``: check now what the pass checks (a service principal that
     may write the session's own scope), then queue the pass, or return the one still queued
     for this session."""

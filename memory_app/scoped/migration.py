@@ -340,6 +340,7 @@ def _apply_one(*, entry: dict, target: str, actor) -> tuple[str, str]:
         memory = Memory.objects.select_for_update().filter(pk=entry["item_id"]).first()
         if (refused := _check(memory=memory, entry=entry, target=target)) is not None:
             return refused
+        assert memory is not None  # _check refuses an item that no longer exists
         try:
             services.memory_rescope(
                 actor=actor, memory_id=memory.pk, from_scope=GLOBAL_SCOPE, to_scope=(SCOPE_TYPE_CHAT, target)

@@ -31,11 +31,11 @@ scope (whose items reach everyone) also needs ``identity_app.write_global_memori
 
 import dataclasses
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from identity_app.models import User
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.distill.extraction import Candidate
 from memory_app.memories import services
@@ -50,11 +50,11 @@ REVIEW_PERM = "memory_app.change_memorycandidate"
 WROTE_ITEM = (CandidateDecision.CREATED, CandidateDecision.SUPERSEDED)
 
 
-def staff_may_review_candidates(actor: AbstractBaseUser) -> bool:
+def staff_may_review_candidates(actor: User) -> bool:
     return staff_may(actor, REVIEW_PERM)
 
 
-def _require_review(*, actor: AbstractBaseUser, candidate: MemoryCandidate) -> None:
+def _require_review(*, actor: User, candidate: MemoryCandidate) -> None:
     if not staff_may_review_candidates(actor):
         raise PermissionDenied("Only staff with the change_memorycandidate permission may review candidates.")
     if candidate.scope_type == SCOPE_TYPE_GLOBAL and not staff_may(actor, WRITE_GLOBAL_PERM):
@@ -93,21 +93,22 @@ def _active_end(memory: Memory) -> Memory | None:
             return memory
         if not memory.superseded_by_id:
             return None
-        memory = Memory.objects.filter(
+        following = Memory.objects.filter(
             pk=memory.superseded_by_id, scope_type=memory.scope_type, scope_id=memory.scope_id
         ).first()
-        if memory is None:
+        if following is None:
             return None
+        memory = following
     return None
 
 
-def _reviewed(candidate: MemoryCandidate, *, actor: AbstractBaseUser, reason: str) -> None:
+def _reviewed(candidate: MemoryCandidate, *, actor: User, reason: str) -> None:
     candidate.reason = reason[:300]
     candidate.reviewed_by, candidate.reviewed_at = actor, timezone.now()
     candidate.save(update_fields=["decision", "memory", "reason", "reviewed_by", "reviewed_at"])
 
 
-def _promote(*, actor: AbstractBaseUser, candidate: MemoryCandidate, waiting: Memory) -> ReviewOutcome:
+def _promote(*, actor: User, candidate: MemoryCandidate, waiting: Memory) -> ReviewOutcome:
     """Share the item ``candidate`` left waiting in its chat with everyone (inside the caller's
     transaction, the candidate locked)."""
     item = _active_end(waiting)
@@ -134,7 +135,7 @@ def _promote(*, actor: AbstractBaseUser, candidate: MemoryCandidate, waiting: Me
     return ReviewOutcome(candidate=candidate)
 
 
-def candidate_approve(*, actor: AbstractBaseUser, candidate_id: str) -> ReviewOutcome:
+def candidate_approve(*, actor: User, candidate_id: str) -> ReviewOutcome:
     """Share a pending candidate's item with everyone; consolidate a rejected candidate now,
     as consolidation would have with consent."""
     with transaction.atomic():
@@ -173,7 +174,7 @@ def candidate_approve(*, actor: AbstractBaseUser, candidate_id: str) -> ReviewOu
     return ReviewOutcome(candidate=candidate)
 
 
-def candidate_reject(*, actor: AbstractBaseUser, candidate_id: str) -> ReviewOutcome:
+def candidate_reject(*, actor: User, candidate_id: str) -> ReviewOutcome:
     """Record the rejection; archive the still-active item this candidate wrote."""
     with transaction.atomic():
         candidate = _locked_candidate(candidate_id)

@@ -15,13 +15,13 @@ check and dreaming's archive pass use.
 import functools
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Q
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text, validate_json_value
 from identity_app.chat_reach import chat_require_reach
+from identity_app.models import User
 from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
 from memory_app.distill.extraction import normalize_text
 from memory_app.memories import services
@@ -118,7 +118,7 @@ def strip_scope_clues(data: dict | None) -> dict:
 
 def scoped_item_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     kind: str,
     content: str,
     session_id: str | None = None,
@@ -187,6 +187,7 @@ def scoped_item_create(
             source_chat_key=placement.source_chat_key,
         )
         if placement.pending:
+            assert session_id  # a pending placement is a chat's, which needs session_id (above)
             MemoryCandidate.objects.create(
                 session_id=session_id,
                 source=ITEM_SOURCE,
@@ -212,7 +213,7 @@ def pending_candidate_for(memory: Memory) -> MemoryCandidate | None:
     return MemoryCandidate.objects.filter(memory=memory, decision=CandidateDecision.PENDING).first()
 
 
-def chat_candidates_forget(*, actor: AbstractBaseUser, chat_key: str) -> int:
+def chat_candidates_forget(*, actor: User, chat_key: str) -> int:
     """Forgetting a whole chat: the records of what consolidation proposed there go too (a
     candidate whose item was written goes with that item; this takes the rejected ones and
     those that went nowhere, which still hold text of the chat). Only the user the chat is

@@ -166,7 +166,8 @@ def lexical_rank(
     idf_col = np.concatenate([np.full(len(block), idf) for _, idf, block in parts])
     share = idf_col * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len))
     docs, slot = np.unique(doc_col, return_inverse=True)
-    scores = np.bincount(slot, weights=share, minlength=len(docs))
+    # float64 with weights (numpy's stub types every bincount as intp, so the array type is widened)
+    scores: np.ndarray = np.bincount(slot, weights=share, minlength=len(docs))
     matched = np.bincount(slot, minlength=len(docs))
     mass = np.bincount(slot, weights=idf_col, minlength=len(docs))
     # Coordination: a document with more of the question's words beats one with a single

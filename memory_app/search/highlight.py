@@ -10,7 +10,8 @@ def highlight(text: str, terms: list[str], *, max_chars: int = 240) -> SafeStrin
     """``text`` (cut to ``max_chars``) HTML-escaped, with matched terms in ``<mark>``."""
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
-    out, last = [], 0
+    out: list[str] = []
+    last = 0
     for start, end in match_spans(text, terms):
         out.append(escape(text[last:start]))
         out.append(f"<mark>{escape(text[start:end])}</mark>")

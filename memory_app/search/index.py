@@ -133,7 +133,7 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
                     for row, scope_id, digest, counts in counted
                 ]
             )
-            postings = []
+            postings: list[SearchPosting] = []
             for doc, (_, scope_id, _, counts) in zip(docs, counted, strict=True):
                 _add(deltas, scope_id, 1, doc.length)
                 postings.extend(

@@ -187,7 +187,7 @@ def _text(vector) -> str:
     return HalfVector(np.asarray(vector, dtype=np.float32)).to_text()
 
 
-def store(doc_vectors: list[tuple[int, bytes]]) -> None:
+def store(doc_vectors: list[tuple[int, bytes | memoryview | None]]) -> None:
     """Copy ``(document id, float32 bytes)`` just stored into the ``vec`` column (in the
     caller's transaction); nothing without the column."""
     if not doc_vectors or not column_ready():

@@ -18,7 +18,7 @@ class ConversationAdmin(ReadOnlyAdmin):
 class ToolCallInline(admin.TabularInline):
     model = ToolCall
     fk_name = "message"
-    fields = ["name", "status", "input", "output", "error"]
+    fields = ("name", "status", "input", "output", "error")
     readonly_fields = fields
     extra = 0
     max_num = 0

@@ -42,7 +42,7 @@ class ConversationFilter(django_filters.FilterSet):
 
     class Meta:
         model = Conversation
-        fields = []
+        fields: list[str] = []
 
     @extend_schema_field({"type": "string", "enum": ["false", "true"]})
     def filter_no_memory(self, queryset, name, value):

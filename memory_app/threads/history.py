@@ -8,6 +8,8 @@ is framed with this response's boundary (``low_trust_result``; docs/runs.md, Low
 """
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.fields.json import KeyTextTransform
@@ -224,7 +226,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     return response
 
 
-def _tool_call_item(call: dict, budget: int) -> tuple[dict, int]:
+def _tool_call_item(call: Mapping[str, Any], budget: int) -> tuple[dict, int]:
     """Allowlisted fields of one tool call, cut so the item serialized as JSON is at most
     ``budget`` bytes (escaping included). A field that cannot keep even the truncation marker
     is left empty and named in ``omitted``."""

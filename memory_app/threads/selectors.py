@@ -3,11 +3,11 @@ reach), and the main threads the history tools may read.
 
 Sub-agent threads are never history (``SUBAGENT_SOURCES``)."""
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, QuerySet
 from django.db.models.functions import Left
 
 from config.errors import NotFound
+from identity_app.models import User
 from identity_app.permissions import is_service_principal, reach_q
 from memory_app.threads.models import (
     Conversation,
@@ -19,7 +19,7 @@ from memory_app.threads.models import (
 )
 
 
-def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+def conversations_visible(*, user: User) -> QuerySet[Conversation]:
     """Conversations a caller may read in the API/UI: their own; service principals read all
     within the reach of their token."""
     qs = Conversation.objects.select_related("owner", "project")
@@ -27,19 +27,19 @@ def conversations_visible(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
     return qs.filter(reach_q(user, user_field="owner", project_field="project"))
 
 
-def conversation_get(*, user: AbstractBaseUser, conversation_id: str) -> Conversation:
+def conversation_get(*, user: User, conversation_id: str) -> Conversation:
     conversation = conversations_visible(user=user).filter(pk=conversation_id).first()
     if conversation is None:
         raise NotFound("Conversation not found.")
     return conversation
 
 
-def conversation_messages(*, user: AbstractBaseUser, conversation_id: str) -> QuerySet[Message]:
+def conversation_messages(*, user: User, conversation_id: str) -> QuerySet[Message]:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     return conversation.messages.prefetch_related("tool_calls").order_by("created_at", "id")
 
 
-def conversation_message_list(*, user: AbstractBaseUser, conversation_id: str, content_chars: int) -> QuerySet[Message]:
+def conversation_message_list(*, user: User, conversation_id: str, content_chars: int) -> QuerySet[Message]:
     """Messages of a readable conversation for a list: the first ``content_chars`` characters
     of the content as ``content_head``, tool calls counted, nothing large loaded."""
     conversation = conversation_get(user=user, conversation_id=conversation_id)
@@ -50,7 +50,7 @@ def conversation_message_list(*, user: AbstractBaseUser, conversation_id: str, c
     )
 
 
-def conversation_message_get(*, user: AbstractBaseUser, conversation_id: str, message_id) -> Message:
+def conversation_message_get(*, user: User, conversation_id: str, message_id) -> Message:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     message = conversation.messages.prefetch_related("tool_calls").filter(pk=int(message_id)).first()
     if message is None:

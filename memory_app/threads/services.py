@@ -6,7 +6,6 @@ Every write owns its transaction; a new history message is indexed in it (``inde
 import json
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -14,6 +13,7 @@ from config.budgets import utf8_len
 from config.errors import InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
 from identity_app.chat_reach import chat_require_reach
+from identity_app.models import User
 from identity_app.permissions import READ, project_require_permission, reach_require_project, require_service_principal
 from identity_app.selectors import user_get_acting
 from memory_app.threads import indexing
@@ -50,7 +50,7 @@ def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
 
 def conversation_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     username: str,
     title: str = "",
     project_id: str | None = None,
@@ -95,7 +95,7 @@ def conversation_create(
 
 def message_create(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     conversation_id: str,
     role: str,
     type: str = MessageType.TEXT,
@@ -172,7 +172,7 @@ def _require_bool(value, name: str) -> None:
 
 def conversation_update(
     *,
-    actor: AbstractBaseUser,
+    actor: User,
     conversation_id: str,
     title: str | None = None,
     status: str | None = None,
@@ -192,7 +192,7 @@ def conversation_update(
         )
         if conversation is None:
             raise NotFound("Conversation not found.")
-        fields = []
+        fields: list[str] = []
         if title is not None:
             conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
         if status is not None:

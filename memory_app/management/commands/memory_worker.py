@@ -8,10 +8,11 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
@@ -30,11 +31,16 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 10  # far below WORKER_HEARTBEAT_MAX_AGE
 
 
-class _LogLines:
+class _LogLines(OutputWrapper):
     """``self.stdout`` under ``LOG_FORMAT=json``: each summary line becomes a log record."""
 
-    def write(self, text: str, *args, **kwargs) -> None:
-        for line in text.splitlines():
+    def __init__(self) -> None:
+        super().__init__(sys.stdout)
+
+    # The stubs make OutputWrapper a TextIOBase, whose write returns int; at run time it is not
+    # one (only registered), and OutputWrapper.write itself returns None (its stub ignores this too).
+    def write(self, msg: str = "", style_func=None, ending=None) -> None:  # type: ignore[override]
+        for line in msg.splitlines():
             if line.strip():
                 logger.info(line)
 
