@@ -226,17 +226,6 @@ STORAGES = {
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
-# The app serves its static files itself (WhiteNoise). Without DEBUG they come from STATIC_ROOT
-# as `collectstatic` left them (make serve runs it): names carry a content hash, so browsers
-# may cache them for ever, and compressed copies are made once.
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
-}
 
 LOGIN_URL = "login"
 # First contact: who to ask for an account (the login page says it), how long a one-time
@@ -352,8 +341,6 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not 
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST_X_FORWARDED_PROTO", False) else None
 SECURE_REFERRER_POLICY = "same-origin"
-# Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
