@@ -16,6 +16,8 @@ from typing import Protocol
 
 from django.conf import settings
 
+from memory_app.memories.models import IDENTITY_KINDS
+
 MAX_CANDIDATE_CHARS = 500
 
 
@@ -224,7 +226,7 @@ class HttpExtractor:
             if not isinstance(item, dict):
                 continue
             kind, body, subject = item.get("kind"), item.get("content"), item.get("subject") or ""
-            if kind not in _IDENTITY_KINDS or not isinstance(body, str) or not isinstance(subject, str):
+            if kind not in IDENTITY_KINDS or not isinstance(body, str) or not isinstance(subject, str):
                 continue
             body = body.strip()[:MAX_CANDIDATE_CHARS]
             if len(body) < 4:
@@ -242,9 +244,6 @@ class HttpExtractor:
             if len(found) >= max_items:
                 break
         return found
-
-
-_IDENTITY_KINDS = frozenset({"fact", "preference", "decision", "convention"})
 
 
 def get_extractor(*, name: str | None = None) -> Extractor:
