@@ -63,7 +63,6 @@ from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
     IDENTITY_KINDS,
     KIND_VALUES,
-    MAX_CONTENT_CHARS,
     Memory,
     Origin,
     Status,
@@ -273,8 +272,8 @@ def _check_version(data) -> None:
 
 def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required: bool = True) -> list[dict]:
     """The items of ``memories.<section>`` in an export, checked before anything is written:
-    at most ``MAX_IMPORT_ITEMS`` items, known keys only, a kind of the tier, a content the API
-    would take; metadata and evidence are checked by the memory service."""
+    at most ``MAX_IMPORT_ITEMS`` items, known keys only, a kind of the tier, a content the memory
+    service takes (``validate_content``); metadata and evidence are checked by the memory service."""
     memories = data.get("memories")
     items = memories.get(section) if isinstance(memories, dict) else None
     if items is None and not required:
@@ -298,15 +297,8 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
                 _("kind must be one of %(kinds)s.") % {"kinds": ", ".join(sorted(kinds))},
                 "invalid_kind",
             )
-        content = item.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise _import_error(section, index, _("content must be a non-empty string."), "invalid_content")
-        if len(content.strip()) > MAX_CONTENT_CHARS:
-            raise _import_error(
-                section, index, _("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS}, "too_large"
-            )
         try:
-            clean_text(content, field="content")
+            memory_services.validate_content(item.get("content"))  # the memory service's own check
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None
         if item.get("status", Status.ACTIVE) not in Status.values:

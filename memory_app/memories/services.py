@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
@@ -39,14 +40,17 @@ logger = logging.getLogger(__name__)
 MAX_JSON_BYTES = 8 * 1024
 
 
-def _validate_content(content) -> str:
+def validate_content(content) -> str:
+    """A memory's ``content`` as every writer takes it (the API, the pages, the tools, the
+    import): a string holding something besides white space, at most ``MAX_CONTENT_CHARS`` once
+    stripped, clean text (``clean_text``). Returns it stripped."""
     if not isinstance(content, str):
-        raise InvalidInput("content must be a string.", code="invalid_content")
+        raise InvalidInput(_("content must be a string."), code="invalid_content")
     content = content.strip()
     if not content:
-        raise InvalidInput("content may not be empty.", code="invalid_content")
+        raise InvalidInput(_("content may not be empty."), code="invalid_content")
     if len(content) > MAX_CONTENT_CHARS:
-        raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters.")
+        raise TooLarge(_("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS})
     return clean_text(content, field="content")
 
 
@@ -207,7 +211,7 @@ def memory_create(
 ) -> Memory:
     """``source_chat_key``: the typed chat a chat/global item was learned in (only the scoped
     services set it, from the session key)."""
-    content = _validate_content(content)
+    content = validate_content(content)
     kind = _validate_kind(kind, tier)
     expires_at = validate_expires_at(expires_at)
     metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
@@ -275,7 +279,7 @@ def memory_supersede(
     ``staff_review=True`` (the admin only) replaces the tier write rule by
     ``staff_may_review_memories``.
     """
-    content = _validate_content(content)
+    content = validate_content(content)
     keep_expiry = isinstance(expires_at, str) and expires_at == KEEP_EXPIRY
     new_expiry = None if keep_expiry else validate_expires_at(expires_at)
     metadata = (
@@ -324,7 +328,7 @@ def _with_older_versions(ids: list[str], *, within: Q) -> list[str]:
     at most ``MAX_CHAIN_LENGTH`` steps), among the rows ``within`` allows. The one chain walk of
     forgetting, purging and moving a memory."""
     found, frontier = list(ids), list(ids)
-    for _ in range(MAX_CHAIN_LENGTH):
+    for _step in range(MAX_CHAIN_LENGTH):
         frontier = list(
             Memory.objects.select_for_update()
             .filter(within, superseded_by_id__in=frontier)
