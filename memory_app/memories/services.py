@@ -16,6 +16,7 @@ from config.validation import clean_text, validate_json_container
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.permissions import (
     CREATE_TASK,
+    global_write_require,
     is_service_principal,
     may_write_global,
     project_require_permission,
@@ -100,11 +101,6 @@ def staff_may_review_memories(actor: AbstractBaseUser) -> bool:
     return staff_may(actor, "memory_app.change_memory")
 
 
-GLOBAL_WRITE_REFUSED = (
-    "Global memories reach everyone: writing them takes the identity_app.write_global_memories permission."
-)
-
-
 # What the user a private chat is bound to may do with that chat's items: forget and correct
 # them. Not archive or move them: a move to global would share a private fact with everyone.
 BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede"})
@@ -160,10 +156,10 @@ def _require_write(
             "Only service principals may change chat memories; the user a chat is bound to may forget "
             "or correct its items."
         )
-    elif tier == Tier.GLOBAL and not may_write_global(actor):
+    elif tier == Tier.GLOBAL:
         if action == "forget" and _forgets_as_source_chat_user(actor=actor, memory=memory):
             return
-        raise PermissionDenied(GLOBAL_WRITE_REFUSED)
+        global_write_require(actor)
 
 
 def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
@@ -183,8 +179,7 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
             raise NotFound(CHAT_NOT_FOUND)
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
-        if not may_write_global(actor):
-            raise PermissionDenied(GLOBAL_WRITE_REFUSED)
+        global_write_require(actor)
         return {"scope_id": GLOBAL_SCOPE_ID, "owner": None, "project": None}
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 
