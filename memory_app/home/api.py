@@ -78,7 +78,7 @@ ProvenanceOutput = inline_serializer(
 
 class HomeItemOutput(serializers.Serializer):
     id = serializers.CharField()
-    source = serializers.CharField(help_text="user, project:<id>, chat:<key> or shared")
+    source = serializers.CharField(source="source_key", help_text="user, project:<id>, chat:<key> or shared")
     source_title = serializers.CharField()
     tier = serializers.CharField(source="scope_type")
     project_id = serializers.CharField(allow_null=True)
@@ -100,18 +100,10 @@ class HomeItemOutput(serializers.Serializer):
 
 
 def item_data(memories: list[Memory], *, user) -> list[dict]:
-    """Items with their provenance, source and whether the caller may change them (a fixed
-    number of queries for the whole list)."""
-    prov = selectors.provenance_for(user=user, memories=memories)
-    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    """Home items (``selectors.home_items``) in their JSON form."""
     out = []
-    for memory in memories:
-        source = selectors.source_of(memory)
-        memory.source = source.key
-        memory.source_title = selectors.source_title(source, project_name=memory.project.name if memory.project else "")
-        memory.can_change = selectors.may_change(memory, roles=roles)
-        memory.can_correct = selectors.may_correct(memory, roles=roles)
-        memory.provenance = selectors.provenance_data(prov[memory.pk])
+    for memory in selectors.home_items(user=user, memories=memories):
+        memory.provenance = selectors.provenance_data(memory.prov)
         out.append(HomeItemOutput(memory).data)
     return out
 

@@ -651,6 +651,27 @@ def may_correct(memory: Memory, *, roles: dict[str, str]) -> bool:
     return memory.scope_type != Tier.GLOBAL and may_change(memory, roles=roles)
 
 
+def home_items(*, user: AbstractBaseUser, memories) -> list[Memory]:
+    """Home items as the API and the pages show them: each memory (rows ``user`` may read) with
+    its provenance (``prov``), its source (``source_key``) and that source's title (a bound chat
+    by the name the user gave it: ``source_title``), and whether the reader may forget it
+    (``can_change``) and correct it (``can_correct``). A fixed number of queries for the list."""
+    memories = list(memories)
+    prov = provenance_for(user=user, memories=memories)
+    roles = project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    names = chat_names(user=user, keys={m.scope_id for m in memories if m.scope_type == Tier.CHAT})
+    for memory in memories:
+        source = source_of(memory)
+        memory.prov = prov[memory.pk]
+        memory.source_key = source.key
+        memory.source_title = source_title(
+            source, project_name=memory.project.name if memory.project else "", chat_names=names
+        )
+        memory.can_change = may_change(memory, roles=roles)
+        memory.can_correct = may_correct(memory, roles=roles)
+    return memories
+
+
 # --- one search across the home --------------------------------------------------------------
 @dataclass
 class SearchHit:

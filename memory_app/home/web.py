@@ -44,22 +44,11 @@ def _items_url(source: str, **params) -> str:
 
 
 def _annotate(memories, *, user) -> list:
-    """Each memory with its provenance, source and whether the reader may change it."""
-    memories = list(memories)
-    prov = selectors.provenance_for(user=user, memories=memories)
-    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
-    names = selectors.chat_names(user=user, keys={m.scope_id for m in memories if m.scope_type == Tier.CHAT})
-    for memory in memories:
-        memory.prov = prov[memory.pk]
-        source = selectors.source_of(memory)
-        memory.source_key = source.key
-        memory.source_title = selectors.source_title(
-            source, project_name=memory.project.name if memory.project else "", chat_names=names
-        )
-        memory.source_url = _items_url(source.key)
-        memory.can_change = selectors.may_change(memory, roles=roles)
-        memory.can_correct = selectors.may_correct(memory, roles=roles)
-    return memories
+    """The home items (``selectors.home_items``), each with the link to its source's page."""
+    items = selectors.home_items(user=user, memories=memories)
+    for memory in items:
+        memory.source_url = _items_url(memory.source_key)
+    return items
 
 
 @login_required
@@ -201,7 +190,7 @@ def item_detail(request, memory_id):
     chain = _annotate(memory_chain(memory=memory), user=request.user)
     memory = next(m for m in chain if m.pk == memory.pk)
     memory.last_read = selectors.item_last_read(user=request.user, memory=memory)
-    memory.reads_url = _reads_url(selectors.source_of(memory).key)
+    memory.reads_url = _reads_url(memory.source_key)
     return render(request, "home/item.html", {"memory": memory, "chain": chain})
 
 
