@@ -62,7 +62,7 @@ def run(args) -> dict:
     from django.contrib.auth import get_user_model
 
     from memory_app.agent import services as agent_services
-    from memory_app.home.selectors import home_search
+    from memory_app.home.search import home_search
     from memory_app.memories.models import Origin, Tier
     from memory_app.memories.services import memory_create
     from memory_app.search.embedder import embed_pending

@@ -43,10 +43,8 @@ from memory_app.agent.workspace import (
 )
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
-from memory_app.home.selectors import (
-    EXPORT_FORMAT,
-    EXPORT_ITEM_KEYS,
-    EXPORT_READABLE_VERSIONS,
+from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READABLE_VERSIONS
+from memory_app.home.sources import (
     SOURCE_ALL,
     SOURCE_AUTO,
     SOURCE_CHAT,

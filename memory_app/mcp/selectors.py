@@ -14,8 +14,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from config.errors import InvalidInput
 from config.lowtrust import low_trust_result, mark_field
 from config.validation import clean_text, json_size
-from memory_app.home.selectors import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
-from memory_app.home.selectors import SourceRef, home_search
+from memory_app.home.search import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
+from memory_app.home.search import home_search
+from memory_app.home.sources import SourceRef
 from memory_app.memories.models import Memory, Tier
 from memory_app.scoped.search import Hit
 

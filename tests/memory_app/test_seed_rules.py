@@ -17,7 +17,7 @@ from django.db import connections, transaction
 from memory_app.agent import history, tools
 from memory_app.agent.models import AgentRun, RunStatus
 from memory_app.context import assembly
-from memory_app.home.selectors import home_search
+from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.consolidation import dream_session, system_actor

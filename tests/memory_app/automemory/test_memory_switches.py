@@ -13,7 +13,7 @@ from memory_app.agent.models import UserSettings
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.automemory.switches import memory_switches_get
 from memory_app.automemory.worker import round_run
-from memory_app.home.selectors import switches_get
+from memory_app.home.overview import switches_get
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 from tests.memory_app.automemory.helpers import auto_memories, finished_run
 

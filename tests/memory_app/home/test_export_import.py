@@ -81,9 +81,9 @@ def test_an_export_holds_nothing_of_other_peoples(api, home):
 
 
 def test_export_is_bounded(api, home, monkeypatch):
-    from memory_app.home import selectors
+    from memory_app.home import export
 
-    monkeypatch.setattr(selectors, "EXPORT_MAX_MEMORIES", 2)
+    monkeypatch.setattr(export, "EXPORT_MAX_MEMORIES", 2)
     data = export_of(api(home.alice))
     counted = len(data["memories"]["user"]) + sum(len(s["memories"]) for s in data["memories"]["chats"])
     counted += sum(len(s["memories"]) for s in data["memories"]["projects"])

@@ -6,7 +6,7 @@ import pytest
 
 from memory_app.agent import services as agent_services
 from memory_app.agent.notes_index import SOURCE as NOTES_SOURCE
-from memory_app.home.selectors import SEARCH_FIRST, NotesHit, SearchHit, home_search
+from memory_app.home.search import SEARCH_FIRST, NotesHit, SearchHit, home_search
 from memory_app.search.models import SearchDocument
 from tests.factories import UserMemoryFactory
 
