@@ -89,7 +89,7 @@ MIDDLEWARE = [
     "config.validation.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.api.ApiNotFoundMiddleware",
+    "config.api.errors.ApiNotFoundMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "identity_app.web.middleware.UserLocaleMiddleware",  # language and time zone of the pages
@@ -398,9 +398,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.validation.SafeJSONParser"],
-    "DEFAULT_FILTER_BACKENDS": ["config.api.ApiFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "config.api.DefaultPagination",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "DEFAULT_FILTER_BACKENDS": ["config.api.filters.ApiFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "config.api.pagination.DefaultPagination",
+    "EXCEPTION_HANDLER": "config.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_THROTTLE_CLASSES": [
@@ -426,7 +426,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # PATCH validates like PUT here (no partial serializers), so it documents the same fields.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api.schema_error_responses"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.schema_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryKindEnum": "memory_app.memories.models.Kind.choices",
         "IdentityMemoryKindEnum": "memory_app.memories.models.IDENTITY_KINDS",

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.api import PlannedListSerializer
+from config.api.output import PlannedListSerializer
 from memory_app.agent import selectors as agent_selectors
 from memory_app.agent.api import RUN_LIST_TEXT_BYTES, ConversationOutput, RunListOutput
 from memory_app.agent.models import RunStatus

@@ -12,20 +12,20 @@ from rest_framework import authentication, exceptions, generics, permissions, se
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
+from config.api.inputs import (
     NOT_ONLY_SPACE,
-    DefaultPagination,
-    PlannedListSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictInputMixin,
     StrictIntegerField,
-    api_route,
     documented,
     enum_schema,
-    is_schema_generation,
     validated,
 )
+from config.api.output import PlannedListSerializer
+from config.api.pagination import DefaultPagination
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from identity_app.models import ApiToken
 from memory_app.agent import leases, notes_history, selectors, services, tools
 from memory_app.agent.budgets import truncate_json_text

@@ -12,16 +12,16 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
+from config.api.inputs import (
     NOT_ONLY_SPACE,
     JSONObjectField,
     StrictCharField,
     StrictInputMixin,
     StrictIntegerField,
-    api_route,
     documented,
     validated,
 )
+from config.api.routes import api_route
 from identity_app.session_keys import chat_key_pattern
 from memory_app.agent.workspace import WORKSPACE_FILES
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX
