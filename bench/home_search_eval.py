@@ -61,7 +61,7 @@ def figures(rows: list[dict], limit: int) -> dict:
 def run(args) -> dict:
     from django.contrib.auth import get_user_model
 
-    from memory_app.home.selectors import home_search
+    from memory_app.home.search import home_search
     from memory_app.memories.models import Origin, Tier
     from memory_app.memories.services import memory_create
     from memory_app.notes import services as notes_services

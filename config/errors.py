@@ -1,4 +1,4 @@
-"""Domain errors shared by every app. One exception handler (config.api) maps them to JSON."""
+"""Domain errors shared by every app. One exception handler (config.api.errors) maps them to JSON."""
 
 
 class DomainError(Exception):

@@ -3,7 +3,7 @@
 - ``RequestIdMiddleware`` (first in ``MIDDLEWARE``): every request gets an id, the client's
   ``X-Request-ID`` when it is sane (1–128 characters of ``A-Za-z0-9._:-``) or a new one. It
   lives in a context variable while the request is served, comes back as the ``X-Request-ID``
-  header, inside every JSON error body (``config.api.error_body``) and in every log line
+  header, inside every JSON error body (``config.api.errors.error_body``) and in every log line
   written for the request (``RequestIdFilter``). With ``ACCESS_LOG`` on, one line per request
   (method, route, status, duration; never the query string, which may hold search text).
 - ``JsonFormatter`` (``LOG_FORMAT=json``): one JSON object per line that keeps every ``extra``

@@ -26,8 +26,8 @@ for instructions, by construction:
 
 ``mark_data`` is the one composition cut → neutralize → mark, within a byte budget that counts the
 marks: a cut is always marked with the ``truncate_utf8`` marker, and never leaves a line without
-its whole mark. ``low_trust_block`` (text) and ``low_trust_result`` (a JSON tool result) are the
-two renderings of a frame. Stored data is never changed: all this runs at output time.
+its whole mark; ``mark_field`` is the same for one stored text of a tool result. ``low_trust_block``
+(text) and ``low_trust_result`` (a JSON tool result) are the two renderings of a frame. Stored data is never changed: all this runs at output time.
 """
 
 import html
@@ -57,6 +57,7 @@ __all__ = [
     "low_trust_block",
     "low_trust_result",
     "mark_data",
+    "mark_field",
     "neutralize_low_trust",
     "new_frame",
 ]
@@ -174,6 +175,15 @@ def mark_data(
         return Marked(marked + TRUNCATION_MARKER if truncated else marked, truncated)
     shown, was_cut = _cut_marked(marked, max_size, force=truncated, cut=cut)
     return Marked(shown, truncated or was_cut)
+
+
+def mark_field(
+    text: str, max_size: int, *, cut: Callable[[str, int], tuple[str, bool]] = truncate_utf8
+) -> tuple[str, bool]:
+    """One stored text of a tool result (``low_trust_result``) as it may reach an agent:
+    ``mark_data`` within ``max_size`` (marks and cut marker included), as ``(text, truncated)``."""
+    marked = mark_data(text, max_size, cut=cut)
+    return marked.text, marked.truncated
 
 
 def _cut_marked(marked: str, budget: int, *, force: bool, cut) -> tuple[str, bool]:

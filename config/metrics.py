@@ -33,7 +33,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from config.api import error_body
+from config.api.errors import error_body
 from config.logs import route_name
 
 # A one-off command run with the server's environment (backup, shell…) must not fail for want of

@@ -94,7 +94,7 @@ MIDDLEWARE = [
     "config.validation.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.api.ApiNotFoundMiddleware",
+    "config.api.errors.ApiNotFoundMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "identity_app.web.middleware.UserLocaleMiddleware",  # language and time zone of the pages
@@ -231,17 +231,6 @@ STORAGES = {
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
-# The app serves its static files itself (WhiteNoise). Without DEBUG they come from STATIC_ROOT
-# as `collectstatic` left them (make serve runs it): names carry a content hash, so browsers
-# may cache them for ever, and compressed copies are made once.
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
-}
 
 LOGIN_URL = "login"
 # First contact: who to ask for an account (the login page says it), how long a one-time
@@ -359,8 +348,6 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST
 SECURE_REFERRER_POLICY = "same-origin"
 # Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
-# Probes and scrapers talk plain HTTP to each node, behind the TLS-terminating proxy.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
@@ -416,9 +403,9 @@ REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.validation.SafeJSONParser"],
-    "DEFAULT_FILTER_BACKENDS": ["config.api.ApiFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "config.api.DefaultPagination",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "DEFAULT_FILTER_BACKENDS": ["config.api.filters.ApiFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "config.api.pagination.DefaultPagination",
+    "EXCEPTION_HANDLER": "config.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_THROTTLE_CLASSES": [
@@ -444,7 +431,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # PATCH validates like PUT here (no partial serializers), so it documents the same fields.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api.schema_error_responses"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.schema_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryKindEnum": "memory_app.memories.models.Kind.choices",
         "IdentityMemoryKindEnum": "memory_app.memories.models.IDENTITY_KINDS",

@@ -10,10 +10,10 @@ from identity_app.web.login import AdminLoginForm, LoginForm
 from memory_app import urls as memory_urls
 from memory_app.ops import health
 
-handler400 = "config.api.api_aware_400"
-handler403 = "config.api.api_aware_403"
-handler404 = "config.api.api_aware_404"
-handler500 = "config.api.api_aware_500"
+handler400 = "config.api.errors.api_aware_400"
+handler403 = "config.api.errors.api_aware_403"
+handler404 = "config.api.errors.api_aware_404"
+handler500 = "config.api.errors.api_aware_500"
 
 admin.site.login_form = AdminLoginForm
 

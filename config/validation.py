@@ -19,7 +19,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.utils.json import strict_constant
 
-from config.api import error_body, is_api_request
+from config.api.errors import error_body
+from config.api.routes import is_api_request
 from config.budgets import json_size
 from config.errors import InvalidInput, PayloadTooLarge, TooLarge
 

@@ -16,7 +16,7 @@ from django.core.handlers.exception import response_for_exception
 from django.http import Http404
 from django.shortcuts import render
 
-from config.api import is_api_request
+from config.api.routes import is_api_request
 from config.errors import DomainError, NotFound, PermissionDenied
 
 # Error codes of the services that are about one form field (None: the form as a whole).

@@ -164,12 +164,28 @@ def reach_q(actor: User, *, user_field: str, project_field: str | None) -> Q:
     return rule
 
 
-def may_write_global(actor: User) -> bool:
-    """Global items reach every user's context, so writing them takes an explicit grant:
-    service principals with an unlimited token, or staff holding ``identity_app.write_global_memories``."""
-    if is_service_principal(actor):
+GLOBAL_WRITE_REFUSED = (
+    "Global memories reach everyone: writing them takes the identity_app.write_global_memories permission."
+)
+
+
+def may_write_global(actor: User, *, operator: bool = False) -> bool:
+    """The global-write rule (docs/tiers.md). Global items reach every user's context, so
+    writing them takes an explicit grant: staff holding ``identity_app.write_global_memories``,
+    or a service principal with an unlimited token (its consolidation, its migrations).
+
+    ``operator``: the write is an operator's decision — a global scope chosen explicitly instead
+    of the one a chat's kind leads to, or the approval of a global candidate. Staff only: what a
+    chat's bots learn reaches everyone through that review, never because a token asked."""
+    if not operator and is_service_principal(actor):
         return token_reach(actor) is None
     return staff_may(actor, WRITE_GLOBAL_PERM)
+
+
+def global_write_require(actor: User, *, operator: bool = False) -> None:
+    """``may_write_global``, or 403 with the one message that names the permission."""
+    if not may_write_global(actor, operator=operator):
+        raise PermissionDenied(GLOBAL_WRITE_REFUSED)
 
 
 def project_require_permission(*, user: User, project_id: str, permission: str) -> Project:

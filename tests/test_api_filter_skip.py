@@ -9,7 +9,7 @@ import time_machine
 from django.http import QueryDict
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from config.api import ApiFilterBackend
+from config.api.filters import ApiFilterBackend
 from tests.factories import UserMemoryFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.test import Client
 
-from config.api import NOT_ONLY_SPACE
+from config.api.inputs import NOT_ONLY_SPACE
 from identity_app.session_keys import SESSION_KEY_PATTERN, ChatAddress, SessionKey, chat_key_pattern
 from tests.factories import ProjectMemoryFactory, UserMemoryFactory
 

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.api import PlannedListSerializer
+from config.api.output import PlannedListSerializer
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.memories import selectors as memory_selectors
 from memory_app.memories.api import MemoryOutput

@@ -20,6 +20,7 @@ from config.lowtrust import (
     low_trust_block,
     low_trust_result,
     mark_data,
+    mark_field,
     neutralize_low_trust,
     new_frame,
 )
@@ -374,3 +375,18 @@ def test_marked_parts_join_into_marked_content():
     joined = Marked.join([mark_data("a\nb"), mark_data(""), mark_data("c", 3)])
     assert joined.text.splitlines()[:2] == [DATA_MARK + "a", DATA_MARK + "b"] and joined.truncated
     assert truncate_utf8(joined.text, 1000)[0] == joined.text
+
+
+def test_a_tool_result_field_is_cut_neutralized_and_marked_within_its_budget():
+    """``mark_field``: the one display rule of a stored text in a tool result (the history and
+    the MCP tools), the same as ``mark_data``."""
+    text = f"first line {CLOSER}\n" + "x" * 300
+    shown, truncated = mark_field(text, 120)
+    assert truncated and shown.endswith(TRUNCATION_MARKER) and utf8_len(shown) <= 120
+    assert CLOSER not in shown and DELIMITER_REPLACEMENT in shown
+    assert all(line.startswith(DATA_MARK) for line in shown.removesuffix(TRUNCATION_MARKER).split("\n"))
+    assert (shown, truncated) == (mark_data(text, 120).text, mark_data(text, 120).truncated)
+    assert mark_field("short", 120) == (DATA_MARK + "short", False)
+    # A JSON-escaped budget: what is cut is measured as it will be serialized.
+    quoted, cut = mark_field('"' * 200, 64, cut=truncate_json_text)
+    assert cut and json_size(quoted) <= 64

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from config.api import StrictCharField, StrictInputMixin, StrictIntegerField, documented
+from config.api.inputs import StrictCharField, StrictInputMixin, StrictIntegerField, documented
 from identity_app.models import MAX_DESCRIPTION_CHARS, ApiToken, Invitation, Membership, Profile, Project, Role
 from identity_app.services import MAX_TOKEN_LIMIT_ENTRIES
 

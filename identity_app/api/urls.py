@@ -1,4 +1,4 @@
-from config.api import api_route
+from config.api.routes import api_route
 from identity_app.api import views
 
 urlpatterns = [

@@ -3,7 +3,8 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import is_schema_generation, validated
+from config.api.inputs import validated
+from config.api.schema import is_schema_generation
 from identity_app import selectors, services
 from identity_app.api.serializers import (
     InvitationAcceptedOutput,

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.middleware.locale import LocaleMiddleware
 from django.utils import timezone, translation
 
-from config.api import is_api_request
+from config.api.routes import is_api_request
 from identity_app.models import Profile
 
 

@@ -5,14 +5,9 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    StrictBooleanField,
-    StrictCharField,
-    StrictInputMixin,
-    StrictIntegerField,
-    api_route,
-    is_schema_generation,
-)
+from config.api.inputs import StrictBooleanField, StrictCharField, StrictInputMixin, StrictIntegerField
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import (
     AUTO_MEMORY_LIMITS,

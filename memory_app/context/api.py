@@ -3,7 +3,7 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api import api_route
+from config.api.routes import api_route
 from memory_app.context import assembly as context
 from memory_app.runs.api import RUN, RunTokenView
 

@@ -8,13 +8,14 @@ extractor can be configured instead (see ``get_extractor``).
 import json
 import re
 import unicodedata
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from django.conf import settings
+
+from config.openai_http import UpstreamError, http_base_url, post_json
+from memory_app.memories.models import IDENTITY_KINDS
 
 MAX_CANDIDATE_CHARS = 500
 
@@ -167,38 +168,25 @@ class HttpExtractor:
     name = "openai"
 
     def __init__(self, *, base_url: str, model: str, api_key: str = "", timeout: float = 30.0):
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError("The extractor base URL must be http(s).")
         if not model:
             raise ValueError("The extractor needs a model name.")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = http_base_url(base_url)
         self.model = model
         self.api_key = api_key
         self.timeout = timeout
 
     def _post(self, body: dict) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(
-            f"{self.base_url}/chat/completions",
-            data=json.dumps(body).encode("utf-8"),
-            headers=headers,
-            method="POST",
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise ExtractorError(f"extractor endpoint answered HTTP {exc.code}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise ExtractorError(f"extractor endpoint unreachable ({type(exc).__name__})") from None
-        if len(raw) > MAX_RESPONSE_BYTES:
-            raise ExtractorError("extractor answer too large")
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise ExtractorError("extractor answer is not JSON") from None
+            return post_json(
+                f"{self.base_url}/chat/completions",
+                body,
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_bytes=MAX_RESPONSE_BYTES,
+                service="auto-memory extractor",
+            )
+        except UpstreamError as exc:
+            raise ExtractorError(f"extractor endpoint {exc}") from None
 
     def extract(self, text: str, *, max_items: int = 20) -> list[Candidate]:
         answer = self._post(
@@ -224,7 +212,7 @@ class HttpExtractor:
             if not isinstance(item, dict):
                 continue
             kind, body, subject = item.get("kind"), item.get("content"), item.get("subject") or ""
-            if kind not in _IDENTITY_KINDS or not isinstance(body, str) or not isinstance(subject, str):
+            if kind not in IDENTITY_KINDS or not isinstance(body, str) or not isinstance(subject, str):
                 continue
             body = body.strip()[:MAX_CANDIDATE_CHARS]
             if len(body) < 4:
@@ -242,9 +230,6 @@ class HttpExtractor:
             if len(found) >= max_items:
                 break
         return found
-
-
-_IDENTITY_KINDS = frozenset({"fact", "preference", "decision", "convention"})
 
 
 def get_extractor(*, name: str | None = None) -> Extractor:

@@ -12,21 +12,37 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
+from config.api.inputs import (
     NOT_ONLY_SPACE,
     JSONObjectField,
     StrictCharField,
     StrictInputMixin,
     StrictIntegerField,
-    api_route,
     documented,
     validated,
 )
+from config.api.routes import api_route
 from identity_app.session_keys import chat_key_pattern
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX
 from memory_app.automemory.services import BOOL_FIELDS, MODEL_FIELDS, THRESHOLD_FIELDS
-from memory_app.home import selectors, services
+from memory_app.home import services
+from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READABLE_VERSIONS, home_export
+from memory_app.home.items import home_items
 from memory_app.home.markdown import export_markdown
+from memory_app.home.overview import home_overview
+from memory_app.home.provenance import provenance_data
+from memory_app.home.reads import item_last_read, read_data, read_views, source_reads
+from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_LIMIT, NotesHit, home_search
+from memory_app.home.sources import (
+    SOURCE_ALL,
+    SOURCE_AUTO,
+    SOURCE_NOTES,
+    SOURCE_SHARED,
+    SOURCE_USER,
+    home_item_get,
+    source_memories,
+    source_parse,
+)
 from memory_app.memories.api import ExpiresAtField
 from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
@@ -35,7 +51,7 @@ from memory_app.notes.workspace import WORKSPACE_FILES
 
 
 def source_schema(*names: str) -> dict:
-    """A source as ``selectors.source_parse`` takes it, for the schema: one of ``names``,
+    """A source as ``source_parse`` takes it, for the schema: one of ``names``,
     ``project:<id>`` or ``chat:<key>``."""
     chat = chat_key_pattern()[1:-1]
     return {"type": "string", "pattern": rf"^(?:{'|'.join(names)}|project:[A-Za-z0-9_-]{{1,40}}|chat:{chat})$"}
@@ -78,7 +94,7 @@ ProvenanceOutput = inline_serializer(
 
 class HomeItemOutput(serializers.Serializer):
     id = serializers.CharField()
-    source = serializers.CharField(help_text="user, project:<id>, chat:<key> or shared")  # type: ignore[assignment]  # a declared field, not Field.source: stubs miss the metaclass
+    source = serializers.CharField(source="source_key", help_text="user, project:<id>, chat:<key> or shared")  # type: ignore[assignment]  # a declared field, not Field.source: stubs miss the metaclass
     source_title = serializers.CharField()
     tier = serializers.CharField(source="scope_type")
     project_id = serializers.CharField(allow_null=True)
@@ -100,21 +116,10 @@ class HomeItemOutput(serializers.Serializer):
 
 
 def item_data(memories: list[Memory], *, user) -> list[dict]:
-    """Items with their provenance, source and whether the caller may change them (a fixed
-    number of queries for the whole list)."""
-    prov = selectors.provenance_for(user=user, memories=memories)
-    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
+    """Home items (``home_items``) in their JSON form."""
     out: list[dict] = []
-    for memory in memories:
-        source = selectors.source_of(memory)
-        # The view fields HomeItemOutput reads, set on the instance beside the model's own.
-        vars(memory).update(
-            source=source.key,
-            source_title=selectors.source_title(source, project_name=memory.project.name if memory.project else ""),
-            can_change=selectors.may_change(memory, roles=roles),
-            can_correct=selectors.may_correct(memory, roles=roles),
-            provenance=selectors.provenance_data(prov[memory.pk]),
-        )
+    for memory in home_items(user=user, memories=memories):
+        vars(memory)["provenance"] = provenance_data(vars(memory)["prov"])
         out.append(HomeItemOutput(memory).data)
     return out
 
@@ -150,7 +155,7 @@ class HomeSourceOutput(serializers.Serializer):
         return {"id": source.project.pk, "name": source.project.name, "role": source.role, "members": source.members}
 
     def get_notes_file(self, source) -> dict | None:
-        if source.ref.kind != selectors.SOURCE_NOTES:
+        if source.ref.kind != SOURCE_NOTES:
             return None
         return {"exists": source.notes_exists, "bytes": source.notes_bytes, "error": source.notes_error or None}
 
@@ -168,7 +173,7 @@ class HomeOverviewOutput(serializers.Serializer):
 class HomeView(APIView):
     @extend_schema(responses=HomeOverviewOutput)
     def get(self, request):
-        overview = selectors.home_overview(user=request.user)
+        overview = home_overview(user=request.user)
         data = HomeOverviewOutput(
             {
                 "total": overview.total,
@@ -218,24 +223,22 @@ class HomeSearchView(APIView):
         parameters=[
             OpenApiParameter(
                 "q",
-                {"type": "string", "minLength": 1, "maxLength": selectors.MAX_QUERY_CHARS, "pattern": NOT_ONLY_SPACE},
+                {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "pattern": NOT_ONLY_SPACE},
                 required=True,
                 description="Words or a question (at most 200 characters).",
             ),
-            OpenApiParameter(
-                "limit", {"type": "integer", "minimum": 1, "maximum": selectors.SEARCH_LIMIT}, required=False
-            ),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT}, required=False),
         ],
         responses=HomeSearchOutput,
     )
     def get(self, request):
         query = request.query_params.get("q", "")
-        if not query.strip() or len(query) > selectors.MAX_QUERY_CHARS:
-            raise serializers.ValidationError({"q": [f"Give 1 to {selectors.MAX_QUERY_CHARS} characters."]})
-        limit = request.query_params.get("limit", str(selectors.SEARCH_LIMIT))
-        if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= selectors.SEARCH_LIMIT:
-            raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {selectors.SEARCH_LIMIT}."]})
-        found = selectors.home_search(user=request.user, query=query, limit=int(limit))
+        if not query.strip() or len(query) > MAX_QUERY_CHARS:
+            raise serializers.ValidationError({"q": [f"Give 1 to {MAX_QUERY_CHARS} characters."]})
+        limit = request.query_params.get("limit", str(SEARCH_LIMIT))
+        if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= SEARCH_LIMIT:
+            raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {SEARCH_LIMIT}."]})
+        found = home_search(user=request.user, query=query, limit=int(limit))
         items = item_data([hit.memory for hit in found.hits], user=request.user)
         for item, hit in zip(items, found.hits, strict=True):
             item["score"] = round(float(hit.score), 6)
@@ -247,7 +250,7 @@ class HomeSearchView(APIView):
                 "notes": [{"line": hit.line, "text": hit.text, "score": round(hit.score, 6)} for hit in found.notes],
                 "ranked": [
                     {"type": "notes", "line": hit.line, "score": round(hit.score, 6)}
-                    if isinstance(hit, selectors.NotesHit)
+                    if isinstance(hit, NotesHit)
                     else {"type": "memory", "id": hit.memory.pk, "score": round(float(hit.score), 6)}
                     for hit in found.ranked
                 ],
@@ -267,7 +270,7 @@ class HomeItemListView(generics.GenericAPIView):
         parameters=[
             OpenApiParameter(
                 "source",
-                source_schema(selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_SHARED),
+                source_schema(SOURCE_USER, SOURCE_AUTO, SOURCE_SHARED),
                 required=True,
                 description="user, auto, project:<id> or chat:<key>",
             ),
@@ -282,17 +285,15 @@ class HomeItemListView(generics.GenericAPIView):
         responses=HomeItemOutput(many=True),
     )
     def get(self, request):
-        source = selectors.source_parse(request.query_params.get("source", ""))
-        if source.kind == selectors.SOURCE_NOTES:
+        source = source_parse(request.query_params.get("source", ""))
+        if source.kind == SOURCE_NOTES:
             raise serializers.ValidationError(
                 {"source": ["The notes file is read at /api/users/me/workspace/MEMORY.md."]}
             )
         wanted = request.query_params.get("status", Status.ACTIVE)
         if wanted not in STATUS_CHOICES:
             raise serializers.ValidationError({"status": ["Unknown status."]})
-        qs = status_filter(
-            selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"), wanted
-        )
+        qs = status_filter(source_memories(user=request.user, source=source).order_by("-created_at", "-id"), wanted)
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(item_data(list(page), user=request.user))
 
@@ -320,14 +321,14 @@ class HomeItemDetailOutput(HomeItemOutput):
 class HomeItemView(APIView):
     @extend_schema(responses=HomeItemDetailOutput)
     def get(self, request, memory_id):
-        memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+        memory = home_item_get(user=request.user, memory_id=memory_id)
         data = item_data([memory], user=request.user)[0]
         data["chain"] = [
             {"id": m.pk, "kind": m.kind, "content": m.content, "status": m.status, "created_at": m.created_at}
             for m in memory_chain(memory=memory)
         ]
-        last = selectors.item_last_read(user=request.user, memory=memory)
-        data["last_read"] = selectors.read_data(last) if last is not None else None
+        last = item_last_read(user=request.user, memory=memory)
+        data["last_read"] = read_data(last) if last is not None else None
         return Response(data)
 
     @extend_schema(responses={204: None})
@@ -351,7 +352,7 @@ class HomeItemSupersedeView(APIView):
         new = services.home_item_correct(
             actor=request.user, memory_id=memory_id, origin=Origin.API, **validated(HomeCorrectInput, request)
         )
-        new = selectors.home_item_get(user=request.user, memory_id=new.pk)
+        new = home_item_get(user=request.user, memory_id=new.pk)
         return Response(item_data([new], user=request.user)[0], status=status.HTTP_201_CREATED)
 
 
@@ -377,11 +378,11 @@ class ForgetAllInput(StrictInputMixin, serializers.Serializer):
     source = documented(
         StrictCharField,
         source_schema(
-            selectors.SOURCE_ALL,
-            selectors.SOURCE_USER,
-            selectors.SOURCE_NOTES,
-            selectors.SOURCE_AUTO,
-            selectors.SOURCE_SHARED,
+            SOURCE_ALL,
+            SOURCE_USER,
+            SOURCE_NOTES,
+            SOURCE_AUTO,
+            SOURCE_SHARED,
         ),
         max_length=250,
         help_text="all, user, notes, auto, project:<id> (what you wrote there) or chat:<key>",
@@ -421,13 +422,13 @@ class ExportView(APIView):
         description="All of your memory home as versioned JSON (docs/home.md); import it with POST /api/users/me/import.",
     )
     def get(self, request):
-        return Response(selectors.home_export(user=request.user, now=timezone.now()))
+        return Response(home_export(user=request.user, now=timezone.now()))
 
 
 class ExportMarkdownView(APIView):
     @extend_schema(responses={(200, "text/markdown"): str})
     def get(self, request):
-        data = selectors.home_export(user=request.user, now=timezone.now())
+        data = home_export(user=request.user, now=timezone.now())
         return HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
 
 
@@ -441,7 +442,7 @@ IMPORT_MEMORIES_SCHEMA = {
             "items": {
                 "type": "object",
                 "properties": {
-                    **{key: {} for key in selectors.EXPORT_ITEM_KEYS},
+                    **{key: {} for key in EXPORT_ITEM_KEYS},
                     **{key: {"type": "string", "nullable": True} for key in services.IMPORTED_KEYS},
                     "kind": {"type": "string", "enum": sorted(IDENTITY_KINDS)},
                     "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "pattern": NOT_ONLY_SPACE},
@@ -502,8 +503,8 @@ IMPORT_USER_SCHEMA = {
 
 
 class ImportInput(StrictInputMixin, serializers.Serializer):
-    format = documented(StrictCharField, {"type": "string", "enum": [selectors.EXPORT_FORMAT]}, max_length=64)
-    version = documented(StrictIntegerField, {"type": "integer", "enum": list(selectors.EXPORT_READABLE_VERSIONS)})
+    format = documented(StrictCharField, {"type": "string", "enum": [EXPORT_FORMAT]}, max_length=64)
+    version = documented(StrictIntegerField, {"type": "integer", "enum": list(EXPORT_READABLE_VERSIONS)})
     exported_at = StrictCharField(max_length=64, required=False)
     user = documented(JSONObjectField, IMPORT_USER_SCHEMA, required=False)
     settings = documented(JSONObjectField, IMPORT_SETTINGS_SCHEMA, required=False)
@@ -565,9 +566,7 @@ class HomeReadsView(generics.GenericAPIView):
         parameters=[
             OpenApiParameter(
                 "source",
-                source_schema(
-                    selectors.SOURCE_USER, selectors.SOURCE_AUTO, selectors.SOURCE_SHARED, selectors.SOURCE_NOTES
-                ),
+                source_schema(SOURCE_USER, SOURCE_AUTO, SOURCE_SHARED, SOURCE_NOTES),
                 required=True,
                 description="user, notes, auto, shared, project:<id> or chat:<key>",
             ),
@@ -577,10 +576,10 @@ class HomeReadsView(generics.GenericAPIView):
         "MEMORY_READS_RETENTION_DAYS days.",
     )
     def get(self, request):
-        source = selectors.source_parse(request.query_params.get("source", ""))
-        page = self.paginate_queryset(selectors.source_reads(user=request.user, source=source))
-        views = selectors.read_views(user=request.user, reads=list(page))
-        return self.get_paginated_response([selectors.read_data(view) for view in views])
+        source = source_parse(request.query_params.get("source", ""))
+        page = self.paginate_queryset(source_reads(user=request.user, source=source))
+        views = read_views(user=request.user, reads=list(page))
+        return self.get_paginated_response([read_data(view) for view in views])
 
     def get_queryset(self):
         return Memory.objects.none()  # the schema only; the list is read in get()

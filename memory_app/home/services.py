@@ -33,10 +33,8 @@ from identity_app.models import Profile, User
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
-from memory_app.home.selectors import (
-    EXPORT_FORMAT,
-    EXPORT_ITEM_KEYS,
-    EXPORT_READABLE_VERSIONS,
+from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READABLE_VERSIONS
+from memory_app.home.sources import (
     SOURCE_ALL,
     SOURCE_AUTO,
     SOURCE_CHAT,
@@ -53,7 +51,6 @@ from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
     IDENTITY_KINDS,
     KIND_VALUES,
-    MAX_CONTENT_CHARS,
     Memory,
     Origin,
     Status,
@@ -269,8 +266,8 @@ def _check_version(data) -> None:
 
 def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required: bool = True) -> list[dict]:
     """The items of ``memories.<section>`` in an export, checked before anything is written:
-    at most ``MAX_IMPORT_ITEMS`` items, known keys only, a kind of the tier, a content the API
-    would take; metadata and evidence are checked by the memory service."""
+    at most ``MAX_IMPORT_ITEMS`` items, known keys only, a kind of the tier, a content the memory
+    service takes (``validate_content``); metadata and evidence are checked by the memory service."""
     memories = data.get("memories")
     items = memories.get(section) if isinstance(memories, dict) else None
     if items is None and not required:
@@ -294,15 +291,8 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
                 _("kind must be one of %(kinds)s.") % {"kinds": ", ".join(sorted(kinds))},
                 "invalid_kind",
             )
-        content = item.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise _import_error(section, index, _("content must be a non-empty string."), "invalid_content")
-        if len(content.strip()) > MAX_CONTENT_CHARS:
-            raise _import_error(
-                section, index, _("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS}, "too_large"
-            )
         try:
-            clean_text(content, field="content")
+            memory_services.validate_content(item.get("content"))  # the memory service's own check
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None
         if item.get("status", Status.ACTIVE) not in Status.values:

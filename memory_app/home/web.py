@@ -1,6 +1,6 @@
 """The memory home pages (docs/home.md): the overview at the site root with one search, a
 source's items with bulk forget, an item with its provenance and chain, correct and forget,
-forget everything with a typed confirmation, export and import. Thin: the same selectors and
+forget everything with a typed confirmation, export and import. Thin: the same reads and
 services as the API."""
 
 from typing import cast
@@ -23,8 +23,30 @@ from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
 from config.web import service_call
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role
-from memory_app.home import selectors, services
+from memory_app.home import services
+from memory_app.home.export import home_export
+from memory_app.home.items import home_items, may_change, may_correct, project_roles
 from memory_app.home.markdown import export_markdown
+from memory_app.home.overview import EXPIRING_SOON_DAYS, expiring_soon, home_overview
+from memory_app.home.reads import item_last_read, read_views, source_reads
+from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_FIRST, SEARCH_LIMIT, home_search
+from memory_app.home.sources import (
+    SOURCE_ALL,
+    SOURCE_AUTO,
+    SOURCE_CHAT,
+    SOURCE_NOTES,
+    SOURCE_PROJECT,
+    SOURCE_SHARED,
+    SOURCE_USER,
+    SourceRef,
+    chat_names,
+    home_item_get,
+    home_memories,
+    source_memories,
+    source_of,
+    source_parse,
+    source_title,
+)
 from memory_app.memories.filters import EXPIRED, MemoryFilter
 from memory_app.memories.forms import IDENTITY_KIND_CHOICES, ExpiresAtFormField, MemoryCreateForm
 from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier
@@ -45,42 +67,31 @@ def _items_url(source: str, **params) -> str:
 
 
 def _annotate(memories, *, user) -> list:
-    """Each memory with its provenance, source and whether the reader may change it."""
-    memories = list(memories)
-    prov = selectors.provenance_for(user=user, memories=memories)
-    roles = selectors.project_roles(user=user, project_ids={m.project_id for m in memories if m.project_id})
-    names = selectors.chat_names(user=user, keys={m.scope_id for m in memories if m.scope_type == Tier.CHAT})
-    for memory in memories:
-        memory.prov = prov[memory.pk]
-        source = selectors.source_of(memory)
-        memory.source_key = source.key
-        memory.source_title = selectors.source_title(
-            source, project_name=memory.project.name if memory.project else "", chat_names=names
-        )
-        memory.source_url = _items_url(source.key)
-        memory.can_change = selectors.may_change(memory, roles=roles)
-        memory.can_correct = selectors.may_correct(memory, roles=roles)
-    return memories
+    """The home items (``home_items``), each with the link to its source's page."""
+    items = home_items(user=user, memories=memories)
+    for memory in items:
+        vars(memory)["source_url"] = _items_url(vars(memory)["source_key"])
+    return items
 
 
 @login_required
 @require_http_methods(["GET"])
 def memory_home(request):
-    overview = selectors.home_overview(user=request.user)
-    query = request.GET.get("q", "").strip()[: selectors.MAX_QUERY_CHARS]
+    overview = home_overview(user=request.user)
+    query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
     found = None
     more_url = ""
     if query:
         # The best few first; "show more" asks for the longest list the search gives.
         showing_more = request.GET.get("more") == "1"
-        limit = selectors.SEARCH_LIMIT if showing_more else selectors.SEARCH_FIRST
-        found = selectors.home_search(user=request.user, query=query, limit=limit)
+        limit = SEARCH_LIMIT if showing_more else SEARCH_FIRST
+        found = home_search(user=request.user, query=query, limit=limit)
         _annotate([hit.memory for hit in found.hits], user=request.user)
         if found.more and not showing_more:
             more_url = f"{reverse('web:home')}?{urlencode({'q': query, 'more': '1'})}#home-results"
-    expiring = _annotate(selectors.expiring_soon(user=request.user), user=request.user)
+    expiring = _annotate(expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
-        source.items_url = _items_url(source.ref.key) if source.ref.kind != selectors.SOURCE_NOTES else ""
+        source.items_url = _items_url(source.ref.key) if source.ref.kind != SOURCE_NOTES else ""
         source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
         source.reads_url = _reads_url(source.ref.key)
     return render(
@@ -92,38 +103,38 @@ def memory_home(request):
             "found": found,
             "more_url": more_url,
             "expiring": expiring,
-            "expiring_days": selectors.EXPIRING_SOON_DAYS,
+            "expiring_days": EXPIRING_SOON_DAYS,
             "confirm_word": services.CONFIRM_WORD,
         },
     )
 
 
-def _source_filter_params(request, source: selectors.SourceRef) -> dict:
+def _source_filter_params(request, source: SourceRef) -> dict:
     """The filters that were filled in (an empty select means "any"), in the order of the URL."""
     params = {"source": source.key}
     for name in ("q", "kind", "status"):
-        value = request.GET.get(name, "").strip()[: selectors.MAX_QUERY_CHARS]
+        value = request.GET.get(name, "").strip()[:MAX_QUERY_CHARS]
         if value:
             params[name] = value
     return params
 
 
-def _source_header(user, source: selectors.SourceRef) -> dict:
+def _source_header(user, source: SourceRef) -> dict:
     """Title, project and role of a source's page; whether the reader may add to it."""
-    if source.kind == selectors.SOURCE_PROJECT:
+    if source.kind == SOURCE_PROJECT:
         project = project_require_permission(user=user, project_id=source.ident, permission=READ)
         role = membership_role(user=user, project=project)
         return {
-            "title": selectors.source_title(source, project_name=project.name),
+            "title": source_title(source, project_name=project.name),
             "project": project,
             "role": role,
             "can_add": CREATE_TASK in role_permissions(role),
         }
     return {
-        "title": selectors.source_title(source, chat_names=selectors.chat_names(user=user, keys=[source.ident])),
+        "title": source_title(source, chat_names=chat_names(user=user, keys=[source.ident])),
         "project": None,
         "role": None,
-        "can_add": source.kind == selectors.SOURCE_USER,
+        "can_add": source.kind == SOURCE_USER,
     }
 
 
@@ -132,15 +143,15 @@ def _source_header(user, source: selectors.SourceRef) -> dict:
 def source_items(request):
     """The one list of a source: search, kind and status filters, the add form (own memories and
     projects the reader may write in), bulk forget, and why each item is known."""
-    source = selectors.source_parse(request.GET.get("source") or request.POST.get("source", ""))
-    if source.kind == selectors.SOURCE_NOTES:
+    source = source_parse(request.GET.get("source") or request.POST.get("source", ""))
+    if source.kind == SOURCE_NOTES:
         return redirect("web:workspace")
     header = _source_header(request.user, source)
     create_form, status = MemoryCreateForm(), 200
     if request.method == "POST":
         if not header["can_add"]:
-            selectors.source_memories(user=request.user, source=source)  # 404 for a chat not bound to the user
-            if source.kind == selectors.SOURCE_PROJECT:
+            source_memories(user=request.user, source=source)  # 404 for a chat not bound to the user
+            if source.kind == SOURCE_PROJECT:
                 project_require_permission(user=request.user, project_id=source.ident, permission=CREATE_TASK)
             raise InvalidInput(_("Memories of this source are not added by hand."), code="invalid_source")
         create_form = MemoryCreateForm(request.POST)
@@ -148,7 +159,7 @@ def source_items(request):
             with service_call(create_form) as call:
                 memory_create(
                     actor=request.user,
-                    tier=Tier.PROJECT if source.kind == selectors.SOURCE_PROJECT else Tier.USER,
+                    tier=Tier.PROJECT if source.kind == SOURCE_PROJECT else Tier.USER,
                     project_id=source.ident or None,
                     origin=Origin.MANUAL,
                     **create_form.cleaned_data,
@@ -164,14 +175,14 @@ def source_items(request):
     data.update({k: v for k, v in params.items() if k != "source"})
     filtered = MemoryFilter(
         data,
-        queryset=selectors.source_memories(user=request.user, source=source).order_by("-created_at", "-id"),
+        queryset=source_memories(user=request.user, source=source).order_by("-created_at", "-id"),
     )
     page = Paginator(filtered.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = _annotate(page.object_list, user=request.user)
     found = getattr(filtered, "search_result", None)
     for memory in page.object_list:
         memory.highlighted = highlight(memory.content, found.terms) if found is not None else None
-    kinds = IDENTITY_KIND_CHOICES if source.kind in (selectors.SOURCE_USER, selectors.SOURCE_PROJECT) else Kind.choices
+    kinds = IDENTITY_KIND_CHOICES if source.kind in (SOURCE_USER, SOURCE_PROJECT) else Kind.choices
     return render(
         request,
         "home/items.html",
@@ -198,11 +209,11 @@ def source_items(request):
 @login_required
 @require_http_methods(["GET"])
 def item_detail(request, memory_id):
-    memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+    memory = home_item_get(user=request.user, memory_id=memory_id)
     chain = _annotate(memory_chain(memory=memory), user=request.user)
     memory = next(m for m in chain if m.pk == memory.pk)
-    memory.last_read = selectors.item_last_read(user=request.user, memory=memory)
-    memory.reads_url = _reads_url(selectors.source_of(memory).key)
+    memory.last_read = item_last_read(user=request.user, memory=memory)
+    memory.reads_url = _reads_url(memory.source_key)
     return render(request, "home/item.html", {"memory": memory, "chain": chain})
 
 
@@ -215,26 +226,24 @@ READS_PAGE_SIZE = 50
 
 @login_required
 @require_http_methods(["GET"])
-def source_reads(request):
+def reads_page(request):
     """Who read this source's items (or the notes file's versions), newest first, paginated."""
-    source = selectors.source_parse(request.GET.get("source", ""))
-    page = Paginator(selectors.source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    page.object_list = selectors.read_views(user=request.user, reads=list(page.object_list))
+    source = source_parse(request.GET.get("source", ""))
+    page = Paginator(source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = read_views(user=request.user, reads=list(page.object_list))
     project_name = ""
-    if source.kind == selectors.SOURCE_PROJECT:
+    if source.kind == SOURCE_PROJECT:
         project_name = project_require_permission(user=request.user, project_id=source.ident, permission=READ).name
     return render(
         request,
         "home/reads.html",
         {
             "source": source,
-            "title": selectors.source_title(source, project_name=project_name),
+            "title": source_title(source, project_name=project_name),
             "page": page,
             "filter_query": urlencode({"source": source.key}),
             "retention_days": settings.MEMORY_READS_RETENTION_DAYS,
-            "items_url": _items_url(source.key) if source.kind != selectors.SOURCE_NOTES else "",
+            "items_url": _items_url(source.key) if source.kind != SOURCE_NOTES else "",
         },
     )
 
@@ -255,11 +264,11 @@ def _changeable(request, memory_id: str, *, correct: bool = False):
     """An item of the home the user may change; a project item their role may only read is a
     403, on the form as on its submission (the services decide again when it is sent), and so
     is correcting an item shared with everyone (it may only be forgotten)."""
-    memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
-    roles = selectors.project_roles(user=request.user, project_ids=[memory.project_id] if memory.project_id else [])
-    if not selectors.may_change(memory, roles=roles):
+    memory = home_item_get(user=request.user, memory_id=memory_id)
+    roles = project_roles(user=request.user, project_ids=[memory.project_id] if memory.project_id else [])
+    if not may_change(memory, roles=roles):
         raise PermissionDenied(_("Your role in this project may read its memories but not change them."))
-    if correct and not selectors.may_correct(memory, roles=roles):
+    if correct and not may_correct(memory, roles=roles):
         raise PermissionDenied(_("An item shared with everyone can be forgotten here, not corrected."))
     return memory
 
@@ -284,7 +293,7 @@ def item_correct(request, memory_id):
                 messages.success(request, _("Memory corrected. The old version stays in the chain."))
                 return redirect("web:memory_home_item", new.pk)
             status = call.status
-            memory = selectors.home_item_get(user=request.user, memory_id=memory_id)
+            memory = home_item_get(user=request.user, memory_id=memory_id)
         else:
             status = 400
     chain = _annotate(memory_chain(memory=memory), user=request.user)
@@ -297,7 +306,7 @@ def item_correct(request, memory_id):
 def item_forget(request, memory_id):
     memory = _changeable(request, memory_id)
     if request.method == "POST":
-        source = selectors.source_of(memory).key
+        source = source_of(memory).key
         forgotten = services.home_item_forget(actor=request.user, memory_id=memory.pk)
         messages.success(
             request, ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(forgotten)) % {"n": len(forgotten)}
@@ -327,7 +336,7 @@ def forget_selected(request):
         return redirect(back_url)
     if len(ids) > services.MAX_SELECTED:
         raise InvalidInput(_("Select at most %(n)s memories at once.") % {"n": services.MAX_SELECTED})
-    selected = list(selectors.home_memories(user=request.user).filter(pk__in=ids).order_by("-created_at", "-id"))
+    selected = list(home_memories(user=request.user).filter(pk__in=ids).order_by("-created_at", "-id"))
     if len(selected) != len(set(ids)):
         raise NotFound("Memory not found.")
     return render(request, "home/forget_selected.html", {"selected": selected, "source": back, "back_url": back_url})
@@ -342,8 +351,8 @@ class ForgetAllForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def forget_all(request):
     data = request.POST if request.method == "POST" else None
-    source_value = (data or request.GET).get("source", selectors.SOURCE_ALL)
-    source = selectors.source_parse(source_value, allow_all=True)
+    source_value = (data or request.GET).get("source", SOURCE_ALL)
+    source = source_parse(source_value, allow_all=True)
     form = ForgetAllForm(data, initial={"source": source.key})
     status = 200
     if request.method == "POST" and form.is_valid():
@@ -377,28 +386,26 @@ def forget_all(request):
     )
 
 
-def _forget_all_counts(user, source: selectors.SourceRef) -> dict:
+def _forget_all_counts(user, source: SourceRef) -> dict:
     """What the page says will go: rows per kind of source (notes: whether the file exists)."""
-    overview = selectors.home_overview(user=user)
+    overview = home_overview(user=user)
     by_key = {s.ref.key: s for s in overview.sources}
-    if source.kind == selectors.SOURCE_PROJECT:
+    if source.kind == SOURCE_PROJECT:
         # 404 for a project the user may not read, 403 where their role may not forget.
         project_require_permission(user=user, project_id=source.ident, permission=CREATE_TASK)
         mine = (
-            selectors.home_memories(user=user)
-            .filter(scope_type=Tier.PROJECT, project_id=source.ident, created_by=user)
-            .count()
+            home_memories(user=user).filter(scope_type=Tier.PROJECT, project_id=source.ident, created_by=user).count()
         )
         return {"title": by_key[source.key].title if source.key in by_key else source.key, "rows": mine}
-    if source.kind == selectors.SOURCE_CHAT:
-        selectors.source_memories(user=user, source=source)  # 404 for a chat not bound to the user
-    if source.kind == selectors.SOURCE_ALL:
+    if source.kind == SOURCE_CHAT:
+        source_memories(user=user, source=source)  # 404 for a chat not bound to the user
+    if source.kind == SOURCE_ALL:
         kinds = (
-            selectors.SOURCE_USER,
-            selectors.SOURCE_AUTO,
-            selectors.SOURCE_CHAT,
-            selectors.SOURCE_SHARED,
-            selectors.SOURCE_NOTES,
+            SOURCE_USER,
+            SOURCE_AUTO,
+            SOURCE_CHAT,
+            SOURCE_SHARED,
+            SOURCE_NOTES,
         )
         parts = [s for s in overview.sources if s.ref.kind in kinds]
         return {"title": _("everything"), "parts": parts}
@@ -409,7 +416,7 @@ def _forget_all_counts(user, source: selectors.SourceRef) -> dict:
 @login_required
 @require_http_methods(["GET"])
 def export(request):
-    data = selectors.home_export(user=request.user, now=timezone.now())
+    data = home_export(user=request.user, now=timezone.now())
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     if request.GET.get("as") == "markdown":
         response = HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
@@ -453,7 +460,7 @@ urlpatterns = [
     path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
     path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
     path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
-    path("memory/reads/", source_reads, name="memory_home_reads"),
+    path("memory/reads/", reads_page, name="memory_home_reads"),
     path("memory/forget/", forget_selected, name="memory_home_forget_selected"),
     path("memory/forget-all/", forget_all, name="memory_home_forget_all"),
     path("memory/export/", export, name="memory_home_export"),

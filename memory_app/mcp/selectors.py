@@ -5,16 +5,17 @@ Visibility is never decided here: the search over "my memories" is the memory ho
 and each chat bound to them, hits loaded through the visibility selector), the chat search the
 scoped one. This module shapes what they return for an agent: every stored text is low-trust
 data, cut to a byte budget (marked), look-alikes neutralized and every line datamarked
-(``mark_data``), in a result framed with the response's boundary (``low_trust_result``), like the
+(``mark_field``), in a result framed with the response's boundary (``low_trust_result``), like the
 history tools' output (docs/runs.md, Low-trust blocks).
 """
 
 from config.errors import InvalidInput
-from config.lowtrust import low_trust_result, mark_data
+from config.lowtrust import low_trust_result, mark_field
 from config.validation import clean_text, json_size
 from identity_app.models import User
-from memory_app.home.selectors import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
-from memory_app.home.selectors import SourceRef, home_search
+from memory_app.home.search import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
+from memory_app.home.search import home_search
+from memory_app.home.sources import SourceRef
 from memory_app.memories.models import Memory, Tier
 from memory_app.scoped.search import Hit
 
@@ -37,13 +38,6 @@ CHAT_NOTICE = (
 )
 
 
-def shown(text: str, budget: int) -> tuple[str, bool]:
-    """``text`` as it may reach an agent: cut, neutralized and datamarked within ``budget`` bytes
-    (marks and cut marker included), as the history tools do."""
-    marked = mark_data(text, budget)
-    return marked.text, marked.truncated
-
-
 def search_query(query, *, max_chars: int = SEARCH_QUERY_MAX_CHARS) -> str:
     if not isinstance(query, str):
         raise InvalidInput("query must be a string.", code="invalid_query")
@@ -54,11 +48,11 @@ def search_query(query, *, max_chars: int = SEARCH_QUERY_MAX_CHARS) -> str:
 
 
 def _memory_hit(memory: Memory, score: float, source: SourceRef) -> dict:
-    content, cut = shown(memory.content, SEARCH_HIT_BYTES)
+    content, cut = mark_field(memory.content, SEARCH_HIT_BYTES)
     hit = {
         "id": memory.pk,
         "tier": memory.scope_type,
-        "source": shown(source.key, 256)[0],
+        "source": mark_field(source.key, 256)[0],
         "kind": memory.kind,
         "content": content,
         "truncated": cut,
@@ -68,7 +62,7 @@ def _memory_hit(memory: Memory, score: float, source: SourceRef) -> dict:
     }
     if memory.scope_type == Tier.PROJECT:
         hit["project_id"] = memory.project_id
-        hit["project_name"] = shown(memory.project.name if memory.project else "", 120)[0]
+        hit["project_name"] = mark_field(memory.project.name if memory.project else "", 120)[0]
     return hit
 
 
@@ -89,7 +83,7 @@ def memory_search(*, user: User, query, limit: int = SEARCH_DEFAULT_HITS) -> dic
     found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS), with_notes=False)
     fields = {
         "result": "ok",
-        "query": shown(query, 512)[0],
+        "query": mark_field(query, 512)[0],
         "results": [_memory_hit(hit.memory, hit.score, hit.source) for hit in found.hits],
         "truncated": False,
     }
@@ -104,9 +98,9 @@ def chat_search_response(*, query: str, hits: list[Hit], mode: str, warnings: li
     results = []
     for hit in hits:
         item = hit.as_dict()
-        item["content"], item["truncated"] = shown(hit.content, SEARCH_HIT_BYTES)
+        item["content"], item["truncated"] = mark_field(hit.content, SEARCH_HIT_BYTES)
         results.append(item)
-    fields = {"result": "ok", "query": shown(query, 512)[0], "mode": mode, "results": results, "truncated": False}
+    fields = {"result": "ok", "query": mark_field(query, 512)[0], "mode": mode, "results": results, "truncated": False}
     if warnings:
         fields["warnings"] = warnings
     return _within_budget(low_trust_result(fields, notice=CHAT_NOTICE))
@@ -120,7 +114,7 @@ def memory_written(result: str, memory: Memory, **fields) -> dict:
 
 def memory_shown(memory: Memory) -> dict:
     """One memory after a write (the caller's own text, shown the same way)."""
-    content, cut = shown(memory.content, MEMORY_CONTENT_BYTES)
+    content, cut = mark_field(memory.content, MEMORY_CONTENT_BYTES)
     return {
         "id": memory.pk,
         "tier": memory.scope_type,

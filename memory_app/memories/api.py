@@ -8,16 +8,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    ApiFilterBackend,
-    JSONObjectField,
-    PlannedListSerializer,
-    StrictCharField,
-    StrictInputMixin,
-    api_route,
-    is_schema_generation,
-    validated,
-)
+from config.api.filters import ApiFilterBackend
+from config.api.inputs import JSONObjectField, StrictCharField, StrictInputMixin, validated
+from config.api.output import PlannedListSerializer
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
 from memory_app.memories import selectors, services

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text, validate_json_container
@@ -15,6 +16,7 @@ from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.models import User
 from identity_app.permissions import (
     CREATE_TASK,
+    global_write_require,
     is_service_principal,
     may_write_global,
     project_require_permission,
@@ -39,14 +41,17 @@ logger = logging.getLogger(__name__)
 MAX_JSON_BYTES = 8 * 1024
 
 
-def _validate_content(content) -> str:
+def validate_content(content) -> str:
+    """A memory's ``content`` as every writer takes it (the API, the pages, the tools, the
+    import): a string holding something besides white space, at most ``MAX_CONTENT_CHARS`` once
+    stripped, clean text (``clean_text``). Returns it stripped."""
     if not isinstance(content, str):
-        raise InvalidInput("content must be a string.", code="invalid_content")
+        raise InvalidInput(_("content must be a string."), code="invalid_content")
     content = content.strip()
     if not content:
-        raise InvalidInput("content may not be empty.", code="invalid_content")
+        raise InvalidInput(_("content may not be empty."), code="invalid_content")
     if len(content) > MAX_CONTENT_CHARS:
-        raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters.")
+        raise TooLarge(_("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS})
     return clean_text(content, field="content")
 
 
@@ -94,11 +99,6 @@ def staff_may_review_memories(actor: User) -> bool:
     """Admin review: active staff holding the ``change_memory`` permission may correct or
     forget a memory of any tier (only through ``staff_review=True`` in the admin)."""
     return staff_may(actor, "memory_app.change_memory")
-
-
-GLOBAL_WRITE_REFUSED = (
-    "Global memories reach everyone: writing them takes the identity_app.write_global_memories permission."
-)
 
 
 # What the user a private chat is bound to may do with that chat's items: forget and correct
@@ -154,10 +154,10 @@ def _require_write(*, actor: User, memory: Memory, staff_review: bool = False, a
             "Only service principals may change chat memories; the user a chat is bound to may forget "
             "or correct its items."
         )
-    elif tier == Tier.GLOBAL and not may_write_global(actor):
+    elif tier == Tier.GLOBAL:
         if action == "forget" and _forgets_as_source_chat_user(actor=actor, memory=memory):
             return
-        raise PermissionDenied(GLOBAL_WRITE_REFUSED)
+        global_write_require(actor)
 
 
 def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
@@ -177,8 +177,7 @@ def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
             raise NotFound(CHAT_NOT_FOUND)
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
-        if not may_write_global(actor):
-            raise PermissionDenied(GLOBAL_WRITE_REFUSED)
+        global_write_require(actor)
         return {"scope_id": GLOBAL_SCOPE_ID, "owner": None, "project": None}
     raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
 
@@ -205,7 +204,7 @@ def memory_create(
 ) -> Memory:
     """``source_chat_key``: the typed chat a chat/global item was learned in (only the scoped
     services set it, from the session key)."""
-    content = _validate_content(content)
+    content = validate_content(content)
     kind = _validate_kind(kind, tier)
     expires_at = validate_expires_at(expires_at)
     metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
@@ -273,7 +272,7 @@ def memory_supersede(
     ``staff_review=True`` (the admin only) replaces the tier write rule by
     ``staff_may_review_memories``.
     """
-    content = _validate_content(content)
+    content = validate_content(content)
     keep_expiry = isinstance(expires_at, str) and expires_at == KEEP_EXPIRY
     new_expiry = None if keep_expiry else validate_expires_at(expires_at)
     metadata = (
@@ -322,7 +321,7 @@ def _with_older_versions(ids: list[str], *, within: Q) -> list[str]:
     at most ``MAX_CHAIN_LENGTH`` steps), among the rows ``within`` allows. The one chain walk of
     forgetting, purging and moving a memory."""
     found, frontier = list(ids), list(ids)
-    for _ in range(MAX_CHAIN_LENGTH):
+    for _step in range(MAX_CHAIN_LENGTH):
         frontier = list(
             Memory.objects.select_for_update()
             .filter(within, superseded_by_id__in=frontier)

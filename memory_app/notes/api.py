@@ -7,17 +7,10 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    ListPagination,
-    StrictBooleanField,
-    StrictCharField,
-    StrictInputMixin,
-    api_route,
-    documented,
-    enum_schema,
-    is_schema_generation,
-    validated,
-)
+from config.api.inputs import StrictBooleanField, StrictCharField, StrictInputMixin, documented, enum_schema, validated
+from config.api.pagination import ListPagination
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from identity_app.models import ApiToken
 from memory_app.notes import notes_history, selectors, services
 from memory_app.notes.models import WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource

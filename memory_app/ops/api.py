@@ -6,7 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import api_route
+from config.api.routes import api_route
 from memory_app.ops.models import BackgroundJob, JobStatus
 from memory_app.ops.selectors import job_get
 

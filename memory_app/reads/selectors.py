@@ -1,5 +1,5 @@
 """Reads as their readers are shown them. Which reads a person may see is decided by the
-selectors of the items (``memory_app.home.selectors``): these take the refs already allowed."""
+selectors of the items (``memory_app.home.reads``): these take the refs already allowed."""
 
 from django.db.models import OuterRef, QuerySet, Subquery
 

@@ -11,18 +11,11 @@ from rest_framework import authentication, exceptions, generics, permissions, se
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    ListPagination,
-    PlannedListSerializer,
-    StrictCharField,
-    StrictInputMixin,
-    StrictIntegerField,
-    api_route,
-    documented,
-    enum_schema,
-    is_schema_generation,
-    validated,
-)
+from config.api.inputs import StrictCharField, StrictInputMixin, StrictIntegerField, documented, enum_schema, validated
+from config.api.output import PlannedListSerializer
+from config.api.pagination import ListPagination
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
 from memory_app.runs import leases, selectors, services, tools
 from memory_app.runs.filters import RunFilter

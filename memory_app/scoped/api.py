@@ -5,7 +5,9 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import JSONObjectField, StrictCharField, StrictInputMixin, api_route, is_schema_generation, validated
+from config.api.inputs import JSONObjectField, StrictCharField, StrictInputMixin, validated
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from identity_app import chat_bindings
 from identity_app.filters import ChatBindingFilter
 from identity_app.models import ApiToken, ChatBinding

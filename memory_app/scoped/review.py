@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from identity_app.models import User
-from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
+from identity_app.permissions import global_write_require, staff_may
 from memory_app.distill.extraction import Candidate
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
@@ -57,11 +57,8 @@ def staff_may_review_candidates(actor: User) -> bool:
 def _require_review(*, actor: User, candidate: MemoryCandidate) -> None:
     if not staff_may_review_candidates(actor):
         raise PermissionDenied("Only staff with the change_memorycandidate permission may review candidates.")
-    if candidate.scope_type == SCOPE_TYPE_GLOBAL and not staff_may(actor, WRITE_GLOBAL_PERM):
-        raise PermissionDenied(
-            "Global items reach everyone: reviewing a global candidate also takes the "
-            "identity_app.write_global_memories permission."
-        )
+    if candidate.scope_type == SCOPE_TYPE_GLOBAL:
+        global_write_require(actor, operator=True)
 
 
 def _locked_candidate(candidate_id: str) -> MemoryCandidate:

@@ -18,11 +18,11 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Q
 
-from config.errors import InvalidInput, NotFound, PermissionDenied
+from config.errors import InvalidInput, NotFound
 from config.validation import clean_text, validate_json_value
 from identity_app.chat_reach import chat_require_reach
 from identity_app.models import User
-from identity_app.permissions import WRITE_GLOBAL_PERM, staff_may
+from identity_app.permissions import global_write_require
 from memory_app.distill.extraction import normalize_text
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, live_q
@@ -147,10 +147,7 @@ def scoped_item_create(
             raise InvalidInput(
                 "Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope"
             )
-        if not staff_may(actor, WRITE_GLOBAL_PERM):
-            raise PermissionDenied(
-                "Only staff with the identity_app.write_global_memories permission may write global items."
-            )
+        global_write_require(actor, operator=True)
         # Staff's explicit global write: not learned in a chat, so no review and no source chat.
         placement = Placement(scope=GLOBAL_SCOPE, target=GLOBAL_SCOPE, source_chat_key="")
     else:

@@ -10,7 +10,7 @@
   stable across processes, unlike ``hash()``) into a fixed number of signed buckets; the
   vector is L2-normalised, so a dot product is the cosine similarity.
 - ``OpenAICompatibleEmbedding``: ``POST {base_url}/embeddings`` of any OpenAI-compatible
-  server (standard library HTTP).
+  server (``config.openai_http``, the client the LLM extractor uses too).
 
 Only an ``in_process`` provider (the hashed one) runs inside a write transaction; the others
 are filled in after commit, in the background (``memory_app.search.embedder``). Vectors are
@@ -19,11 +19,8 @@ bytes, which every database stores the same way.
 """
 
 import functools
-import json
 import re
 import threading
-import urllib.error
-import urllib.request
 import zlib
 from typing import Protocol
 
@@ -31,6 +28,7 @@ import numpy as np
 from django.conf import settings
 
 from config.errors import ServiceUnavailable
+from config.openai_http import UpstreamError, http_base_url, post_json
 from memory_app.search.analysis import text_runs
 
 # The hashed-ngram model's own split into CJK and word runs. It is part of the model: a
@@ -151,9 +149,7 @@ class OpenAICompatibleEmbedding:
     match_floor = 0.02  # not calibrated: the e5 figure, until a model is measured
 
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0):
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError("base_url must be an http(s) URL")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = http_base_url(base_url)
         self.model = model
         self.dim = dim
         self.api_key = api_key
@@ -161,24 +157,23 @@ class OpenAICompatibleEmbedding:
         self.name = "openai-compatible"
 
     def _post(self, texts: list[str]) -> list[list[float]]:
-        body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
-        request = urllib.request.Request(f"{self.base_url}/embeddings", data=body, method="POST")
-        request.add_header("Content-Type", "application/json")
-        if self.api_key:
-            request.add_header("Authorization", f"Bearer {self.api_key}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read(MAX_RESPONSE_BYTES + 1)
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise ServiceUnavailable(f"Embedding service failed: {exc}", code="embedding_unavailable") from exc
-        if len(raw) > MAX_RESPONSE_BYTES:
-            raise ServiceUnavailable("Embedding response too large.", code="embedding_unavailable")
+            answer = post_json(
+                f"{self.base_url}/embeddings",
+                {"model": self.model, "input": texts},
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_bytes=MAX_RESPONSE_BYTES,
+                service="embedding service",
+            )
+        except UpstreamError as exc:
+            raise ServiceUnavailable(f"Embedding service {exc}.", code="embedding_unavailable") from None
         try:
-            data = json.loads(raw)["data"]
+            data = answer["data"]
             vectors = [item["embedding"] for item in sorted(data, key=lambda item: item.get("index", 0))]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ServiceUnavailable("Malformed embedding response.", code="embedding_unavailable") from exc
-        if len(vectors) != len(texts) or any(len(v) != self.dim for v in vectors):
+        if len(vectors) != len(texts) or any(not isinstance(v, list) or len(v) != self.dim for v in vectors):
             raise ServiceUnavailable(
                 f"Embedding response does not hold {len(texts)} vectors of dimension {self.dim}.",
                 code="embedding_unavailable",
@@ -189,7 +184,10 @@ class OpenAICompatibleEmbedding:
         rows: list[list[float]] = []
         for start in range(0, len(texts), MAX_BATCH):
             rows.extend(self._post(texts[start : start + MAX_BATCH]))
-        matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        try:
+            matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        except (TypeError, ValueError) as exc:  # a value that is not a number
+            raise ServiceUnavailable("Malformed embedding response.", code="embedding_unavailable") from exc
         if not np.isfinite(matrix).all():
             raise ServiceUnavailable("Embedding response holds non-finite values.", code="embedding_unavailable")
         return _normalise(matrix)

@@ -29,6 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -194,17 +195,36 @@ def exact_vector_limit(dim: int) -> int:
 REF_BYTES = 120  # about what a cached key or ref (a tuple or a short string in a dict) costs
 
 
-def _entry_bytes(entry) -> int:
-    """About what an entry holds: its ids and vectors, a key per vector (SQLite) and a ref per
-    document of the scope."""
-    keys, refs = entry[4], entry[5]
-    return (
-        entry[2].nbytes + entry[3].nbytes + (len(keys) * REF_BYTES if keys is not None else 0) + len(refs) * REF_BYTES
-    )
+class _Entry(NamedTuple):
+    """The cached vectors of one scope, as of ``version`` of the scope."""
+
+    version: int
+    model: str
+    ids: np.ndarray  # document ids, one per row of ``matrix``
+    matrix: np.ndarray
+    # (document id, text hash) per row, where an id may be handed out again (SQLite); else None
+    keys: list[tuple[int, str]] | None
+    refs: dict[int, str]  # every document id of the scope (embedded or not) → its ref
+
+    @property
+    def nbytes(self) -> int:
+        """About what the entry holds: its ids and vectors, a key per vector (SQLite) and a ref
+        per document of the scope."""
+        keys = len(self.keys) * REF_BYTES if self.keys is not None else 0
+        return self.ids.nbytes + self.matrix.nbytes + keys + len(self.refs) * REF_BYTES
+
+
+class _ScopeRow(NamedTuple):
+    """A document of the scope as ``_VectorCache.entry`` reads it (no vector)."""
+
+    id: int
+    text_hash: str
+    ref: str
+    model: str
 
 
 class _VectorCache:
-    """Per-process ``scope id → (version, model, document ids, matrix, keys, refs)``, least
+    """Per-process ``scope id → _Entry`` (version, model, document ids, matrix, keys, refs), least
     recently used out once the entries hold more than ``MEMORY_VECTOR_CACHE_BYTES`` (ids, vectors,
     keys and refs; the last entry stays whatever its size, while it is in use); ``refs`` maps
     every document id of the scope (embedded or not) to its ref, as of that version, so a search
@@ -234,24 +254,24 @@ class _VectorCache:
             chunk = doc_ids[start : start + 2000]
             yield from SearchDocument.objects.filter(pk__in=chunk, model=model).values_list(*fields)
 
-    def held(self, scope_id: int, version: int, model: str):
+    def held(self, scope_id: int, version: int, model: str) -> _Entry | None:
         """The entry of a scope if it is current, else None (no statement)."""
         cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
         with self._lock:
             entry = self._data.get(cache_key)
-            if entry is not None and entry[0] == version and entry[1] == model:
+            if entry is not None and entry.version == version and entry.model == model:
                 self._data.move_to_end(cache_key)
                 return entry
         return None
 
     def refs(self, scope_id: int, version: int, model: str, dim: int) -> dict[int, str]:
-        return self.entry(scope_id, version, model, dim)[5]
+        return self.entry(scope_id, version, model, dim).refs
 
     def get(self, scope_id: int, version: int, model: str, dim: int):
         entry = self.entry(scope_id, version, model, dim)
-        return entry[2], entry[3]
+        return entry.ids, entry.matrix
 
-    def entry(self, scope_id: int, version: int, model: str, dim: int):
+    def entry(self, scope_id: int, version: int, model: str, dim: int) -> _Entry:
         current = self.held(scope_id, version, model)
         if current is not None:
             return current
@@ -267,15 +287,15 @@ class _VectorCache:
                 f"SELECT id, text_hash, ref, model FROM {_table(SearchDocument)} WHERE scope_id = %s ORDER BY id",
                 [scope_id],
             )
-            everything = cursor.fetchall()
-        refs = {row[0]: row[2] for row in everything}
-        fetched = [row[:2] for row in everything if row[3] == model]
-        held_entry = entry if entry is not None and entry[1] == model else None
+            everything = [_ScopeRow(*row) for row in cursor.fetchall()]
+        refs = {row.id: row.ref for row in everything}
+        fetched = [row for row in everything if row.model == model]
+        held_entry = entry if entry is not None and entry.model == model else None
         if reuse_by_id:
-            wanted = np.fromiter((row[0] for row in fetched), dtype=np.int64, count=len(fetched))
+            wanted = np.fromiter((row.id for row in fetched), dtype=np.int64, count=len(fetched))
             if held_entry is not None:
-                keep = np.isin(held_entry[2], wanted)
-                old_ids, old_matrix = held_entry[2][keep], held_entry[3][keep]
+                keep = np.isin(held_entry.ids, wanted)
+                old_ids, old_matrix = held_entry.ids[keep], held_entry.matrix[keep]
             else:
                 old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
             new_ids, new_rows = [], []
@@ -287,8 +307,8 @@ class _VectorCache:
             matrix = np.vstack([old_matrix, *new_rows]) if new_rows else old_matrix
             keys = None
         else:
-            keys = [(row[0], row[1]) for row in fetched]
-            held = dict(zip(held_entry[4], held_entry[3], strict=True)) if held_entry is not None else {}
+            keys = [(row.id, row.text_hash) for row in fetched]
+            held = dict(zip(held_entry.keys, held_entry.matrix, strict=True)) if held_entry is not None else {}
             missing = [key for key in keys if key not in held]
             wanted_keys = set(missing)
             for doc_id, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
@@ -297,15 +317,15 @@ class _VectorCache:
             keys = [key for key in keys if key in held]
             matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             ids = np.asarray([key[0] for key in keys], dtype=np.int64)
-        entry = (version, model, ids, matrix, keys, refs)
+        entry = _Entry(version, model, ids, matrix, keys, refs)
         limit = self.max_bytes if self.max_bytes is not None else vector_cache_bytes()
         with self._lock:
             self._data[cache_key] = entry
             self._data.move_to_end(cache_key)
-            total = sum(_entry_bytes(v) for v in self._data.values())
+            total = sum(cached.nbytes for cached in self._data.values())
             while total > limit and len(self._data) > 1:
                 _, dropped = self._data.popitem(last=False)
-                total -= _entry_bytes(dropped)
+                total -= dropped.nbytes
             self.bytes = total
         VECTOR_CACHE_BYTES.set(total)
         return entry

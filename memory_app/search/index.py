@@ -1,9 +1,9 @@
 """Writes of the retrieval engine: documents, their postings and their scopes' statistics.
 
-Owners call ``documents_sync`` inside the transaction that writes their rows, with each row's
-current state (its scope key and text, or ``None`` when it is not to be indexed): a row and
-its index entries are written, re-scoped or forgotten together. Deletes of owner rows call
-``documents_remove`` the same way.
+``documents_sync`` is what owners reach through ``documents.sync`` (and ``documents.remove``
+for deleted rows), inside the transaction that writes their rows, with each row's current
+state (its scope key and text, or ``None`` when it is not to be indexed): a row and its index
+entries are written, re-scoped or forgotten together.
 
 Scope statistics rows are updated in key order, so two transactions touching the same scopes
 never wait on each other in a cycle.

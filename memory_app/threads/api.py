@@ -6,19 +6,19 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
+from config.api.inputs import (
     NOT_ONLY_SPACE,
-    ListPagination,
-    PlannedListSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictInputMixin,
-    api_route,
     documented,
     enum_schema,
-    is_schema_generation,
     validated,
 )
+from config.api.output import PlannedListSerializer
+from config.api.pagination import ListPagination
+from config.api.routes import api_route
+from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
 from memory_app.threads import selectors, services
 from memory_app.threads.filters import ConversationFilter

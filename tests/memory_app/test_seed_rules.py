@@ -15,7 +15,7 @@ import pytest
 from django.db import connections, transaction
 
 from memory_app.context import assembly
-from memory_app.home.selectors import home_search
+from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.runs import tools

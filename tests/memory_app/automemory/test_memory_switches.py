@@ -11,7 +11,7 @@ from django.urls import reverse
 from memory_app.automemory.models import AutoMemorySettings
 from memory_app.automemory.switches import memory_switches_get
 from memory_app.automemory.worker import round_run
-from memory_app.home.selectors import switches_get
+from memory_app.home.overview import switches_get
 from memory_app.notes import services as notes_services
 from memory_app.notes.models import UserSettings
 from memory_app.threads import services as thread_services

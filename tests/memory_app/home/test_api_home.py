@@ -175,6 +175,23 @@ def test_correction_chain_is_part_of_the_provenance(api, home):
     assert [m["id"] for m in detail["chain"]] == [home.mine.pk, new["id"]]
 
 
+def test_an_item_names_its_source_as_the_overview_does(api, home):
+    """One view-model of a home item (``home_items``) for the API and the pages: a chat the user
+    named is called by that name in its items, their search hits and their detail, as in the
+    overview."""
+    ChatBinding.objects.filter(chat_key=ALICE_CHAT).update(display_name="Travel planning")
+    client = api(home.alice)
+    title = by_source(client.get(HOME).json())[f"chat:{ALICE_CHAT}"]["title"]
+    assert title == "Chat “Travel planning”"
+    listed = items(client, f"chat:{ALICE_CHAT}")
+    assert len(listed) == 2 and {item["source_title"] for item in listed.values()} == {title}
+    assert client.get(f"{ITEMS}/{home.chat_item.pk}").json()["source_title"] == title
+    found = client.get(HOME + "/search", {"q": "passport"}).json()["results"]
+    assert [(hit["id"], hit["source_title"]) for hit in found] == [(home.chat_item.pk, title)]
+    bobs = items(api(home.bob), f"chat:{BOB_CHAT}")  # bob's chat has no name: its key
+    assert [item["source_title"] for item in bobs.values()] == [f"Chat “{BOB_CHAT}”"]
+
+
 def test_item_list_queries_do_not_grow_with_items(api, home):
     client = api(home.alice)
     items(client, f"chat:{ALICE_CHAT}")  # the token's first use records it; later requests do not

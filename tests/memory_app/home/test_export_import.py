@@ -6,8 +6,9 @@ import json
 import pytest
 from django.test import override_settings
 
+from config.errors import DomainError
 from memory_app.memories.models import Memory, Origin, Status
-from memory_app.memories.services import memory_supersede
+from memory_app.memories.services import memory_supersede, validate_content
 from tests.factories import UserFactory
 from tests.memory_app.home.conftest import ALICE_CHAT, NOTES, memory_rows
 
@@ -80,9 +81,9 @@ def test_an_export_holds_nothing_of_other_peoples(api, home):
 
 
 def test_export_is_bounded(api, home, monkeypatch):
-    from memory_app.home import selectors
+    from memory_app.home import export
 
-    monkeypatch.setattr(selectors, "EXPORT_MAX_MEMORIES", 2)
+    monkeypatch.setattr(export, "EXPORT_MAX_MEMORIES", 2)
     data = export_of(api(home.alice))
     counted = len(data["memories"]["user"]) + sum(len(s["memories"]) for s in data["memories"]["chats"])
     counted += sum(len(s["memories"]) for s in data["memories"]["projects"])
@@ -181,6 +182,27 @@ def test_malformed_or_oversize_imports_change_nothing(api, home, body, code):
     assert response.status_code == 400, response.content
     assert response.json()["error"]["code"] == code
     assert memory_rows() == before
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t ", 7, None, ["a list"], "x" * 4001, " " + "x" * 4001 + " "])
+def test_the_import_refuses_a_content_as_the_memory_service_does(api, home, content):
+    """One content rule: the import's answer is the memory service's, with the item's place."""
+    with pytest.raises(DomainError) as refused:
+        validate_content(content)
+    before = memory_rows()
+    response = api(home.alice).post(IMPORT, valid_export({"kind": "fact", "content": content}), format="json")
+    error = response.json()["error"]
+    assert (response.status_code, error["code"]) == (400, refused.value.code)
+    assert error["message"] == f"memories.user[0]: {refused.value.message}"
+    assert memory_rows() == before
+
+
+def test_the_import_takes_a_content_the_memory_service_takes(api, home):
+    content = "  " + "y" * 4000 + "\n"  # at the limit once stripped, as the service counts
+    assert validate_content(content) == "y" * 4000
+    response = api(home.alice).post(IMPORT, valid_export({"kind": "fact", "content": content}), format="json")
+    assert response.status_code == 200, response.content
+    assert Memory.objects.filter(owner=home.alice, content="y" * 4000).exists()
 
 
 def test_an_invalid_item_after_valid_ones_refuses_the_whole_file(api, home):

@@ -4,7 +4,7 @@ request; a line no longer in the file is never shown."""
 
 import pytest
 
-from memory_app.home.selectors import SEARCH_FIRST, NotesHit, SearchHit, home_search
+from memory_app.home.search import SEARCH_FIRST, NotesHit, SearchHit, home_search
 from memory_app.notes import services as notes_services
 from memory_app.notes.notes_index import SOURCE as NOTES_SOURCE
 from memory_app.search.models import SearchDocument

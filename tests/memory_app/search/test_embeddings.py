@@ -1,4 +1,5 @@
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -101,6 +102,22 @@ def test_openai_provider_failures_are_service_unavailable(embedding_server, mode
 def test_unreachable_provider_is_service_unavailable():
     with pytest.raises(ServiceUnavailable):
         OpenAICompatibleEmbedding(base_url="http://127.0.0.1:9", model="m", dim=8, timeout=2).embed(["a"])
+
+
+@pytest.mark.django_db
+def test_a_search_whose_embedding_service_is_down_is_503_without_the_socket_error(settings, api, svc):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nobody listens once the block ends
+    settings.MEMORY_EMBEDDING_PROVIDER = "openai"
+    settings.MEMORY_EMBEDDING_URL = f"http://127.0.0.1:{port}/v1"
+    settings.MEMORY_EMBEDDING_MODEL = "emb-small"
+    settings.MEMORY_EMBEDDING_DIM = 8
+    scoped_item_create(actor=svc, session_id=A, kind="fact", content="green tea")
+    response = api(svc).post("/api/memory/search", {"query": "tea", "session_id": A, "mode": "vector"}, format="json")
+    assert response.status_code == 503, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["message"]) == ("embedding_unavailable", "Embedding service unreachable.")
 
 
 @pytest.mark.django_db

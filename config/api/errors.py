@@ -1,0 +1,126 @@
+"""The one place that turns errors into the JSON error shape of the API:
+``{"error": {"code": "...", "message": "...", "details": ...}}`` — the DRF exception handler,
+Django's error views for paths under /api/, and a path under /api/ that names no route."""
+
+import math
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from django.urls import Resolver404, get_resolver
+from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.response import Response
+
+from config.api.routes import is_api_request
+from config.errors import DomainError
+from config.logs import current_request_id
+from config.throttling import unauthenticated_throttled
+
+_DRF_CODES = {
+    drf_exceptions.ParseError: "malformed_request",
+    drf_exceptions.AuthenticationFailed: "authentication_failed",
+    drf_exceptions.NotAuthenticated: "not_authenticated",
+    drf_exceptions.PermissionDenied: "permission_denied",
+    drf_exceptions.NotFound: "not_found",
+    drf_exceptions.MethodNotAllowed: "method_not_allowed",
+    drf_exceptions.NotAcceptable: "not_acceptable",
+    drf_exceptions.UnsupportedMediaType: "unsupported_media_type",
+    drf_exceptions.Throttled: "throttled",
+    drf_exceptions.ValidationError: "invalid",
+}
+
+
+def error_body(code: str, message: str, details=None) -> dict:
+    error = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    request_id = current_request_id()
+    if request_id:
+        error["request_id"] = request_id  # the X-Request-ID of the answer: what support asks for
+    return {"error": error}
+
+
+def _validation_message(details) -> str:
+    """A one-line human message for a DRF validation error tree."""
+    if isinstance(details, dict):
+        for field, value in details.items():
+            inner = _validation_message(value)
+            return inner if field == "non_field_errors" else f"{field}: {inner}"
+    if isinstance(details, list) and details:
+        return _validation_message(details[0])
+    return str(details)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "Not found."), status=404)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response(error_body("permission_denied", "Permission denied."), status=403)
+    if isinstance(exc, DjangoValidationError):
+        details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+        return Response(error_body("invalid", _validation_message(details), details), status=400)
+    if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
+        exc = unauthenticated_throttled(context["request"]) or exc
+    if isinstance(exc, drf_exceptions.APIException):
+        code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(math.ceil(exc.wait))
+        if isinstance(exc, drf_exceptions.ValidationError):
+            return Response(
+                error_body(code, _validation_message(exc.detail), exc.detail),
+                status=exc.status_code,
+            )
+        if isinstance(exc, drf_exceptions.ParseError):
+            message = "Malformed request body: " + str(exc.detail)
+        else:
+            message = str(exc.detail)
+        return Response(error_body(code, message), status=exc.status_code, headers=headers)
+    return None  # unexpected: Django's 500 handler (JSON for /api/) takes it
+
+
+class ApiNotFoundMiddleware:
+    """A path under /api/ that names no route is answered with the JSON error shape before any
+    view runs, in development mode too (where Django would otherwise render its HTML debug
+    page instead of calling ``handler404``). It sits after ``CommonMiddleware``, so a missing
+    trailing slash is still redirected where the slashed path exists."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if is_api_request(request):
+            try:
+                get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
+            except Resolver404:
+                return JsonResponse(error_body("not_found", "Not found."), status=404)
+        return self.get_response(request)
+
+
+def api_aware_404(request, exception=None):
+    if is_api_request(request):
+        return JsonResponse(error_body("not_found", "Not found."), status=404)
+    return page_not_found(request, exception)
+
+
+def api_aware_500(request):
+    if is_api_request(request):
+        return JsonResponse(error_body("server_error", "Internal server error."), status=500)
+    return server_error(request)
+
+
+def api_aware_400(request, exception=None):
+    if is_api_request(request):
+        return JsonResponse(error_body("bad_request", "Bad request."), status=400)
+    return bad_request(request, exception)
+
+
+def api_aware_403(request, exception=None):
+    if is_api_request(request):
+        return JsonResponse(error_body("permission_denied", "Permission denied."), status=403)
+    return permission_denied(request, exception)

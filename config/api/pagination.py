@@ -1,0 +1,54 @@
+"""The page parameters of every API list (``DEFAULT_PAGINATION_CLASS``)."""
+
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.pagination import PageNumberPagination
+
+
+class DefaultPagination(PageNumberPagination):
+    """``?page=N&page_size=M``: positive integers (anything else is a 400, not ignored); a
+    page size over the maximum is cut to it; a page past the last one is a 404."""
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        return min(_positive_query_int(self.page_size_query_param, raw), self.max_page_size)
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            return 1
+        if raw in self.last_page_strings:
+            return paginator.num_pages
+        return _positive_query_int(self.page_query_param, raw)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] = (
+                    f"Results per page (default {self.page_size}; larger values are cut to {self.max_page_size})."
+                )
+        return parameters
+
+
+# The lists of the agent runtime's API (conversations, messages, runs, the notes file's changes)
+# are bounded: at most LIST_MAX_PAGE_SIZE items, their large text fields cut (marked); the detail
+# endpoints return the full text.
+LIST_MAX_PAGE_SIZE = 50
+
+
+class ListPagination(DefaultPagination):
+    page_size = LIST_MAX_PAGE_SIZE
+    max_page_size = LIST_MAX_PAGE_SIZE
+
+
+def _positive_query_int(name: str, raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+        raise drf_exceptions.ValidationError({name: ["Must be a positive integer."]})
+    return int(raw)

@@ -1,0 +1,279 @@
+"""Why an item of the memory home is known (docs/home.md): who or what wrote it, when, from
+where, and its place in the correction chain, as a sentence and as data (``provenance_data``,
+the JSON form the API and the export share)."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils.translation import gettext as _
+
+from identity_app.models import Membership, User
+from identity_app.permissions import service_principal_ids
+from memory_app.automemory.models import AutoMemoryLogEntry
+from memory_app.automemory.selectors import auto_memory_log_for_memories
+from memory_app.memories.models import Memory, Origin, Tier
+from memory_app.runs.selectors import runs_visible
+from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
+from memory_app.scoped.selectors import candidates_for_memories, migrations_applied_to
+from memory_app.threads.selectors import conversations_visible
+
+PROVENANCE_CHUNK = 500
+
+
+@dataclass
+class Provenance:
+    """Who or what wrote a memory, when, from where, and its place in the correction chain.
+
+    References are filled only where the reader may follow them: a conversation or run of
+    their own, their own auto-memory log entry."""
+
+    sentence: str
+    created_at: datetime
+    author: str  # "you", "member", "service", "user", "system"
+    author_name: str = ""
+    thread_id: str = ""
+    thread_title: str = ""
+    run_id: str = ""
+    log_entry: AutoMemoryLogEntry | None = None
+    chat_key: str = ""
+    candidate: MemoryCandidate | None = None
+    migration: ScopeMigrationEntry | None = None
+    imported: dict | None = None
+    replaces: str = ""
+    replaced_by: str = ""
+    # A global item shared from one of the reader's chats: which chat, and who approved it when
+    # (empty: shared without review, as the deployment allows).
+    shared_from: str = ""
+    approved_by: str = ""
+    approved_at: datetime | None = None
+    # A chat item that waits for review before it is shared with everyone.
+    pending_review: bool = False
+
+
+def _quoted(name: str) -> str:
+    return f"“{name}”"
+
+
+def _author(memory: Memory, *, user, services: set[int], members: set[tuple[str, int]]) -> tuple[str, str, str]:
+    """(kind, name, how the sentence names them)."""
+    creator = memory.created_by
+    if creator is None:
+        return "system", "", _("an author that is not recorded (or whose account is gone)")
+    name = creator.get_username()
+    if creator.pk == user.pk:
+        return "you", name, _("you")
+    if creator.pk in services:
+        return "service", name, _("the agent runtime %(name)s") % {"name": _quoted(name)}
+    if memory.scope_type == Tier.PROJECT and (memory.project_id, creator.pk) in members:
+        return "member", name, _("project member %(name)s") % {"name": _quoted(name)}
+    if memory.scope_type == Tier.PROJECT:
+        return "user", name, _("%(name)s, no longer a member") % {"name": _quoted(name)}
+    return "user", name, _quoted(name)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _evidence_value(memory: Memory, key: str) -> str:
+    for data in (memory.evidence, memory.metadata):
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value:
+            return value[:200]
+    return ""
+
+
+def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
+    ids = [m.pk for m in memories]
+    creators = {m.created_by_id for m in memories if m.created_by_id}
+    services = service_principal_ids(creators)
+    project_ids = {m.project_id for m in memories if m.project_id}
+    members = set(
+        Membership.objects.filter(project_id__in=project_ids, user_id__in=creators).values_list("project_id", "user_id")
+    )
+    logs: dict[str, AutoMemoryLogEntry] = {}
+    for entry in auto_memory_log_for_memories(user=user, memory_ids=ids):
+        logs.setdefault(entry.memory_id, entry)
+    # Keyed by the candidate's memory_id (nullable on the model; never None here, see the query).
+    candidates: dict[str | None, MemoryCandidate] = {}
+    approvals: dict[str | None, MemoryCandidate] = {}
+    pending: set[str | None] = set()
+    for candidate in candidates_for_memories(ids):
+        candidates.setdefault(candidate.memory_id, candidate)
+        if candidate.decision == CandidateDecision.PENDING:
+            pending.add(candidate.memory_id)
+        elif candidate.decision == CandidateDecision.CREATED and candidate.reviewed_at is not None:
+            approvals.setdefault(candidate.memory_id, candidate)
+    migrations: dict[str, ScopeMigrationEntry] = {}
+    for migration in migrations_applied_to(ids):
+        migrations.setdefault(migration.item_id, migration)
+    older = dict(
+        Memory.objects.filter(superseded_by_id__in=ids).order_by("created_at").values_list("superseded_by_id", "pk")
+    )
+    run_ids = {_evidence_value(m, "run_id") for m in memories} | {e.run_ref for e in logs.values()}
+    runs = set(runs_visible(user=user).filter(pk__in=run_ids - {""}).values_list("pk", flat=True))
+    thread_ids = {m.source_thread_id for m in memories if m.source_thread_id} | {
+        _evidence_value(m, "conversation_id") for m in memories
+    }
+    threads = dict(conversations_visible(user=user).filter(pk__in=thread_ids - {""}).values_list("pk", "title"))
+
+    found: dict[str, Provenance] = {}
+    for memory in memories:
+        author, name, who = _author(memory, user=user, services=services, members=members)
+        thread_id = memory.source_thread_id or _evidence_value(memory, "conversation_id")
+        log = logs.get(memory.pk)
+        run_id = log.run_ref if log else _evidence_value(memory, "run_id")
+        imported = memory.evidence.get("imported") if isinstance(memory.evidence, dict) else None
+        record = candidates.get(memory.pk)
+        chat_key = (record.session_id if record else "") or _evidence_value(memory, "source_session_id")
+        shared_from = memory.source_chat_key if memory.scope_type == Tier.GLOBAL else ""
+        approval = approvals.get(memory.pk) if shared_from else None
+        prov = Provenance(
+            sentence="",
+            created_at=memory.created_at,
+            author=author,
+            author_name=name,
+            thread_id=thread_id if thread_id in threads else "",
+            thread_title=threads.get(thread_id, ""),
+            run_id=run_id if run_id in runs else "",
+            log_entry=log,
+            chat_key=chat_key,
+            candidate=record,
+            migration=migrations.get(memory.pk),
+            imported=imported if isinstance(imported, dict) else None,
+            replaces=older.get(memory.pk, ""),
+            replaced_by=memory.superseded_by_id or "",
+            shared_from=shared_from,
+            approved_by=(approval.reviewed_by.get_username() if approval and approval.reviewed_by else ""),
+            approved_at=approval.reviewed_at if approval else None,
+            pending_review=memory.scope_type == Tier.CHAT and memory.pk in pending,
+        )
+        prov.sentence = _provenance_sentence(memory, prov, who=who)
+        found[memory.pk] = prov
+    return found
+
+
+def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """How the memory came to be, then what happened to it since (sharing, review, moves,
+    corrections), one sentence each."""
+    parts = [_provenance_origin(memory, prov, who=who) + "."]
+    if prov.shared_from and prov.approved_at is not None:
+        parts.append(
+            _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
+            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
+        )
+    elif prov.shared_from:
+        parts.append(
+            _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
+            % {"chat": prov.shared_from}
+        )
+    if prov.pending_review:
+        parts.append(_("It waits for an operator's review before it is shared with everyone."))
+    if prov.migration is not None:
+        parts.append(_("A scope migration moved it from the global scope to this chat."))
+    if prov.replaces:
+        parts.append(_("It corrects an earlier version."))
+    if prov.replaced_by:
+        parts.append(_("A newer version replaced it."))
+    return " ".join(parts)
+
+
+def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
+    """Who or what wrote the memory, how, and in which conversation."""
+    where = ""
+    if prov.thread_title or prov.thread_id:
+        where = " " + _("in the conversation %(title)s") % {"title": _quoted(prov.thread_title or prov.thread_id)}
+    elif memory.source_thread_id:
+        where = " " + _("in a conversation you cannot open")
+    if prov.imported is not None and prov.author == "you":
+        text = _("You imported it from an export")
+    elif memory.origin == Origin.AUTO:
+        if prov.log_entry is not None:
+            text = _("Auto-memory extracted it from your run %(run)s") % {"run": prov.log_entry.run_ref} + where
+        elif prov.author == "you":
+            text = _("Auto-memory extracted it from one of your runs") + where
+        else:
+            text = _("Auto-memory extracted it from a run of %(who)s") % {"who": who}
+    elif memory.origin == Origin.CONSOLIDATION:
+        dreaming = prov.candidate is not None and prov.candidate.source == "dream"
+        template = (
+            _("%(who)s consolidated it while dreaming over the chat %(chat)s")
+            if dreaming
+            else _("%(who)s consolidated it from the chat %(chat)s")
+        )
+        text = template % {"who": _capital(who), "chat": prov.chat_key or _("it was written in")}
+    elif memory.origin == Origin.TOOL:
+        text = _("An agent saved it with a memory tool for %(who)s") % {"who": who} + where
+    elif memory.origin == Origin.MIGRATION:
+        text = _("A scope migration wrote it")
+    elif memory.origin == Origin.MANUAL:
+        text = _("%(who)s wrote it by hand") % {"who": _capital(who)}
+    else:
+        text = _("%(who)s saved it through the API") % {"who": _capital(who)} + where
+        if prov.chat_key and not where:
+            text += " " + _("in the chat %(chat)s") % {"chat": prov.chat_key}
+    return text
+
+
+def provenance_for(*, user: User, memories: list[Memory]) -> dict[str, Provenance]:
+    """Provenance of each memory (id → ``Provenance``), in a fixed number of queries per
+    ``PROVENANCE_CHUNK`` memories. ``memories`` must be rows ``user`` may read."""
+    found: dict[str, Provenance] = {}
+    memories = list(memories)
+    for start in range(0, len(memories), PROVENANCE_CHUNK):
+        found.update(_provenance_chunk(memories[start : start + PROVENANCE_CHUNK], user=user))
+    return found
+
+
+def provenance_data(prov: Provenance) -> dict:
+    """The JSON form of a provenance (API and export)."""
+    log = prov.log_entry
+    candidate = prov.candidate
+    migration = prov.migration
+    return {
+        "sentence": prov.sentence,
+        "created_at": prov.created_at.isoformat(),
+        "author": prov.author,
+        "author_name": prov.author_name,
+        "thread": {"id": prov.thread_id, "title": prov.thread_title} if prov.thread_id else None,
+        "run_id": prov.run_id or None,
+        "auto_memory_log_entry": (
+            {"id": log.pk, "run_id": log.run_ref, "outcome": log.outcome, "created_at": log.created_at.isoformat()}
+            if log
+            else None
+        ),
+        "chat_key": prov.chat_key or None,
+        "consolidation": (
+            {
+                "candidate_id": candidate.pk,
+                "source": candidate.source,
+                "decision": candidate.decision,
+                "session_id": candidate.session_id,
+                "created_at": candidate.created_at.isoformat(),
+            }
+            if candidate
+            else None
+        ),
+        "scope_migration": (
+            {
+                "plan": migration.plan.name,
+                "applied_at": migration.plan.applied_at.isoformat() if migration.plan.applied_at else None,
+                "detail": migration.result_detail,
+            }
+            if migration
+            else None
+        ),
+        "imported": prov.imported,
+        "replaces": prov.replaces or None,
+        "replaced_by": prov.replaced_by or None,
+        "shared": (
+            {
+                "chat_key": prov.shared_from,
+                "approved_by": prov.approved_by or None,
+                "approved_at": prov.approved_at.isoformat() if prov.approved_at else None,
+            }
+            if prov.shared_from
+            else None
+        ),
+        "pending_review": prov.pending_review,
+    }

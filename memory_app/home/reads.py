@@ -1,0 +1,102 @@
+"""Who read an item of the memory home (docs/home.md): the reads log as its reader is shown
+it, and the JSON form the API and the export share."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from identity_app.models import User
+from identity_app.permissions import service_principal_ids
+from memory_app.home.sources import SOURCE_NOTES, SourceRef, home_item_get, home_memories, source_memories
+from memory_app.memories.models import Memory
+from memory_app.reads.models import ItemKind, MemoryRead
+from memory_app.reads.selectors import notes_reads_of, reads_of
+from memory_app.runs.selectors import runs_visible
+
+
+@dataclass
+class ReadView:
+    """One read as its reader is shown it: when, how, by whom, for which run (linked only when
+    the reader may open the run), and the item."""
+
+    at: datetime
+    path: str
+    path_label: str
+    principal: str
+    token_name: str
+    run_id: str
+    run_visible: bool
+    run_generation: int | None
+    item_ref: str
+    memory: Memory | None = None
+
+
+def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
+    """A fixed number of queries for any list of reads (the caller bounds it)."""
+    run_ids = {r.run_ref for r in reads if r.run_ref}
+    runs = set(runs_visible(user=user).filter(pk__in=run_ids).values_list("pk", flat=True)) if run_ids else set()
+    token_owners = {r.token.user_id for r in reads if r.token is not None}
+    services = service_principal_ids(token_owners) if token_owners else set()
+    views = []
+    for read in reads:
+        token = read.token
+        # A token's name is the holder's: shown for the reader's own tokens and a service's.
+        shown_token = token is not None and (token.user_id == user.pk or token.user_id in services)
+        views.append(
+            ReadView(
+                at=read.at,
+                path=read.path,
+                path_label=read.get_path_display(),
+                principal=read.principal.get_username() if read.principal is not None else "",
+                token_name=(token.name or token.prefix) if token is not None and shown_token else "",
+                run_id=read.run_ref,
+                run_visible=read.run_ref in runs,
+                run_generation=read.run_generation,
+                item_ref=read.item_ref,
+                memory=(memories or {}).get(read.item_ref),
+            )
+        )
+    return views
+
+
+def item_last_read(*, user: User, memory: Memory) -> ReadView | None:
+    """The latest read of a home item (``memory`` as ``home_item_get`` returned it)."""
+    read = reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk]).first()
+    return _read_views(user=user, reads=[read])[0] if read is not None else None
+
+
+def item_reads(*, user: User, memory_id: str) -> QuerySet[MemoryRead]:
+    """The reads of one home item, newest first (404 when it is not in the reader's home)."""
+    memory = home_item_get(user=user, memory_id=memory_id)
+    return reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])
+
+
+def source_reads(*, user: User, source: SourceRef) -> QuerySet[MemoryRead]:
+    """The reads of one source's items, newest first: the items are those ``source_memories``
+    lets the reader see (a project they may not read, a chat not bound to them: 404); for the
+    notes file, the reads of the reader's own notes-file versions."""
+    if source.kind == SOURCE_NOTES:
+        return notes_reads_of(user_id=user.pk)
+    return reads_of(item_kind=ItemKind.MEMORY, refs=source_memories(user=user, source=source).values("pk"))
+
+
+def read_views(*, user: User, reads: list[MemoryRead], with_items: bool = True) -> list[ReadView]:
+    """``reads`` (a page of ``source_reads``/``item_reads``) with their items loaded through
+    ``home_memories`` (``with_items``; without: the item's ref only, as the export lists them)."""
+    refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY} if with_items else set()
+    memories = {m.pk: m for m in home_memories(user=user).filter(pk__in=refs)} if refs else {}
+    return _read_views(user=user, reads=reads, memories=memories)
+
+
+def read_data(view: ReadView) -> dict:
+    """The JSON form of a read (API and export)."""
+    return {
+        "at": view.at.isoformat(),
+        "path": view.path,
+        "principal": view.principal or None,
+        "token_name": view.token_name or None,
+        "run_id": view.run_id or None,
+        "run_generation": view.run_generation,
+        "item": view.item_ref,
+    }
