@@ -13,7 +13,7 @@ import pytest
 
 from config.errors import ServiceUnavailable
 from config.openai_http import UpstreamError, http_base_url, post_json
-from memory_app.automemory.extraction import ExtractorError, HttpExtractor
+from memory_app.distill.extraction import ExtractorError, HttpExtractor
 from memory_app.search.embeddings import OpenAICompatibleEmbedding
 
 SECRET = "sk-leaked-by-the-proxy"  # what a broken endpoint's answer may hold: never shown
