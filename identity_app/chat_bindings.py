@@ -12,36 +12,25 @@ from django.db.models import QuerySet
 
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text
-from identity_app.chat_reach import may_bind_chats
+from identity_app.chat_reach import manages_chat_bindings, may_bind_chats
 from identity_app.models import ChatBinding, User
-from identity_app.permissions import is_service_principal, reach_q
+from identity_app.permissions import reach_q
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import ChatAddress
 
 BINDABLE_TARGET_TYPES = frozenset({"private", "dm"})
 
 
-def _may_manage(actor: User) -> bool:
-    """Service principals, and staff explicitly allowed to manage bindings.
-
-    The bare staff flag is not enough: a binding grants read access to a private chat's
-    memories, so it takes the ``add_chatbinding`` permission (superusers hold it).
-    """
-    if not (actor and actor.is_authenticated and actor.is_active):
-        return False
-    return is_service_principal(actor) or (actor.is_staff and actor.has_perm("identity_app.add_chatbinding"))
-
-
 def chat_bindings_visible(*, user: User) -> QuerySet[ChatBinding]:
     """Managers see every binding (a limited service token: those of users in its reach);
     anyone else their own."""
     qs = ChatBinding.objects.select_related("user").order_by("chat_key")
-    qs = qs if _may_manage(user) else qs.filter(user=user)
+    qs = qs if manages_chat_bindings(user) else qs.filter(user=user)
     return qs.filter(reach_q(user, user_field="user", project_field=None))
 
 
 def chat_binding_create(*, actor: User, chat_key: str, username: str) -> ChatBinding:
-    if not _may_manage(actor):
+    if not manages_chat_bindings(actor):
         raise PermissionDenied("Only service principals and staff allowed to manage chat bindings may bind chats.")
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:

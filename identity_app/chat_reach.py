@@ -120,10 +120,17 @@ def chat_keys_reachable(*, actor: User):
     return ChatBinding.objects.filter(within, user=actor).values("chat_key")
 
 
-def may_bind_chats(actor: User) -> bool:
-    """Who may bind a chat to a user: only a principal that already reaches every chat, since
-    a binding widens what the user and the tokens limited to them reach — a service principal
-    with an unlimited token, or staff holding ``identity_app.add_chatbinding``."""
-    if not _authenticated(actor) or token_reach(actor) is not None:
+def manages_chat_bindings(actor: User) -> bool:
+    """Who manages chat bindings: service principals, and staff explicitly allowed to. The bare
+    staff flag is not enough: a binding grants read access to a private chat's memories, so it
+    takes the ``identity_app.add_chatbinding`` permission (superusers hold it)."""
+    if not _authenticated(actor):
         return False
     return is_service_principal(actor) or (actor.is_staff and actor.has_perm("identity_app.add_chatbinding"))
+
+
+def may_bind_chats(actor: User) -> bool:
+    """Who may bind a chat to a user: a manager (``manages_chat_bindings``) whose reach already
+    covers every chat, since a binding widens what the user and the tokens limited to them
+    reach — so never through a limited token."""
+    return manages_chat_bindings(actor) and token_reach(actor) is None
