@@ -163,12 +163,7 @@ def _identity_context(ctx: CallContext, *, project_id=None) -> dict:
 
 
 def _run_tool(name: str) -> Callable[..., dict]:
-    handlers: dict[str, Callable[..., dict]] = {
-        "remember_memory": agent_tools.remember_memory,
-        "search_thread_messages": agent_tools.search_thread_messages,
-        "read_thread_messages": agent_tools.read_thread_messages,
-    }
-    handler = handlers[name]
+    handler = agent_tools.HANDLERS[name]  # the run tools' own dispatch table
 
     def call(ctx: CallContext, **arguments) -> dict:
         return handler(credential=ctx.credential(), **arguments)

@@ -443,7 +443,8 @@ _ARGUMENTS = {
 }
 
 
-_HANDLERS: dict[str, Callable[..., dict]] = {
+# The run tools by name: the run API dispatches through it (tool_call), and so does MCP.
+HANDLERS: dict[str, Callable[..., dict]] = {
     "remember_memory": remember_memory,
     "search_thread_messages": search_thread_messages,
     "read_thread_messages": read_thread_messages,
@@ -452,11 +453,11 @@ _HANDLERS: dict[str, Callable[..., dict]] = {
 
 def tool_call(*, credential: RunCredential, name: str, arguments, claims: dict) -> dict:
     """Dispatch a tool call by name; unknown tools and unknown arguments are refused."""
-    if name not in _HANDLERS:
+    if name not in HANDLERS:
         raise NotFound("Unknown tool.", code="unknown_tool")
     if not isinstance(arguments, dict):
         raise InvalidInput("Tool arguments must be a JSON object.", code="invalid_arguments")
     unknown = sorted(set(arguments) - _ARGUMENTS[name])
     if unknown:
         raise InvalidInput(f"Unknown arguments: {', '.join(unknown)}.", code="invalid_arguments")
-    return _HANDLERS[name](credential=credential, claims=claims, **arguments)
+    return HANDLERS[name](credential=credential, claims=claims, **arguments)
