@@ -2,6 +2,7 @@
 are saved and deleted through the identity services, so the last-owner rule lives only there."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from config.admin import ServiceModelAdmin
 from identity_app import services
@@ -110,7 +111,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # keys are issued by `manage.py issue_token` or self-service, which show the key once
 
-    @admin.display(boolean=True, description="limited")
+    @admin.display(boolean=True, description=_("limited"))
     def limited(self, obj):
         return obj.restricted
 

@@ -64,15 +64,25 @@ def validate_preferences(value) -> None:
 
 
 class Profile(models.Model):
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
-    display_name = models.CharField(max_length=150, blank=True)
-    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile", verbose_name=_("user")
+    )
+    display_name = models.CharField(max_length=150, blank=True, verbose_name=_("display name"))
+    timezone = models.CharField(
+        max_length=64, default="UTC", validators=[validate_timezone], verbose_name=_("time zone")
+    )
     # The web interface's language; empty: the browser's (Accept-Language).
-    language = models.CharField(max_length=16, blank=True, default="", validators=[validate_language])
-    preferences = models.JSONField(default=dict, blank=True, validators=[validate_preferences])
-    updated_at = models.DateTimeField(auto_now=True)
+    language = models.CharField(
+        max_length=16, blank=True, default="", validators=[validate_language], verbose_name=_("language")
+    )
+    preferences = models.JSONField(
+        default=dict, blank=True, validators=[validate_preferences], verbose_name=_("preferences")
+    )
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("profile")
+        verbose_name_plural = _("profiles")
         permissions = [
             ("run_agents", "Can act as a service principal that runs agents"),
             # Global memories enter every user's context: staff need this grant, not the staff flag.
@@ -92,14 +102,21 @@ def new_project_id() -> str:
 
 class Project(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_project_id, editable=False)
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, max_length=MAX_DESCRIPTION_CHARS)
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    description = models.TextField(blank=True, max_length=MAX_DESCRIPTION_CHARS, verbose_name=_("description"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("project")
+        verbose_name_plural = _("projects")
         ordering = ["name", "id"]
 
     def __str__(self):
@@ -114,12 +131,18 @@ class Role(models.TextChoices):
 
 
 class Membership(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
-    created_at = models.DateTimeField(auto_now_add=True)
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("project")
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("user")
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER, verbose_name=_("role"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [
             models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user"),
             models.CheckConstraint(condition=models.Q(role__in=Role.values), name="membership_role_valid"),
@@ -127,7 +150,7 @@ class Membership(models.Model):
         indexes = [models.Index(fields=["user", "project"], name="membership_user_idx")]
 
     def __str__(self):
-        return f"{self.user_id}@{self.project_id}:{self.role}"
+        return f"{self.user_id}@{self.project_id}:{self.get_role_display()}"
 
 
 def hash_token(key: str) -> str:
@@ -144,18 +167,22 @@ class ApiToken(models.Model):
     list (reaches nothing) instead of no list (reaches everything); ids are never reused.
     """
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=12, editable=False)
-    name = models.CharField(max_length=100, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    only_user_ids = models.JSONField(null=True, blank=True, default=None)
-    only_project_ids = models.JSONField(null=True, blank=True, default=None)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens", verbose_name=_("user")
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False, verbose_name=_("key hash"))
+    prefix = models.CharField(max_length=12, editable=False, verbose_name=_("prefix"))
+    name = models.CharField(max_length=100, blank=True, verbose_name=_("name"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    last_used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last used at"))
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
+    only_user_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these users"))
+    only_project_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these projects"))
 
     class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
         indexes = [models.Index(fields=["user", "-created_at"], name="apitoken_user_idx")]
 
     def __str__(self):
@@ -199,20 +226,36 @@ class Invitation(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=40, default=new_invitation_id, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
-    username = models.CharField(max_length=150)
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="invitations", verbose_name=_("project")
+    )
+    username = models.CharField(max_length=150, verbose_name=_("username"))
     invitee = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="invitations"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="invitations",
+        verbose_name=_("invitee"),
     )
     invited_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("invited by"),
     )
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
-    status = models.CharField(max_length=16, choices=InvitationStatus.choices, default=InvitationStatus.PENDING)
-    created_at = models.DateTimeField(auto_now_add=True)
-    responded_at = models.DateTimeField(null=True, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER, verbose_name=_("role"))
+    status = models.CharField(
+        max_length=16, choices=InvitationStatus.choices, default=InvitationStatus.PENDING, verbose_name=_("status")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    responded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("answered at"))
 
     class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
         constraints = [
             models.UniqueConstraint(
                 fields=["project", "username"],
@@ -230,7 +273,7 @@ class Invitation(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.username}@{self.project_id}:{self.role} ({self.status})"
+        return f"{self.username}@{self.project_id}:{self.get_role_display()} ({self.get_status_display()})"
 
 
 class ChatBinding(models.Model):
@@ -240,14 +283,18 @@ class ChatBinding(models.Model):
     any chat regardless of bindings.
     """
 
-    chat_key = models.CharField(max_length=200, unique=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings")
+    chat_key = models.CharField(max_length=200, unique=True, verbose_name=_("chat key"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_bindings", verbose_name=_("user")
+    )
     # What the pages call the chat ("Family group"); the key stays the address. Set by the user
     # on the chats page or by an operator in the admin.
-    display_name = models.CharField(max_length=100, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
+    display_name = models.CharField(max_length=100, blank=True, default="", verbose_name=_("display name"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("chat binding")
+        verbose_name_plural = _("chat bindings")
         indexes = [models.Index(fields=["user", "chat_key"], name="chatbinding_user_idx")]
 
     def __str__(self):
@@ -269,10 +316,12 @@ class SignInLink(models.Model):
     used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("sign-in link")
+        verbose_name_plural = _("sign-in links")
         indexes = [models.Index(fields=["user", "created_at"], name="signinlink_user_idx")]
 
     def __str__(self):
-        return f"sign-in link #{self.pk} for {self.user_id}"
+        return _("sign-in link #%(id)s for %(user)s") % {"id": self.pk, "user": self.user_id}
 
     @staticmethod
     def hash_secret(secret: str) -> str:

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "memory_app"
-    verbose_name = "Memory"
+    verbose_name = _("Memory")
 
     def ready(self):
         from django.conf import settings  # noqa: PLC0415

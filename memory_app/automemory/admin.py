@@ -2,10 +2,12 @@
 
 from django import forms
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from config.errors import InvalidInput
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemorySettings
 from memory_app.automemory.services import SETTINGS_FIELDS, auto_memory_settings_validate
+from memory_app.automemory.words import GATE_WORDS, gate_words, reason_words
 
 
 class AutoMemorySettingsAdminForm(forms.ModelForm):
@@ -39,10 +41,25 @@ class AutoMemorySettingsAdmin(admin.ModelAdmin):
     readonly_fields = ["generate", "use", "updated_at"]
 
 
+class GateFilter(admin.SimpleListFilter):
+    title = _("check")
+    parameter_name = "gate"
+
+    def lookups(self, request, model_admin):
+        return list(GATE_WORDS.items())
+
+    def queryset(self, request, queryset):
+        return queryset.filter(gate=self.value()) if self.value() else queryset
+
+
 @admin.register(AutoMemoryLogEntry)
 class AutoMemoryLogEntryAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "user", "run_ref", "outcome", "gate", "error_class", "memory_id"]
-    list_filter = ["outcome", "gate"]
+    """Gates and reasons in the reader's language, as on the log page (stored in English)."""
+
+    list_display = ["created_at", "user", "run_ref", "outcome", "gate_words", "error_class", "memory_id"]
+    list_filter = ["outcome", GateFilter]
+    exclude = ["gate", "reason"]
+    readonly_fields = ["gate_words", "reason_words"]
     list_select_related = ["user"]
     search_fields = ["run_ref", "memory_id", "user__username"]
     date_hierarchy = "created_at"
@@ -52,6 +69,14 @@ class AutoMemoryLogEntryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description=_("check"), ordering="gate")
+    def gate_words(self, entry):
+        return gate_words(entry.gate) if entry.gate else ""
+
+    @admin.display(description=_("reason"))
+    def reason_words(self, entry):
+        return reason_words(entry.reason)
 
 
 @admin.register(AutoMemoryClaim)

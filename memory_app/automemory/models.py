@@ -50,21 +50,38 @@ MODEL_NAME_MAX = 200
 class AutoMemorySettings(models.Model):
     """One row per user; a missing row means the defaults (everything off)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_settings")
-    generate = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["generate"])
-    use = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["use"])
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_settings", verbose_name=_("user")
+    )
+    generate = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["generate"], verbose_name=_("generate memories"))
+    use = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["use"], verbose_name=_("use memories"))
     # Stored only: the extractor used is configured by the operator (settings.AUTO_MEMORY_*).
-    extract_model = models.CharField(max_length=MODEL_NAME_MAX, blank=True, default="")
-    consolidation_model = models.CharField(max_length=MODEL_NAME_MAX, blank=True, default="")
-    min_idle_minutes = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_idle_minutes"])
-    min_duration_seconds = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_duration_seconds"])
-    min_length_chars = models.PositiveIntegerField(default=AUTO_MEMORY_DEFAULTS["min_length_chars"])
-    min_quota_remaining_pct = models.PositiveSmallIntegerField(default=AUTO_MEMORY_DEFAULTS["min_quota_remaining_pct"])
-    redact_contact_info = models.BooleanField(default=AUTO_MEMORY_DEFAULTS["redact_contact_info"])
-    updated_at = models.DateTimeField(auto_now=True)
+    extract_model = models.CharField(
+        max_length=MODEL_NAME_MAX, blank=True, default="", verbose_name=_("extraction model")
+    )
+    consolidation_model = models.CharField(
+        max_length=MODEL_NAME_MAX, blank=True, default="", verbose_name=_("consolidation model")
+    )
+    min_idle_minutes = models.PositiveIntegerField(
+        default=AUTO_MEMORY_DEFAULTS["min_idle_minutes"], verbose_name=_("idle at least (minutes)")
+    )
+    min_duration_seconds = models.PositiveIntegerField(
+        default=AUTO_MEMORY_DEFAULTS["min_duration_seconds"], verbose_name=_("run lasted at least (seconds)")
+    )
+    min_length_chars = models.PositiveIntegerField(
+        default=AUTO_MEMORY_DEFAULTS["min_length_chars"], verbose_name=_("conversation at least (characters)")
+    )
+    min_quota_remaining_pct = models.PositiveSmallIntegerField(
+        default=AUTO_MEMORY_DEFAULTS["min_quota_remaining_pct"], verbose_name=_("quota remaining at least (%)")
+    )
+    redact_contact_info = models.BooleanField(
+        default=AUTO_MEMORY_DEFAULTS["redact_contact_info"], verbose_name=_("redact contact info")
+    )
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
-        verbose_name_plural = "auto-memory settings"
+        verbose_name = _("auto-memory settings")
+        verbose_name_plural = _("auto-memory settings")
         constraints = [
             models.CheckConstraint(
                 name="automemory_quota_pct_range",
@@ -73,7 +90,7 @@ class AutoMemorySettings(models.Model):
         ]
 
     def __str__(self):
-        return f"auto-memory settings of {self.user_id}"
+        return _("auto-memory settings of %(user)s") % {"user": self.user_id}
 
 
 class AutoMemoryOutcome(models.TextChoices):
@@ -87,24 +104,36 @@ class AutoMemoryOutcome(models.TextChoices):
 class AutoMemoryLogEntry(models.Model):
     """What auto-memory did with one run. Holds only redacted text (memory content)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_log")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="auto_memory_log", verbose_name=_("user")
+    )
     # Kept as text too, so the entry survives the run's deletion.
-    run = models.ForeignKey(AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="auto_memory_log")
-    run_ref = models.CharField(max_length=40)
-    project_id_ref = models.CharField(max_length=40, blank=True, default="")
-    outcome = models.CharField(max_length=16, choices=AutoMemoryOutcome.choices)
-    gate = models.CharField(max_length=32, blank=True, default="")
-    reason = models.CharField(max_length=300, blank=True, default="")
-    details = models.JSONField(default=dict, blank=True)
-    memory_id = models.CharField(max_length=40, blank=True, default="")
-    superseded_memory_id = models.CharField(max_length=40, blank=True, default="")
-    content = models.TextField(blank=True, default="")
-    error_class = models.CharField(max_length=200, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
+    run = models.ForeignKey(
+        AgentRun,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="auto_memory_log",
+        verbose_name=_("run"),
+    )
+    run_ref = models.CharField(max_length=40, verbose_name=_("run ID"))
+    project_id_ref = models.CharField(max_length=40, blank=True, default="", verbose_name=_("project ID"))
+    outcome = models.CharField(max_length=16, choices=AutoMemoryOutcome.choices, verbose_name=_("outcome"))
+    gate = models.CharField(max_length=32, blank=True, default="", verbose_name=_("check"))
+    reason = models.CharField(max_length=300, blank=True, default="", verbose_name=_("reason"))
+    details = models.JSONField(default=dict, blank=True, verbose_name=_("details"))
+    memory_id = models.CharField(max_length=40, blank=True, default="", verbose_name=_("memory ID"))
+    superseded_memory_id = models.CharField(
+        max_length=40, blank=True, default="", verbose_name=_("superseded memory ID")
+    )
+    content = models.TextField(blank=True, default="", verbose_name=_("content"))
+    error_class = models.CharField(max_length=200, blank=True, default="", verbose_name=_("error class"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("auto-memory log entry")
+        verbose_name_plural = _("auto-memory log entries")
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "auto-memory log entries"
         indexes = [
             models.Index(fields=["user", "-created_at"], name="automemory_log_user_idx"),
             models.Index(fields=["run_ref", "-created_at"], name="automemory_log_run_idx"),
@@ -116,7 +145,7 @@ class AutoMemoryLogEntry(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.run_ref}: {self.outcome} {self.gate}".strip()
+        return f"{self.run_ref}: {self.get_outcome_display()}"
 
 
 class AutoMemoryClaim(models.Model):
@@ -127,12 +156,18 @@ class AutoMemoryClaim(models.Model):
     final marker, set in the same transaction as the memories.
     """
 
-    run = models.OneToOneField(AgentRun, primary_key=True, on_delete=models.CASCADE, related_name="+")
-    token = models.CharField(max_length=40)
-    worker_id = models.CharField(max_length=200, blank=True, default="")
-    expires_at = models.DateTimeField()
-    attempts = models.PositiveIntegerField(default=0)
-    last_error_class = models.CharField(max_length=200, blank=True, default="")
+    run = models.OneToOneField(
+        AgentRun, primary_key=True, on_delete=models.CASCADE, related_name="+", verbose_name=_("run")
+    )
+    token = models.CharField(max_length=40, verbose_name=_("token"))
+    worker_id = models.CharField(max_length=200, blank=True, default="", verbose_name=_("worker"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
+    last_error_class = models.CharField(max_length=200, blank=True, default="", verbose_name=_("last error class"))
+
+    class Meta:
+        verbose_name = _("auto-memory claim")
+        verbose_name_plural = _("auto-memory claims")
 
     def __str__(self):
-        return f"claim on {self.run_id} by {self.worker_id}"
+        return _("claim on %(run)s by %(worker)s") % {"run": self.run_id, "worker": self.worker_id or "-"}

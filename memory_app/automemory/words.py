@@ -1,7 +1,7 @@
 """The log's gates and reasons in the reader's language.
 
-The worker stores them in English (the API and the admin show them as stored); the web page
-shows these words instead: a reason this module does not know is shown as it is."""
+The worker stores them in English (the API shows them as stored); the web page and the admin
+show these words instead: a reason this module does not know is shown as it is."""
 
 import re
 

@@ -12,7 +12,8 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.template.response import TemplateResponse
 from django.utils.text import Truncator
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from config.errors import DomainError, NotFound
 from memory_app.memories import services
@@ -99,7 +100,9 @@ class MemoryAdmin(admin.ModelAdmin):
     def _selected(self, request, queryset):
         rows = list(queryset.order_by("-created_at", "-id")[: MAX_ACTION_ROWS + 1])
         if len(rows) > MAX_ACTION_ROWS:
-            self.message_user(request, f"Select at most {MAX_ACTION_ROWS} memories at a time.", messages.ERROR)
+            self.message_user(
+                request, _("Select at most %(n)s memories at a time.") % {"n": MAX_ACTION_ROWS}, messages.ERROR
+            )
             return None
         return rows
 
@@ -114,7 +117,7 @@ class MemoryAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, template, context)
 
-    @admin.action(description="Supersede (correct) selected memories…", permissions=["review"])
+    @admin.action(description=gettext_lazy("Supersede (correct) selected memories…"), permissions=["review"])
     def supersede_memories(self, request, queryset):
         rows = self._selected(request, queryset)
         if rows is None:
@@ -124,7 +127,7 @@ class MemoryAdmin(admin.ModelAdmin):
                 request,
                 rows,
                 template="admin/memory_app/memory/supersede.html",
-                title="Supersede memories",
+                title=_("Supersede memories"),
                 action="supersede_memories",
             )
         done, unchanged = 0, 0
@@ -146,12 +149,20 @@ class MemoryAdmin(admin.ModelAdmin):
             else:
                 done += 1
         if done:
-            self.message_user(request, f"Superseded {done} memor{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+            self.message_user(
+                request,
+                ngettext("Superseded %(n)s memory.", "Superseded %(n)s memories.", done) % {"n": done},
+                messages.SUCCESS,
+            )
         if unchanged:
-            self.message_user(request, f"{unchanged} left as they were (content unchanged).", messages.WARNING)
+            self.message_user(
+                request, _("%(n)s left as they were (content unchanged).") % {"n": unchanged}, messages.WARNING
+            )
         return None
 
-    @admin.action(description="Forget selected memories (with their older versions)…", permissions=["review"])
+    @admin.action(
+        description=gettext_lazy("Forget selected memories (with their older versions)…"), permissions=["review"]
+    )
     def forget_memories(self, request, queryset):
         rows = self._selected(request, queryset)
         if rows is None:
@@ -161,7 +172,7 @@ class MemoryAdmin(admin.ModelAdmin):
                 request,
                 rows,
                 template="admin/memory_app/memory/forget.html",
-                title="Forget memories",
+                title=_("Forget memories"),
                 action="forget_memories",
             )
         forgotten: set[str] = set()
@@ -174,8 +185,9 @@ class MemoryAdmin(admin.ModelAdmin):
                 continue
             except DomainError as exc:
                 self.message_user(request, f"{memory.pk}: {exc.message}", messages.ERROR)
+        n = len(forgotten)
         self.message_user(
-            request, f"Forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}.", messages.SUCCESS
+            request, ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", n) % {"n": n}, messages.SUCCESS
         )
         return None
 
@@ -189,7 +201,7 @@ class ProjectSummaryAdmin(admin.ModelAdmin):
     readonly_fields = ["created_by", "created_at", "updated_at"]
     ordering = ["-updated_at", "-id"]
 
-    @admin.display(description="content")
+    @admin.display(description=gettext_lazy("content"))
     def preview(self, obj):
         return Truncator(obj.content).chars(80)
 

@@ -16,10 +16,10 @@ MAX_CONTENT_CHARS = 4000
 
 
 class Tier(models.TextChoices):
-    USER = "user"
-    PROJECT = "project"
-    CHAT = "chat"
-    GLOBAL = "global"
+    USER = "user", _("User")
+    PROJECT = "project", _("Project")
+    CHAT = "chat", _("Chat")
+    GLOBAL = "global", _("Global")
 
 
 # The tiers of bot chat memory (docs/scoped-memory.md): indexed for search, written through session keys.
@@ -51,12 +51,12 @@ class Status(models.TextChoices):
 
 
 class Origin(models.TextChoices):
-    MANUAL = "manual"
-    API = "api"
-    AUTO = "auto"
-    CONSOLIDATION = "consolidation"
-    TOOL = "tool"
-    MIGRATION = "migration"
+    MANUAL = "manual", _("Manual")
+    API = "api", _("Api")
+    AUTO = "auto", _("Auto")
+    CONSOLIDATION = "consolidation", _("Consolidation")
+    TOOL = "tool", _("Tool")
+    MIGRATION = "migration", _("Migration")
 
 
 # How an origin reads to a person (the stored values are for programs).
@@ -100,50 +100,56 @@ class Memory(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
-    scope_type = models.CharField(max_length=16, choices=Tier.choices)
-    scope_id = models.CharField(max_length=200)
+    scope_type = models.CharField(max_length=16, choices=Tier.choices, verbose_name=_("tier"))
+    scope_id = models.CharField(max_length=200, verbose_name=_("scope ID"))
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="memories",
+        verbose_name=_("owner"),
     )
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    content = models.TextField(max_length=MAX_CONTENT_CHARS)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories", verbose_name=_("project")
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, verbose_name=_("kind"))
+    content = models.TextField(max_length=MAX_CONTENT_CHARS, verbose_name=_("content"))
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, verbose_name=_("status"))
     superseded_by = models.ForeignKey(
         "self",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="supersedes",
+        verbose_name=_("superseded by"),
     )
     # Provenance only: no foreign key to threads (docs/tiers.md).
-    source_thread_id = models.CharField(max_length=64, blank=True, default="")
+    source_thread_id = models.CharField(max_length=64, blank=True, default="", verbose_name=_("source conversation ID"))
     # The typed chat a chat/global item was learned in (consolidation, dreaming, a bot's write
     # through a session key); empty for everything else, including a legacy session's items and
     # staff's explicit global writes. A global item with this set was shared from that chat: it
     # is part of the memory home of the user the chat is bound to (docs/scoped-memory.md).
-    source_chat_key = models.CharField(max_length=200, blank=True, default="")
-    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API)
-    metadata = models.JSONField(default=dict, blank=True)
-    evidence = models.JSONField(default=dict, blank=True)
+    source_chat_key = models.CharField(max_length=200, blank=True, default="", verbose_name=_("source chat key"))
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.API, verbose_name=_("origin"))
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    evidence = models.JSONField(default=dict, blank=True, verbose_name=_("evidence"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     # When the statement stops being true; null: it does not expire (docs/tiers.md, "Expiry").
-    expires_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, verbose_name=_("expires at"))
 
     class Meta:
-        verbose_name_plural = "memories"
+        verbose_name = _("memory")
+        verbose_name_plural = _("memories")
         ordering = ["-created_at", "-id"]
         indexes = [
             # "latest active in a scope": the query behind every context and list.
@@ -193,7 +199,7 @@ class Memory(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.id} [{self.scope_type}/{self.kind}/{self.status}]"
+        return f"{self.id} [{self.get_scope_type_display()}/{self.get_kind_display()}/{self.get_status_display()}]"
 
     def is_expired(self, now=None) -> bool:
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
@@ -210,19 +216,25 @@ class Memory(models.Model):
 class ProjectSummary(models.Model):
     """Project summaries; their text becomes ``project_summary_context`` (never merged)."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="summaries")
-    title = models.CharField(max_length=200, blank=True)
-    content = models.TextField(max_length=20000)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="summaries", verbose_name=_("project"))
+    title = models.CharField(max_length=200, blank=True, verbose_name=_("title"))
+    content = models.TextField(max_length=20000, verbose_name=_("content"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("project summary")
+        verbose_name_plural = _("project summaries")
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["project", "-updated_at"], name="summary_project_idx")]
-        verbose_name_plural = "project summaries"
 
     def __str__(self):
-        return self.title or f"Summary {self.pk}"
+        return self.title or _("Summary %(id)s") % {"id": self.pk}

@@ -18,15 +18,18 @@ __all__ = [
 class UserSettings(models.Model):
     """Per-user switches of the main agent; ``enable_memory`` is the one switch for MEMORY.md."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_settings")
-    enable_memory = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_settings", verbose_name=_("user")
+    )
+    enable_memory = models.BooleanField(default=True, verbose_name=_("memory (the notes file)"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
-        verbose_name_plural = "user settings"
+        verbose_name = _("user settings")
+        verbose_name_plural = _("user settings")
 
     def __str__(self):
-        return f"settings of {self.user_id}"
+        return _("settings of %(user)s") % {"user": self.user_id}
 
 
 class WorkspaceChangeSource(models.TextChoices):
@@ -85,6 +88,8 @@ class WorkspaceChange(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("notes file change")
+        verbose_name_plural = _("notes file changes")
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["user", "name", "seq"], name="workspace_change_seq_uniq")]
         indexes = [models.Index(fields=["user", "-created_at"], name="workspace_change_user_idx")]

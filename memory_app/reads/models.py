@@ -57,6 +57,8 @@ class MemoryRead(models.Model):
     run_generation = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("memory read")
+        verbose_name_plural = _("memory reads")
         indexes = [
             models.Index(fields=["item_ref", "-at"], name="memoryread_item_idx"),
             models.Index(fields=["user", "item_kind", "-at"], name="memoryread_user_idx"),

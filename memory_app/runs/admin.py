@@ -1,20 +1,22 @@
 """Admin of runs, with their lease state."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from config.admin import ReadOnlyAdmin
 from memory_app.runs.models import AgentRun
 from memory_app.runs.selectors import run_lease_state, runs_with_lease_state
 
 LEASE_STATES = ("held", "expired", "released")
+LEASE_STATE_WORDS = {"held": _("held"), "expired": _("expired (claimable)"), "released": _("released")}
 
 
 class LeaseStateFilter(admin.SimpleListFilter):
-    title = "lease"
+    title = _("lease")
     parameter_name = "lease"
 
     def lookups(self, request, model_admin):
-        return [("held", "held"), ("expired", "expired (claimable)"), ("released", "released")]
+        return [(state, LEASE_STATE_WORDS[state]) for state in LEASE_STATES]
 
     def queryset(self, request, queryset):
         if self.value() in LEASE_STATES:
@@ -42,6 +44,7 @@ class AgentRunAdmin(ReadOnlyAdmin):
     exclude = ["run_token_hash"]
     date_hierarchy = "created_at"
 
-    @admin.display(description="lease")
+    @admin.display(description=_("lease"))
     def lease_state(self, run):
-        return run_lease_state(run)
+        state = run_lease_state(run)
+        return LEASE_STATE_WORDS.get(state, state)

@@ -45,42 +45,66 @@ def new_run_id() -> str:
 
 class AgentRun(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_runs")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_runs", verbose_name=_("user")
     )
-    conversation = models.ForeignKey("memory_app.Conversation", on_delete=models.CASCADE, related_name="runs")
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
-    request_id = models.CharField(max_length=100)
-    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.CHAT)
-    parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    prompt = models.TextField(blank=True)
-    goal = models.TextField(blank=True, null=True)  # noqa: DJ001 - no goal (None) differs from an empty one
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    conversation = models.ForeignKey(
+        "memory_app.Conversation", on_delete=models.CASCADE, related_name="runs", verbose_name=_("conversation")
+    )
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs", verbose_name=_("project")
+    )
+    request_id = models.CharField(max_length=100, verbose_name=_("request ID"))
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.CHAT, verbose_name=_("kind"))
+    parent_run = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="child_runs",
+        verbose_name=_("parent run"),
+    )
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, verbose_name=_("status")
+    )
+    prompt = models.TextField(blank=True, verbose_name=_("prompt"))
+    goal = models.TextField(blank=True, null=True, verbose_name=_("goal"))  # noqa: DJ001 - no goal (None) differs from an empty one
     # Lease: the worker that owns the run, until when, and which generation of token is valid.
-    worker_id = models.CharField(max_length=200, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    lease_generation = models.PositiveIntegerField(default=0)
-    run_token_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    worker_id = models.CharField(max_length=200, blank=True, default="", verbose_name=_("worker"))
+    lease_expires_at = models.DateTimeField(null=True, blank=True, verbose_name=_("lease expires at"))
+    lease_generation = models.PositiveIntegerField(default=0, verbose_name=_("lease generation"))
+    run_token_hash = models.CharField(
+        max_length=64, blank=True, default="", db_index=True, verbose_name=_("run token hash")
+    )
     # Timing and usage.
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    usage = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    usage = models.JSONField(default=dict, blank=True, verbose_name=_("usage"))
     # Auto-memory per-run overrides (null = inherit the user's setting) and processing marker.
-    auto_memory_generate = models.BooleanField(null=True, blank=True)
-    auto_memory_use = models.BooleanField(null=True, blank=True)
-    auto_memory_processed_at = models.DateTimeField(null=True, blank=True)
+    auto_memory_generate = models.BooleanField(null=True, blank=True, verbose_name=_("auto-memory: generate"))
+    auto_memory_use = models.BooleanField(null=True, blank=True, verbose_name=_("auto-memory: use"))
+    auto_memory_processed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("auto-memory processed at"))
     # Part of a stretch of its chat in "don't remember this chat" mode: set when the run starts
     # in that mode, and on every run not yet processed when the mode is turned on. Nothing is
     # ever extracted from such a run, whatever the mode says later (``run_never_extracted``).
-    not_remembered = models.BooleanField(default=False)
+    not_remembered = models.BooleanField(default=False, verbose_name=_("not remembered"))
     # How many times the run's context was assembled: the server decides which call is the
     # first round (identity injection), whatever the runtime sends (docs/runs.md, Context).
-    context_rounds = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    context_rounds = models.PositiveIntegerField(default=0, verbose_name=_("context rounds"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("agent run")
+        verbose_name_plural = _("agent runs")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["user", "-created_at"], name="run_user_idx"),
@@ -91,7 +115,7 @@ class AgentRun(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.id} ({self.kind}, {self.status})"
+        return f"{self.id} ({self.get_kind_display()}, {self.get_status_display()})"
 
 
 def run_is_top_level(run: AgentRun) -> bool:

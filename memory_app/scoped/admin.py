@@ -2,6 +2,7 @@
 plans with per-entry review and apply. Thin: every change goes through the services."""
 
 import json
+import re
 
 from django import forms
 from django.contrib import admin, messages
@@ -175,9 +176,13 @@ class PlanImportForm(forms.Form):
 
 
 class ApplyForm(forms.Form):
-    apply_all_safe = forms.BooleanField(required=False, help_text="also every 'migrate' entry not rejected")
-    dry_run = forms.BooleanField(required=False)
-    confirm = forms.BooleanField(required=True, label="I confirm: back up, then move the selected items")
+    apply_all_safe = forms.BooleanField(
+        required=False,
+        label=gettext_lazy("Apply all safe entries"),
+        help_text=gettext_lazy("also every 'migrate' entry not rejected"),
+    )
+    dry_run = forms.BooleanField(required=False, label=gettext_lazy("Dry run"))
+    confirm = forms.BooleanField(required=True, label=gettext_lazy("I confirm: back up, then move the selected items"))
 
 
 @admin.register(ScopeMigrationPlan)
@@ -206,23 +211,25 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             )
         )
 
-    @admin.display(description="entries", ordering="n_entries")
+    @admin.display(description=gettext_lazy("entries"), ordering="n_entries")
     def entry_count(self, obj):
         return obj.n_entries
 
-    @admin.display(description="migrate")
+    @admin.display(description=gettext_lazy("to migrate"))
     def migrate_count(self, obj):
         return obj.n_migrate
 
-    @admin.display(description="approved")
+    @admin.display(description=gettext_lazy("approved"))
     def approved_count(self, obj):
         return obj.n_approved
 
-    @admin.display(description="entries")
+    @admin.display(description=gettext_lazy("entries"))
     def review_link(self, obj):
         url = reverse("admin:memory_app_scopemigrationentry_changelist") + f"?plan__id__exact={obj.pk}"
         apply_url = reverse("admin:memory_app_scopemigrationplan_apply", args=[obj.pk])
-        return format_html('<a href="{}">Review entries</a> · <a href="{}">Apply…</a>', url, apply_url)
+        return format_html(
+            '<a href="{}">{}</a> · <a href="{}">{}</a>', url, _("Review entries"), apply_url, _("Apply…")
+        )
 
     def has_add_permission(self, request):
         return False  # plans come from inspect or an import
@@ -273,7 +280,9 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         plan = migration.plan_import(
             data=migration.inspect_plan(), name=f"inspect {timezone.now():%Y-%m-%d %H:%M}", actor=request.user
         )
-        messages.success(request, f"Inspected: plan {plan.name} with {plan.entries.count()} entries.")
+        messages.success(
+            request, _("Inspected: plan %(name)s with %(n)s entries.") % {"name": plan.name, "n": plan.entries.count()}
+        )
         return self._changelist()
 
     def apply_view(self, request, plan_id):
@@ -295,12 +304,15 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             except DomainError as exc:
                 messages.error(request, exc.message)
                 return self._changelist()
-            counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
+            counts = counts_words(report["counts"])
             if report["dry_run"]:
                 messages.success(request, _("Dry run, nothing changed: %(counts)s.") % {"counts": counts})
                 return self._apply_page(request, plan, ApplyForm(), report=dry_run_report(plan, report))
-            prefix = f"Applied (backup: {report['backup'] or 'none needed'})"
-            messages.success(request, f"{prefix}: {counts}")
+            if report["backup"]:
+                done = _("Applied (backup: %(backup)s): %(counts)s") % {"backup": report["backup"], "counts": counts}
+            else:
+                done = _("Applied (no backup needed): %(counts)s") % {"counts": counts}
+            messages.success(request, done)
             return HttpResponseRedirect(reverse("admin:memory_app_scopemigrationplan_change", args=[plan.pk]))
         return self._apply_page(request, plan, form)
 
@@ -323,6 +335,61 @@ SKIP_REASONS = {
     "keep": gettext_lazy("inspect decided it stays global (keep)"),
     "not approved": gettext_lazy("it is not approved yet (still pending)"),
 }
+# What apply did with an entry (``migration.apply_plan`` stores these codes), in words.
+RESULT_WORDS = {
+    "would_apply": gettext_lazy("would move"),
+    "applied": gettext_lazy("moved"),
+    "skipped": gettext_lazy("skipped"),
+    "stale": gettext_lazy("stale"),
+    "already_applied": gettext_lazy("already moved"),
+    "invalid": gettext_lazy("refused"),
+}
+# Apply's sentences (stored and printed by the command in English), in the reader's language.
+DETAIL_WORDS = {
+    "nothing to apply, no backup": gettext_lazy("nothing to apply, no backup"),
+    "item no longer exists": gettext_lazy("the item no longer exists"),
+    "item changed since inspect": gettext_lazy("the item changed since inspect"),
+    "a manual_review entry needs a target chosen from its candidate chats": gettext_lazy(
+        "a manual_review entry needs a target chosen from its candidate chats"
+    ),
+}
+_DETAIL_PATTERNS = (
+    (re.compile(r"global → chat (?P<chat>.+)"), gettext_lazy("global → chat %(chat)s")),
+    (re.compile(r"already in chat (?P<chat>.+)"), gettext_lazy("already in chat %(chat)s")),
+    (re.compile(r"invalid target chat (?P<chat>.*)"), gettext_lazy("invalid target chat %(chat)s")),
+    (
+        re.compile(r"chat (?P<chat>.+) is not what the item's clues name"),
+        gettext_lazy("chat %(chat)s is not what the item's clues name"),
+    ),
+    (
+        re.compile(r"the item's clues say (?P<clues>\w+), the plan says (?P<plan>\w+)"),
+        gettext_lazy("the item's clues say %(clues)s, the plan says %(plan)s"),
+    ),
+)
+
+
+def result_words(result: str) -> str:
+    return str(RESULT_WORDS.get(result, result))
+
+
+def detail_words(detail: str) -> str:
+    """A reason or sentence of apply in words; one this module does not know is shown as it is."""
+    if detail in SKIP_REASONS:
+        return str(SKIP_REASONS[detail])
+    if detail in DETAIL_WORDS:
+        return str(DETAIL_WORDS[detail])
+    for pattern, words in _DETAIL_PATTERNS:
+        if match := pattern.fullmatch(detail):
+            values = match.groupdict()
+            for key in ("clues", "plan"):
+                if values.get(key) in MigrationDecision.values:
+                    values[key] = MigrationDecision(values[key]).label
+            return words % values
+    return detail
+
+
+def counts_words(counts: dict) -> str:
+    return ", ".join(f"{result_words(k)}={v}" for k, v in sorted(counts.items()))
 
 
 def dry_run_report(plan: ScopeMigrationPlan, report: dict) -> dict:
@@ -344,10 +411,10 @@ def dry_run_report(plan: ScopeMigrationPlan, report: dict) -> dict:
         entry = entries.get(row["item_id"])
         return {
             "item_id": row["item_id"],
-            "result": row["result"],
-            "why": SKIP_REASONS.get(row["detail"], row["detail"]),
+            "result": result_words(row["result"]),
+            "why": detail_words(row["detail"]),
             "preview": entry.content_preview if entry else "",
-            "decision": entry.decision if entry else "",
+            "decision": entry.get_decision_display() if entry else "",
             "url": reverse("admin:memory_app_scopemigrationentry_change", args=[entry.pk]) if entry else "",
         }
 
@@ -356,7 +423,7 @@ def dry_run_report(plan: ScopeMigrationPlan, report: dict) -> dict:
         "skipped": [line(row) for row in skipped[:MAX_REPORT_ROWS]],
         "more_would_apply": max(0, len(would) - MAX_REPORT_ROWS),
         "more_skipped": max(0, len(skipped) - MAX_REPORT_ROWS),
-        "note": report["note"],
+        "note": detail_words(report["note"]),
     }
 
 
@@ -405,8 +472,8 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
         "decision",
         "target_scope_id",
         "approval",
-        "result",
-        "result_detail",
+        "result_words",
+        "detail_words",
         "plan",
     ]
     list_display_links = ["content_preview", "item_id"]
@@ -422,8 +489,8 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
         "candidate_scope_ids",
         "reasons",
         "fingerprint",
-        "result",
-        "result_detail",
+        "result_words",
+        "detail_words",
     ]
     actions = ["approve", "reject", "reset"]
 
@@ -432,6 +499,14 @@ class ScopeMigrationEntryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description=gettext_lazy("result"), ordering="result")
+    def result_words(self, entry):
+        return result_words(entry.result)
+
+    @admin.display(description=gettext_lazy("result detail"))
+    def detail_words(self, entry):
+        return detail_words(entry.result_detail)
 
     def _set(self, request, queryset, approval):
         by_plan: dict = {}
