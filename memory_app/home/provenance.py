@@ -63,7 +63,7 @@ def _author(memory: Memory, *, user, services: set[int], members: set[tuple[str,
     if creator.pk == user.pk:
         return "you", name, _("you")
     if creator.pk in services:
-        return "service", name, _("the agent runtime %(name)s") % {"name": _quoted(name)}
+        return "service", name, _("the agent service %(name)s") % {"name": _quoted(name)}
     if memory.scope_type == Tier.PROJECT and (memory.project_id, creator.pk) in members:
         return "member", name, _("project member %(name)s") % {"name": _quoted(name)}
     if memory.scope_type == Tier.PROJECT:
@@ -170,7 +170,7 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
     if prov.pending_review:
         parts.append(_("It waits for an operator's review before it is shared with everyone."))
     if prov.migration is not None:
-        parts.append(_("A scope migration moved it from the global scope to this chat."))
+        parts.append(_("An operator moved it into this chat from the memories shared with everyone."))
     if prov.replaces:
         parts.append(_("It corrects an earlier version."))
     if prov.replaced_by:
@@ -189,23 +189,23 @@ def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
         text = _("You imported it from an export")
     elif memory.origin == Origin.AUTO:
         if prov.log_entry is not None:
-            text = _("Auto-memory extracted it from your run %(run)s") % {"run": prov.log_entry.run_ref} + where
+            text = _("Auto-memory extracted it from your agent task %(run)s") % {"run": prov.log_entry.run_ref} + where
         elif prov.author == "you":
-            text = _("Auto-memory extracted it from one of your runs") + where
+            text = _("Auto-memory extracted it from one of your agent tasks") + where
         else:
-            text = _("Auto-memory extracted it from a run of %(who)s") % {"who": who}
+            text = _("Auto-memory extracted it from an agent task of %(who)s") % {"who": who}
     elif memory.origin == Origin.CONSOLIDATION:
         dreaming = prov.candidate is not None and prov.candidate.source == "dream"
         template = (
-            _("%(who)s consolidated it while dreaming over the chat %(chat)s")
+            _("%(who)s learned it when looking back over the chat %(chat)s")
             if dreaming
-            else _("%(who)s consolidated it from the chat %(chat)s")
+            else _("%(who)s learned it from the chat %(chat)s")
         )
         text = template % {"who": _capital(who), "chat": prov.chat_key or _("it was written in")}
     elif memory.origin == Origin.TOOL:
         text = _("An agent saved it with a memory tool for %(who)s") % {"who": who} + where
     elif memory.origin == Origin.MIGRATION:
-        text = _("A scope migration wrote it")
+        text = _("An operator moved it here")
     elif memory.origin == Origin.MANUAL:
         text = _("%(who)s wrote it by hand") % {"who": _capital(who)}
     else:

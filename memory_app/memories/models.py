@@ -64,9 +64,9 @@ ORIGIN_LABELS: dict[str, Promise] = {
     Origin.MANUAL: _("written by hand"),
     Origin.API: _("saved through the API"),
     Origin.AUTO: _("extracted by auto-memory"),
-    Origin.CONSOLIDATION: _("consolidated from a chat"),
+    Origin.CONSOLIDATION: _("learned from a chat"),
     Origin.TOOL: _("saved by an agent's memory tool"),
-    Origin.MIGRATION: _("moved by a scope migration"),
+    Origin.MIGRATION: _("moved here by an operator"),
 }
 
 

@@ -1,16 +1,21 @@
 """The memory home over the API: the overview, one search, items with their provenance, and
 correcting and forgetting chat items bound to the caller (one, a selection, everything)."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone, translation
 
 from identity_app.models import ChatBinding
 from memory_app.automemory.models import AutoMemoryLogEntry
-from memory_app.memories.models import Memory, Status
+from memory_app.home.provenance import provenance_for
+from memory_app.memories import services as memory_services
+from memory_app.memories.models import Memory, Origin, Status
 from memory_app.notes import services as notes_services
 from memory_app.notes.models import WorkspaceChange
-from memory_app.scoped.models import MemoryCandidate
+from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry, ScopeMigrationPlan
 from tests.factories import ChatBindingFactory, ChatMemoryFactory, MembershipFactory, ProjectFactory, UserMemoryFactory
 from tests.memory_app.home.conftest import (
     ALICE_CHAT,
@@ -139,7 +144,7 @@ def test_provenance_names_who_wrote_each_item_and_links_its_origin(api, home):
     client = api(home.alice)
     project = items(client, f"project:{home.project.pk}")
     auto = project[home.auto.pk]["provenance"]
-    assert auto["sentence"].startswith(f"Auto-memory extracted it from your run {home.run.pk}")
+    assert auto["sentence"].startswith(f"Auto-memory extracted it from your agent task {home.run.pk}")
     assert auto["run_id"] == home.run.pk
     assert auto["thread"]["id"] == home.run.conversation_id
     assert auto["auto_memory_log_entry"]["id"] == home.log_entry.pk
@@ -152,14 +157,46 @@ def test_provenance_names_who_wrote_each_item_and_links_its_origin(api, home):
     chat = items(client, f"chat:{ALICE_CHAT}")
     consolidated = chat[home.consolidated.pk]["provenance"]
     assert consolidated["consolidation"]["decision"] == "created"
-    assert consolidated["sentence"] == f"The agent runtime “svc” consolidated it from the chat {ALICE_CHAT}."
+    assert consolidated["sentence"] == f"The agent service “svc” learned it from the chat {ALICE_CHAT}."
     assert chat[home.chat_item.pk]["provenance"]["author"] == "service"
     assert items(client, "user")[home.mine.pk]["provenance"]["sentence"] == "You wrote it by hand."
 
 
+# Words of the service's insides that the sentences shown to a person never use (issue: plain words).
+JARGON = re.compile(r"\b(?:runs?|sub-?agents?|runtime|consolidat\w*|dream\w*|scope|gate|lease|coordinator)\b", re.I)
+
+
+def test_provenance_sentences_use_plain_words_in_both_languages(api, home, svc):
+    """Every way an item comes to be, told without the service's vocabulary (run, runtime,
+    consolidation, dreaming, scope migration); in Chinese, without the English it replaced."""
+    MemoryCandidate.objects.filter(memory=home.consolidated).update(source="dream")
+    dreamed = home.consolidated
+    untracked = memory_services.memory_create(
+        actor=home.alice, tier="user", kind="fact", content="I ride a bike", origin=Origin.AUTO
+    )
+    tool = memory_services.memory_create(actor=home.alice, tier="user", kind="fact", content="Tea", origin=Origin.TOOL)
+    moved = ChatMemoryFactory(scope_id=ALICE_CHAT, content="Moved here", origin=Origin.MIGRATION, created_by=svc)
+    plan = ScopeMigrationPlan.objects.create(name="p", applied_at=timezone.now())
+    ScopeMigrationEntry.objects.create(
+        plan=plan, item_id=moved.pk, kind="fact", decision="migrate", fingerprint="f", result="applied"
+    )
+    memories = [home.auto, dreamed, untracked, tool, moved, home.chat_item, home.mine]
+    english = {pk: p.sentence for pk, p in provenance_for(user=home.alice, memories=memories).items()}
+    english[home.auto.pk + " (bob)"] = provenance_for(user=home.bob, memories=[home.auto])[home.auto.pk].sentence
+    assert english[dreamed.pk] == f"The agent service “svc” learned it when looking back over the chat {ALICE_CHAT}."
+    assert english[untracked.pk] == "Auto-memory extracted it from one of your agent tasks."
+    assert english[moved.pk].startswith("An operator moved it here. ")
+    assert "An operator moved it into this chat from the memories shared with everyone." in english[moved.pk]
+    assert {pk: JARGON.findall(sentence) for pk, sentence in english.items() if JARGON.search(sentence)} == {}
+    with translation.override("zh-hans"):
+        chinese = [p.sentence for p in provenance_for(user=home.alice, memories=memories).values()]
+    assert all(re.search(r"[\u4e00-\u9fff]", sentence) for sentence in chinese)
+    assert not [sentence for sentence in chinese if re.search(r"\b(?:run|runtime|agent task|operator)\b", sentence)]
+
+
 def test_provenance_of_bobs_view_of_alices_auto_memory_has_no_links_into_her_runs(api, home):
     item = items(api(home.bob), f"project:{home.project.pk}")[home.auto.pk]["provenance"]
-    assert item["sentence"] == "Auto-memory extracted it from a run of project member “alice”."
+    assert item["sentence"] == "Auto-memory extracted it from an agent task of project member “alice”."
     assert (item["run_id"], item["thread"], item["auto_memory_log_entry"]) == (None, None, None)
 
 

@@ -66,7 +66,7 @@ def test_items_page_lists_a_chat_with_provenance_and_actions(web, home):
     assert response.status_code == 200
     text = response.text
     assert "Remind Alice to renew passport in June." in text
-    assert "The agent runtime “svc” consolidated it from the chat" in text
+    assert "The agent service “svc” learned it from the chat" in text
     assert reverse("web:memory_home_item_forget", args=[home.chat_item.pk]) in text
     assert f'name="ids" value="{home.chat_item.pk}"' in text
 
@@ -80,7 +80,7 @@ def test_items_page_of_a_viewer_has_no_actions(web, home):
 def test_item_page_answers_why_do_you_know_this(web, home):
     text = web(home.alice).get(reverse("web:memory_home_item", args=[home.auto.pk])).text
     assert "Why do you know this?" in text
-    assert f"Auto-memory extracted it from your run {home.run.pk}" in text
+    assert f"Auto-memory extracted it from your agent task {home.run.pk}" in text
     assert reverse("web:run_detail", args=[home.run.pk]) in text
     assert reverse("web:conversation_detail", args=[home.run.conversation_id]) in text
     assert f"{reverse('web:auto_memory_log')}?run={home.run.pk}#log-{home.log_entry.pk}" in text
