@@ -15,6 +15,7 @@ from itertools import accumulate
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpResponseBadRequest, JsonResponse
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.utils.json import strict_constant
@@ -30,11 +31,11 @@ ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored, or None when it can."""
     if "\x00" in value:
-        return "may not contain NUL characters"
+        return _("may not contain NUL characters")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return "may not contain unpaired UTF-16 surrogates"
+        return _("may not contain unpaired UTF-16 surrogates")
     return None
 
 
@@ -44,7 +45,7 @@ def clean_text(value, *, field: str):
     if isinstance(value, str):
         problem = text_problem(value)
         if problem:
-            raise InvalidInput(f"{field} {problem}.", code="invalid_text")
+            raise InvalidInput(_("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code="invalid_text")
     return value
 
 
@@ -70,7 +71,7 @@ def validate_json_value(value, *, field: str):
     ``InvalidInput`` (code ``invalid_text``) otherwise."""
     problem = json_text_problem(value)
     if problem:
-        raise InvalidInput(f"{field} {problem}.", code="invalid_text")
+        raise InvalidInput(_("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code="invalid_text")
     return value
 
 
@@ -80,10 +81,11 @@ def validate_json_container(value, *, field: str, max_bytes: int, kind: type = d
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        raise InvalidInput(f"{field} must be a JSON {'object' if kind is dict else 'array'}.", code=f"invalid_{field}")
+        message = _("%(field)s must be a JSON object.") if kind is dict else _("%(field)s must be a JSON array.")
+        raise InvalidInput(message % {"field": field}, code=f"invalid_{field}")
     validate_json_value(value, field=field)
     if json_size(value) > max_bytes:
-        raise TooLarge(f"{field} is larger than {max_bytes} bytes.")
+        raise TooLarge(_("%(field)s is larger than %(n)s bytes.") % {"field": field, "n": max_bytes})
     return value
 
 

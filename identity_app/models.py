@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth.models import User as _AuthUser
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
@@ -45,22 +46,28 @@ def find_secret_key(value, path: str = "") -> str | None:
 
 def validate_timezone(value: str) -> None:
     if not value or value not in zoneinfo.available_timezones():
-        raise ValidationError(f"{value!r} is not a valid IANA time zone name.", code="invalid")
+        raise ValidationError(
+            gettext("%(value)s is not a valid IANA time zone name.") % {"value": repr(value)}, code="invalid"
+        )
 
 
 def validate_language(value: str) -> None:
     """Empty (the browser's choice) or one of the interface languages (``settings.LANGUAGES``)."""
     if value and value not in {code for code, _name in settings.LANGUAGES}:
-        raise ValidationError(f"{value!r} is not a language of this site.", code="invalid")
+        raise ValidationError(
+            gettext("%(value)s is not a language of this site.") % {"value": repr(value)}, code="invalid"
+        )
 
 
 def validate_preferences(value) -> None:
     if not isinstance(value, dict):
         # Not code="invalid": JSONField would replace the message with its own "valid JSON" text.
-        raise ValidationError("preferences must be a JSON object.", code="not_object")
+        raise ValidationError(gettext("preferences must be a JSON object."), code="not_object")
     found = find_secret_key(value)
     if found:
-        raise ValidationError(f"preferences may not store credentials (key {found!r}).", code="secret_key")
+        raise ValidationError(
+            gettext("preferences may not store credentials (key %(key)s).") % {"key": repr(found)}, code="secret_key"
+        )
 
 
 class Profile(models.Model):

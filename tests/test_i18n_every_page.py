@@ -29,8 +29,10 @@ from identity_app.services import invitation_create, profile_update, token_issue
 from memory_app.automemory import gates, words
 from memory_app.automemory import models as automemory_models
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemoryOutcome
+from memory_app.automemory.services import SETTINGS_FIELDS
 from memory_app.memories import models as memories_models
 from memory_app.notes import models as notes_models
+from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES
 from memory_app.ops import models as ops_models
 from memory_app.ops.models import BackgroundJob, WorkerHeartbeat
 from memory_app.reads import models as reads_models
@@ -84,6 +86,7 @@ ALLOWED = {
     "USER.md": "a file's name",
     "AGENTS.md": "a file's name",
     "UTC": "a time zone's name",
+    "UTF-8": "a text encoding's name",
     "PostgreSQL": "a database's name",
     "SQLite": "a database's name",
     "FORGET": "the word to type to confirm forgetting everything, the same in every language",
@@ -502,10 +505,34 @@ BAD_IMPORTS = [
     b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "settings": {"enable_memory": 1}}',
     b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "settings": []}',
     b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, "notes_files": {"X.md": "a"}}',
+    # Errors found by the rules of the pages the sections come from (nested in the file).
+    *(
+        b'{"format": "memory-service-export", "version": 2, "memories": {"user": []}, ' + section + b"}"
+        for section in (
+            b'"notes_files": {"MEMORY.md": 5}',
+            b'"notes_files": {"MEMORY.md": "' + b"x" * (MAX_WORKSPACE_FILE_BYTES + 1) + b'"}',
+            b'"settings": {"auto_memory": {"zz": 1}}',
+            b'"settings": {"auto_memory": {"generate": 1}}',
+            b'"settings": {"auto_memory": {"extract_model": 5}}',
+            b'"settings": {"auto_memory": {"min_idle_minutes": -1}}',
+            b'"user": {"timezone": "Mars/Base"}',
+            b'"user": {"language": "fr"}',
+            b'"user": {"preferences": []}',
+            b'"user": {"preferences": {"password": "x"}}',
+            b'"user": {"display_name": "' + b"x" * 151 + b'"}',
+        )
+    ),
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "a\\u0000"}]}}',
+    b'{"format": "memory-service-export", "version": 2, "memories": {"user": [{"kind": "fact", "content": "x", '
+    b'"metadata": {"k": "' + b"x" * 70000 + b'"}}]}}',
 ]
-# Where in the file the problem is (``memories.user[0]``, ``settings.enable_memory``) is named as
-# the file spells it.
-KEY_PATH = re.compile(r"\b(?:memories|settings|notes_files|user|format|expires_at|content|kind)(?:\.\w+|\[\d+\])*")
+# Where in the file the problem is (``memories.user[0]``, ``settings.enable_memory``), and a key or
+# value quoted from it, are named as the file spells them.
+KEY_PATH = re.compile(
+    r"\b(?:memories|settings|notes_files|user|format|expires_at|content|kind|metadata|preferences|"
+    + "|".join(SETTINGS_FIELDS)
+    + r")(?:\.\w+|\[\d+\])*|'[^']*'"
+)
 
 
 def test_import_errors_on_the_web_page_are_in_chinese(world):
@@ -524,8 +551,9 @@ def test_import_errors_on_the_web_page_are_in_chinese(world):
         # "kind must be one of …" lists the values as the file spells them.
         kinds = "|".join(memories_models.Kind.values)
         text = re.sub(rf"\b(?:{kinds})\b", " ", text)
-        assert re.search(r"[\u4e00-\u9fff]", text), (raw, text)
         found = _english_left(text, phrases)
+        if not re.search(r"[\u4e00-\u9fff]", text):
+            found.append("(no Chinese)")
         if found:
-            problems[raw] = (text, found)
+            problems[raw[:160]] = (text, found)
     assert not problems, "\n".join(f"{raw!r}: {text} {found}" for raw, (text, found) in problems.items())

@@ -6,6 +6,7 @@ defaults, which are off.
 """
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from config.errors import InvalidInput
 from config.validation import clean_text
@@ -25,20 +26,26 @@ def auto_memory_settings_validate(changes: dict) -> dict:
     bounded model names, thresholds from 0 to ``AUTO_MEMORY_LIMITS``. Returns them cleaned."""
     unknown = sorted(set(changes) - set(SETTINGS_FIELDS))
     if unknown:
-        raise InvalidInput(f"Unknown settings: {', '.join(unknown)}.", code="invalid_settings")
+        raise InvalidInput(
+            gettext("Unknown settings: %(names)s.") % {"names": ", ".join(unknown)}, code="invalid_settings"
+        )
     for name, value in changes.items():
         if name in BOOL_FIELDS and not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true or false.", code="invalid_settings")
+            raise InvalidInput(gettext("%(name)s must be true or false.") % {"name": name}, code="invalid_settings")
         if name in MODEL_FIELDS and (not isinstance(value, str) or len(value) > MODEL_NAME_MAX):
             raise InvalidInput(
-                f"{name} must be a string of at most {MODEL_NAME_MAX} characters.", code="invalid_settings"
+                gettext("%(name)s must be a string of at most %(n)s characters.") % {"name": name, "n": MODEL_NAME_MAX},
+                code="invalid_settings",
             )
         if name in MODEL_FIELDS:
             clean_text(value, field=name)
         if name in THRESHOLD_FIELDS:
             limit = AUTO_MEMORY_LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-                raise InvalidInput(f"{name} must be an integer from 0 to {limit}.", code="invalid_settings")
+                raise InvalidInput(
+                    gettext("%(name)s must be an integer from 0 to %(n)s.") % {"name": name, "n": limit},
+                    code="invalid_settings",
+                )
     return {k: (v.strip() if isinstance(v, str) else v) for k, v in changes.items()}
 
 

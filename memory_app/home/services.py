@@ -416,6 +416,9 @@ def _profile_to_restore(data: dict) -> dict:
             continue  # the username and anything else are context, never imported
         model_field = cast(models.Field, Profile._meta.get_field(name))  # PROFILE_FIELDS are concrete fields
         try:
+            if name == "preferences" and not isinstance(value, dict):
+                # An empty list would pass the model's validators, which skip empty values.
+                raise ValidationError(_("must be an object."))
             if name != "preferences":
                 if not isinstance(value, str):
                     raise ValidationError(_("must be a string."))

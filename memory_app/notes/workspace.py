@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from config.budgets import utf8_len
 from config.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable, TooLarge
@@ -288,10 +289,10 @@ def read_whole_file(workspace: Workspace, name: str):
 
 def validate_workspace_content(content) -> str:
     if not isinstance(content, str):
-        raise InvalidInput("content must be a string.", code="invalid_content")
+        raise InvalidInput(_("content must be a string."), code="invalid_content")
     clean_text(content, field="content")
     if utf8_len(content) > MAX_WORKSPACE_FILE_BYTES:
-        raise TooLarge(f"content is larger than {MAX_WORKSPACE_FILE_BYTES} bytes (UTF-8).")
+        raise TooLarge(_("content is larger than %(n)s bytes (UTF-8).") % {"n": MAX_WORKSPACE_FILE_BYTES})
     return content
 
 

@@ -223,6 +223,7 @@ def test_only_the_fields_present_are_applied(api, home):
         ({"user": {"language": "fr"}}, "user.language: 'fr' is not a language of this site."),
         ({"user": {"display_name": 5}}, "user.display_name: must be a string."),
         ({"user": {"preferences": {"api_key": "x"}}}, "user.preferences: preferences may not store credentials"),
+        ({"user": {"preferences": []}}, "user.preferences: must be an object."),
         ({"settings": {"enable_memory": "yes"}}, "settings.enable_memory must be true or false."),
         ({"settings": {"auto_memory": {"min_idle_minutes": -1}}}, "settings.auto_memory: min_idle_minutes must be"),
         ({"settings": {"auto_memory": {"surprise": 1}}}, "settings.auto_memory: Unknown settings: surprise."),
@@ -247,6 +248,17 @@ def test_an_invalid_profile_setting_or_notes_file_refuses_the_whole_file(api, ho
     error = response.json()["error"]["message"]
     assert error.startswith(message) and error.endswith(".")
     assert state_of(carol) == before and memory_rows() == rows
+
+
+def test_the_api_tells_a_nested_import_error_in_english_whatever_the_profile_language(api, home):
+    """The web import page says it in the reader's language; the API's messages stay English."""
+    carol = UserFactory(username="carol")
+    profile_update(user=carol, language="zh-hans")
+    body = {"format": "memory-service-export", "version": 2, "memories": {"user": []}}
+    body["settings"] = {"auto_memory": {"generate": 1}}
+    response = api(carol).post(IMPORT, body, format="json", HTTP_ACCEPT_LANGUAGE="zh-Hans")
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "settings.auto_memory: generate must be true or false."
 
 
 def test_import_drops_scope_clue_keys_from_metadata(api, home):
