@@ -9,10 +9,11 @@ import pytest
 from django.db import close_old_connections
 from django.urls import reverse
 
+from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.search import engine
 from memory_app.search.embedder import embed_pending
-from memory_app.search.embeddings import E5Embedding, get_provider
+from memory_app.search.embeddings import E5Embedding, get_provider, language_direction
 from memory_app.search.models import SearchDocument
 
 DECISION = "Decided to use PostgreSQL 17 for all new services"
@@ -70,3 +71,48 @@ def test_documents_are_embedded_after_commit_in_the_background(e5, settings, ali
     found = engine.search(scopes=[f"user:{alice.pk}"], query="what is the name of our pet", limit=3, mode="dense")
     assert found.refs[:1] == [memory.pk] and found.warnings == []
     close_old_connections()
+
+
+DRINKS = [
+    "我喜欢喝冰美式，每天早上一杯。",
+    "Alice drinks jasmine green tea in the afternoon.",
+    "下午常喝一壶乌龙茶提神。",
+]
+UNRELATED = [
+    "Collects fountain pens, mostly Japanese brands.",
+    "Vegetarian since 2019, but eats eggs.",
+    "Allergic to penicillin.",
+    "Blood type is O positive.",
+    "Prefers code reviews in the morning before lunch.",
+    "家里养了一只叫豆豆的橘猫。",
+    "正在准备明年三月的架构师认证考试。",
+    "Book the Kyoto ryokan with a private onsen.",
+]
+
+
+@pytest.mark.django_db
+def test_a_question_in_one_language_finds_the_answers_in_both_before_unrelated_items(e5, alice):
+    """ "what do I drink" finds 我喜欢喝冰美式 and the tea memories, in either language, above
+    every unrelated memory the home search shows (docs/search.md, "Across languages")."""
+    ids = {}
+    for text in DRINKS + UNRELATED:
+        ids[services.memory_create(actor=alice, tier="user", kind="fact", content=text).pk] = text
+    embed_pending()
+    shown = [ids[hit.memory.pk] for hit in home_search(user=alice, query="what do I drink", with_notes=False).hits]
+    assert set(shown[: len(DRINKS)]) == set(DRINKS), shown
+    # Asked in Chinese: what is shown of the drinks comes before anything unrelated.
+    shown = [ids[hit.memory.pk] for hit in home_search(user=alice, query="我喝什么", with_notes=False).hits]
+    drinks = [text in DRINKS for text in shown]
+    assert drinks[0] and drinks == sorted(drinks, reverse=True), shown
+
+
+def test_a_query_vector_has_no_language_direction(e5):
+    """The e5 query vector is unit length and orthogonal to the direction from English to Chinese
+    background text, which every document keeps."""
+    direction = language_direction(e5)
+    for query in ("what do I drink", "我喝什么"):
+        vector = e5.embed_query(query)
+        assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-4)
+        assert abs(float(vector @ direction)) < 1e-4
+    documents = e5.embed(["我喜欢喝冰美式", "I like iced americano"])
+    assert (documents @ direction)[0] > 0 > (documents @ direction)[1]
