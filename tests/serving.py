@@ -86,6 +86,9 @@ class Server:
                 raise AssertionError(f"serve.sh exited with {self.proc.returncode}:\n" + self.log.read_text()[-4000:])
             try:
                 if call("GET", f"{self.base}/readyz", timeout=5)[0] == 200:
+                    # Another process may still answer from a failure it checked before this
+                    # success (a probe's answer lasts READYZ_CHECK_SECONDS): let that expire.
+                    time.sleep(float(self.env.get("READYZ_CHECK_SECONDS", 5)) + 0.5)
                     return
             except OSError:
                 pass
