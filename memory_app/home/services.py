@@ -604,9 +604,8 @@ def home_import(
                     tier=Tier.GLOBAL,
                     **tiered,
                 )
-            current_profile = Profile.objects.filter(user=actor).first() or Profile(
-                user=actor
-            )  # a dry run creates none
+            # A dry run creates no profile row.
+            current_profile = Profile.objects.filter(user=actor).first() or Profile(user=actor)
             profile_changes = _changed(report, "user.", current_profile, profile)
             auto_changes = _changed(report, "settings.auto_memory.", auto_memory_settings_get(user=actor), auto)
             switch_changes = _changed(report, "settings.", user_settings_get(user=actor), switch)
