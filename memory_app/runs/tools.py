@@ -23,7 +23,7 @@ from memory_app.notes import notes_history
 from memory_app.notes.groupcommit import GroupCommitter
 from memory_app.notes.locks import LockFailed, user_lock_acquire
 from memory_app.notes.models import WorkspaceChangeAction, WorkspaceChangeSource
-from memory_app.notes.selectors import enable_memory_subquery, memory_enabled_for, run_memory_enabled
+from memory_app.notes.selectors import enable_memory_subquery, run_memory_enabled
 from memory_app.notes.workspace import MEMORY_FILE, FileRead, Workspace
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
@@ -367,9 +367,14 @@ def _apply(*, current: str, lines: list[str], content: str, replaces: str | None
 
 # --- history tools --------------------------------------------------------------------------
 def _tool_run(*, credential: RunCredential, claims: dict | None) -> AgentRun:
-    run = AgentRun.objects.select_related("conversation").filter(pk=credential.run_id).first()
+    """The run of a history tool call, checked: the row this request's authentication read (with
+    its conversation and the user's memory switch) when the credential carries it, else read
+    now (a credential kept across requests, the MCP session's, carries none)."""
+    run = credential.run
+    if run is None or run.pk != credential.run_id:
+        run = AgentRun.objects.select_related("conversation").filter(pk=credential.run_id).first()
     run = _check_tool_run(run=run, credential=credential, claims=claims)
-    if not memory_enabled_for(user_id=run.user_id):
+    if not run_memory_enabled(run):
         raise MemoryDisabled("Memory is turned off for this user.")
     return run
 

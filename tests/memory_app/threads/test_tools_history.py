@@ -420,3 +420,32 @@ def test_a_question_naming_nobody_keeps_the_word_ranking(svc, alice, settings):
     finally:
         history.SPEAKER_WEIGHT = settings_weight
     assert with_speakers == plain
+
+
+def test_a_search_tool_call_reads_its_run_once(svc, alice, make_run, run_api, settings):
+    """Through the API, the run row (with its conversation and the user's memory switch) is read
+    once, by authentication: the tool reuses it, then the search's statements and the read record."""
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    thread = _thread(svc, alice, title="billing")
+    for i in range(12):
+        _say(svc, thread, f"The billing invoice number {i} for the database plan", role=("user", "assistant")[i % 2])
+    handle = make_run(alice)
+    client = run_api(handle.token)
+    assert client.post(SEARCH.format(handle.id), {"query": "billing plan"}, format="json").status_code == 200
+    for query in ("invoice database", "plan numbers"):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.post(SEARCH.format(handle.id), {"query": query}, format="json")
+        assert response.status_code == 200 and response.json()["results"]
+        sqls = [q["sql"] for q in queries.captured_queries]
+        assert sum('FROM "memory_app_agentrun"' in sql for sql in sqls) == 1, sqls
+        assert not any(sql.startswith('SELECT "memory_app_usersettings"') for sql in sqls), sqls
+
+
+def test_a_search_tool_call_sees_the_memory_switch_its_authentication_read(svc, alice, make_run, run_api):
+    handle = make_run(alice)
+    notes_services.user_settings_update(user=alice, enable_memory=False)
+    response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "billing"}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "memory_disabled")
+    notes_services.user_settings_update(user=alice, enable_memory=True)
+    response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "billing"}, format="json")
+    assert response.status_code == 200
