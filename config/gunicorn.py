@@ -6,6 +6,13 @@ the master process, which serves nothing.
 
 import os
 
+# One BLAS thread per process: the request path's numpy work is matrix-vector products (the
+# vector ranking, docs/search.md), which OpenBLAS splits over every core above ~10,000 rows and
+# then leaves its helper thread spinning for the next call, a core's worth of CPU after each
+# search, while the other requests of these threads and processes wait for a core. Set before
+# any worker imports numpy; a value from the environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))

@@ -141,3 +141,17 @@ def test_db_pool_size_gives_each_process_a_checked_pool():
         "shell", "-c", code.split("; c =", maxsplit=1)[0], env_overrides={**PRODUCTION_ENV, "DATABASE_URL": url}
     )
     assert result.returncode != 0 and "KeyError: 'pool'" in result.stderr  # off by default
+
+
+def test_gunicorn_workers_run_one_blas_thread_unless_told(monkeypatch):
+    """A worker's OpenBLAS reads this when numpy loads (after the fork): one thread, so a vector
+    ranking leaves no helper thread spinning on a core after each search."""
+    import runpy
+
+    path = Path(__file__).resolve().parent.parent / "config" / "gunicorn.py"
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    runpy.run_path(str(path))
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    runpy.run_path(str(path))
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "2"
