@@ -14,12 +14,20 @@ keep-alive client, each call with a question never asked before (so with e5 the 
 in the request), after 10 warm-up calls with other questions.
 
 ``--profile`` instead profiles ``history_search`` in this process (pyinstrument, if installed)
-and prints the time per stage: where a search's milliseconds go.
+and prints the time per stage: where a search's milliseconds go; the first call of each row (the
+first mode's reads the scope's vectors, the very first also loads the model); then the first
+search after each of five new messages (a new version of the scope). One OpenBLAS thread, as the
+server's workers run (config/gunicorn.py).
 """
+
+import os
+
+# As config/gunicorn.py sets it for the server's workers (before numpy loads): the in-process
+# profile then measures what a worker does.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import json
-import os
 import random
 import shutil
 import signal
@@ -170,7 +178,10 @@ def profile(args, runs, asked):
     for mode in args.modes.split(","):
         for label, (_, _, user_id) in runs.items():
             with override_settings(MEMORY_SEARCH_MODE=mode):
-                for q in asked[:10]:
+                t0 = time.perf_counter()
+                history_search(user_id=user_id, query=asked[0])
+                first = (time.perf_counter() - t0) * 1000  # the first mode's: the scope's vectors are read
+                for q in asked[1:10]:
                     history_search(user_id=user_id, query=q)
                 profiler = Profiler(interval=0.0005) if Profiler and args.pyinstrument else None
                 if profiler:
@@ -184,7 +195,7 @@ def profile(args, runs, asked):
                     times.append((time.perf_counter() - t0) * 1000)
                 print(
                     f"\n{mode} {label} in-process: p50 {percentile(times, 50):.1f} p95 {percentile(times, 95):.1f} ms"
-                    f"; CPU {(time.process_time() - cpu0) * 1000 / args.calls:.2f} ms/call"
+                    f"; CPU {(time.process_time() - cpu0) * 1000 / args.calls:.2f} ms/call; first call {first:.1f} ms"
                 )
                 for stage, seconds in stages.items():
                     print(f"    CPU {seconds * 1000 / args.calls:7.2f} ms/call  {stage}")
@@ -192,6 +203,30 @@ def profile(args, runs, asked):
                     profiler.stop()
                     print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False)[:6000])
             asked = asked[10 + args.calls :]  # new questions for every row
+    after_a_message(runs, asked[:10])
+
+
+def after_a_message(runs, asked):
+    """The first search after a new message of the user (a new version of the history scope):
+    the scope's document list is read again (its vectors are kept)."""
+    from django.contrib.auth import get_user_model
+
+    from memory_app.runs.models import AgentRun
+    from memory_app.threads import services as thread_services
+    from memory_app.threads.history import history_search
+
+    svc = get_user_model().objects.get(username="svc")
+    for label, (run_id, _, user_id) in runs.items():
+        conversation_id = AgentRun.objects.get(pk=run_id).conversation_id
+        times = []
+        for n, q in enumerate(asked[:5]):
+            thread_services.message_create(
+                actor=svc, conversation_id=conversation_id, role="user", content=f"a new message {n} {q}"
+            )
+            t0 = time.perf_counter()
+            history_search(user_id=user_id, query=q)
+            times.append((time.perf_counter() - t0) * 1000)
+        print(f"\nfirst search after a new message, {label}: " + ", ".join(f"{t:.1f}" for t in times) + " ms")
 
 
 def main():
