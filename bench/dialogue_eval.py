@@ -112,10 +112,11 @@ def install_vector_cache():
             cache.dirty = True
         return np.stack([np.frombuffer(cache.vectors[k], dtype="<f4") for k in keys]) if keys else plain_embed(self, [])
 
-    def embed_query(self, text):
-        key = cache.key("q", text[: self.max_chars])
+    def embed_query(self, text, *, across_languages=False):
+        key = cache.key("qx" if across_languages else "q0", text[: self.max_chars])
         if key not in cache.vectors:
-            cache.vectors[key] = np.asarray(plain_query(self, text), dtype="<f4").tobytes()
+            vector = plain_query(self, text, across_languages=across_languages)
+            cache.vectors[key] = np.asarray(vector, dtype="<f4").tobytes()
             cache.dirty = True
         return np.frombuffer(cache.vectors[key], dtype="<f4")
 

