@@ -6,11 +6,10 @@
 # when missing and we are root). Chromium the same way (Debian package `chromium`).
 #
 # The two passes run at the same time, each into its own log, printed whole (PostgreSQL first)
-# once both have finished; the exit status is the first failing pass's. The PostgreSQL pass, the
-# longer one, is split over pytest-xdist workers (TEST_PG_WORKERS, default 2; 0 runs it in one
-# process), so that its two workers and the SQLite pass keep two cores busy until the end; the
-# SQLite pass too (TEST_SQLITE_WORKERS, default 2). TEST_SERIAL=1 runs the passes one after the
-# other, printing as they go.
+# once both have finished; the exit status is the first failing pass's. Each pass is split over
+# pytest-xdist workers (TEST_PG_WORKERS, TEST_SQLITE_WORKERS, default 2 each; 0 runs a pass in
+# one process), so that both cores stay busy until the end. TEST_SERIAL=1 runs the passes one
+# after the other, printing as they go.
 #
 # Tests that are the same on every database (they never reach the test database, or they drive
 # the browser: tests/conftest.py, same_on_every_database) run once, in the SQLite pass; the
