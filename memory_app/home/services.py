@@ -62,7 +62,7 @@ from memory_app.notes import services as notes_services
 from memory_app.notes.locks import user_lock_acquire
 from memory_app.notes.models import WorkspaceChangeSource
 from memory_app.notes.notes_history import Author
-from memory_app.notes.selectors import user_settings_get, workspace_file_get
+from memory_app.notes.selectors import user_settings_get
 from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES, validate_workspace_content
 from memory_app.scoped import services as scoped_services
 from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_CLUE_KEYS
@@ -216,7 +216,12 @@ IMPORT_DEDUPE_SCAN = 20_000
 IMPORTED_KEYS = ("id", "origin", "created_at")
 GLOBAL_SECTION = "global"  # memories.global: pre-isolation global items, read only by the operator's --legacy import
 PROFILE_FIELDS = ("display_name", "timezone", "language", "preferences")
-NOTES_WRITTEN, NOTES_IDENTICAL, NOTES_CONFLICT = "written", "identical", "conflict"
+# A notes file's result: the workspace service's own (notes_services.workspace_files_fill).
+NOTES_WRITTEN, NOTES_IDENTICAL, NOTES_CONFLICT = (
+    notes_services.FILL_WRITTEN,
+    notes_services.FILL_IDENTICAL,
+    notes_services.FILL_CONFLICT,
+)
 APPLIED, UNCHANGED = "applied", "unchanged"
 
 
@@ -511,20 +516,10 @@ def _restore_notes(*, actor, notes: dict[str, str], report: ImportReport, origin
     every notes-file write takes), in the import's transaction: written when it is missing or
     empty, skipped when it already holds the same text, reported as a conflict (and left alone)
     when it holds other text. Returns what was published (to take back if the import fails)."""
-    if report.dry_run:
-        results = {}
-        for name, content in notes.items():
-            current = workspace_file_get(user=actor, name=name)
-            if current.exists and current.content == content:
-                results[name] = NOTES_IDENTICAL
-            else:
-                results[name] = NOTES_CONFLICT if current.exists and current.content else NOTES_WRITTEN
-        published: list[notes_services.Published] = []
-    else:
-        source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
-        results, published = notes_services.workspace_files_fill(
-            user=actor, files=notes, author=Author(source, actor=actor)
-        )
+    source = WorkspaceChangeSource.WEB if origin == Origin.MANUAL else WorkspaceChangeSource.API
+    results, published = notes_services.workspace_files_fill(
+        user=actor, files=notes, author=Author(source, actor=actor), dry_run=report.dry_run
+    )
     for name, result in results.items():
         if result == NOTES_CONFLICT:
             message = f"{name} already holds other text; it was not overwritten."

@@ -103,7 +103,7 @@ class Published:
 
 
 def workspace_files_fill(
-    *, user: User, files: dict[str, str], author: Author
+    *, user: User, files: dict[str, str], author: Author, dry_run: bool = False
 ) -> tuple[dict[str, str], list[Published]]:
     """Write each of ``files`` that is missing or empty, never overwriting text (an import):
     ``written``, ``identical`` (it already holds that text) or ``conflict`` per name.
@@ -112,10 +112,12 @@ def workspace_files_fill(
     caller's other writes and these files commit together. The files are published last, after
     their history rows; if one publish fails, the ones before it are taken back and the error
     raised (the transaction then takes the rows back). The caller passes what was published to
-    ``workspace_files_unpublish`` if its transaction fails afterwards."""
-    if not transaction.get_connection().in_atomic_block:
-        raise LockFailed("Filling the workspace files needs the caller's transaction.")
-    user_lock_acquire(user_id=user.pk)
+    ``workspace_files_unpublish`` if its transaction fails afterwards. ``dry_run``: the same
+    answer, and nothing is locked, recorded or written."""
+    if not dry_run:
+        if not transaction.get_connection().in_atomic_block:
+            raise LockFailed("Filling the workspace files needs the caller's transaction.")
+        user_lock_acquire(user_id=user.pk)
     workspace = Workspace(user.pk)
     results: dict[str, str] = {}
     to_publish: list[tuple[str, bytes, FileRead]] = []
@@ -128,9 +130,12 @@ def workspace_files_fill(
         elif before.exists and (before.truncated or before.content):
             results[name] = FILL_CONFLICT
         else:
-            _record(user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data)
-            to_publish.append((name, data, before))
             results[name] = FILL_WRITTEN
+            if not dry_run:
+                _record(
+                    user=user, name=name, action=WorkspaceChangeAction.WRITE, author=author, before=before, after=data
+                )
+                to_publish.append((name, data, before))
     published: list[Published] = []
     try:
         for name, data, before in to_publish:
