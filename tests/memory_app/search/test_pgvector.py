@@ -319,3 +319,30 @@ def test_metrics_report_the_vector_cache_bytes(client, settings):
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer a-metrics-token-of-enough-length")
     assert response.status_code == 200
     assert b"memsvc_vector_cache_bytes" in response.content
+
+
+def test_an_index_built_with_other_settings_is_rebuilt_and_a_current_one_left_alone(pgvector):
+    from django.db import connection
+
+    from memory_app.search.vectorstore import TABLE, _build_options, index_name
+
+    model, dim = pgvector.model, pgvector.dim
+    name = index_name(model, dim)
+    assert _build_options(name) == {f"m={vectorstore.HNSW_M}", f"ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}"}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_class WHERE relname = %s", [name])
+        current = cursor.fetchone()[0]
+    assert vectorstore.ensure_index(model, dim)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_class WHERE relname = %s", [name])
+        assert cursor.fetchone()[0] == current  # no DDL: the same index
+        # As an earlier release built it.
+        cursor.execute(f'DROP INDEX "{name}"')
+        cursor.execute(
+            f'CREATE INDEX "{name}" ON {TABLE} USING hnsw ((vec::halfvec({dim})) halfvec_ip_ops) '
+            f"WITH (m = 16, ef_construction = 64) WHERE model = '{model}' AND vec IS NOT NULL"
+        )
+    assert _build_options(name) == {"m=16", "ef_construction=64"}
+    assert vectorstore.ensure_index(model, dim)
+    assert _build_options(name) == {f"m={vectorstore.HNSW_M}", f"ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}"}
+    assert vectorstore.index_ready(model, dim)
