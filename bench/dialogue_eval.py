@@ -216,6 +216,10 @@ LEVERS = {
     # name: {(module, attribute): value}; every run starts from the defaults of the code.
     "default": {},
     "no next-turn share": {("history", "NEXT_TURN_WEIGHT"): 0.0},
+    "no dense window": {("history", "WINDOW_SOURCES"): 0},
+    "dense window 10": {("history", "WINDOW_SOURCES"): 10},
+    "names in coverage": {("history", "NAMES_OUT_OF_COVERAGE"): False},
+    "dense window 50": {("history", "WINDOW_SOURCES"): 50},
     "next-turn 0.25": {("history", "NEXT_TURN_WEIGHT"): 0.25},
     "speaker 0.25": {("history", "SPEAKER_WEIGHT"): 0.25},
     "speaker 0.5": {("history", "SPEAKER_WEIGHT"): 0.5},

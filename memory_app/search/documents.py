@@ -24,7 +24,7 @@ def sync(source: str, rows: Iterable[Row]) -> None:
         return
     provider = get_provider()
     if provider.in_process:
-        embedder.embed_now([doc for doc, _ in created], [text for _, text in created], provider=provider)
+        embedder.embed_now(source, created, provider=provider)
     else:
         embedder.schedule()
 

@@ -75,8 +75,14 @@ def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = 
     return done
 
 
-def embed_now(documents: list[SearchDocument], texts: list[str], *, provider) -> None:
-    """Vectors for just-created documents of an in-process provider, in the caller's transaction."""
+def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provider) -> None:
+    """Vectors for just-created documents ``(document, indexed text)`` of an in-process
+    provider, in the caller's transaction. Each is embedded as ``embed_pending`` would embed
+    it: the source's text to embed (with its context), where the source still has that text."""
+    documents = [doc for doc, _ in created]
+    loader = _loaders.get(source)
+    found = loader([doc.ref for doc in documents]) if loader is not None else {}
+    texts = [found[doc.ref][1] if doc.ref in found and found[doc.ref][0] == text else text for doc, text in created]
     matrix = provider.embed(texts)
     updated = [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)]
     SearchDocument.objects.bulk_update(updated, ["model", "vector"])

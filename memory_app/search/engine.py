@@ -141,10 +141,12 @@ def lexical_rank(
     postings: dict[str, list[tuple]],
     df: dict[str, int],
     coverage: dict[int, float] | None = None,
+    absent: dict[str, float] | None = None,
 ) -> list[tuple[int, float]]:
     """``(document id, BM25 score)`` best first, from ``_scopes_and_postings``. ``coverage``,
     if given, receives each ranked document's share of the query's idf mass (the weight of the
-    query's words it holds, a term found nowhere weighing most: 0 to 1)."""
+    query's words it holds, a term found nowhere weighing most: 0 to 1); ``absent``, if given,
+    the terms found nowhere in the scopes with their idf, and ``""`` the whole idf mass."""
     n_docs = sum(s[1] for s in scopes)
     if not terms or not n_docs:
         return []
@@ -155,6 +157,8 @@ def lexical_rank(
         freq = max(df.get(term, 0), len(rows))
         idf = math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
         total_idf += idf
+        if absent is not None and not freq:
+            absent[term] = idf
         if rows:
             block = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
             parts.append((i, idf, block))
@@ -178,6 +182,8 @@ def lexical_rank(
     # Best first; equal scores: the newer document (higher id) first.
     order = np.lexsort((-docs, -scores))[:k]
     ranked = [(int(docs[j]), float(scores[j])) for j in order]
+    if absent is not None:
+        absent[""] = total_idf
     if coverage is not None and total_idf > 0:
         coverage.update((int(docs[j]), float(mass[j] / total_idf)) for j in order)
     return ranked
@@ -399,6 +405,7 @@ class Rankings:
     not_embedded: int = 0
     warnings: list[str] = field(default_factory=list)
     coverage: dict[str, float] = field(default_factory=dict)  # ref → share of the query's idf mass
+    absent: dict[str, float] = field(default_factory=dict)  # terms found nowhere → idf; "" → all terms' idf
 
 
 def _refs_of(scopes: list[tuple], doc_ids: set[int], provider) -> dict[int, str]:
@@ -430,7 +437,7 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
     if not rows:
         return result
     coverage: dict[int, float] = {}
-    lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage) if wanted_terms else []
+    lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if wanted_terms else []
     dense: list[tuple[int, float]] = []
     provider = get_provider()
     if mode in ("dense", "hybrid"):

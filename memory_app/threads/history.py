@@ -34,6 +34,8 @@ SEARCH_QUERY_MAX_CHARS = 1000
 SEARCH_SCORING_CHARS = 3000  # a hit's snippet comes from its first characters
 NEXT_TURN_SOURCES = 20
 NEXT_TURN_WEIGHT = 0.5
+WINDOW_SOURCES = 20  # the best dense hits whose previous turn shares their rank
+NAMES_OUT_OF_COVERAGE = True
 SPEAKER_WEIGHT = 0.5  # a named speaker's turns: score × (1 + this)
 LEXICAL_WEIGHT = 1.0  # weight of the word ranking in the fusion (the meaning ranking's is 1)
 READ_MAX_MESSAGES = 20
@@ -63,11 +65,12 @@ def _snippet(content: str, terms: list[str], budget: int) -> tuple[str, bool]:
 def _with_next_turns(
     ranked: list[tuple[str, float]], rows: dict[int, dict], coverage: dict[str, float] | None = None
 ) -> list[tuple[str, float]]:
-    """Neighbouring-turn context for the word ranking: the reply after each of the best hits (the
-    next turn, when the other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score, since an
-    answer ("In the morning, with breakfast.") follows the question that names its topic. (The
-    vectors carry the same context: a message is embedded with the turn before it.) ``rows``
-    hold each candidate's next turn (``_candidates``): no statement here."""
+    """Neighbouring-turn context for a search by words alone: the reply after each of the best
+    hits (the next turn, when the other side wrote it) gets ``NEXT_TURN_WEIGHT`` of its score,
+    since an answer ("In the morning, with breakfast.") follows the question that names its
+    topic. Where the meaning ranking takes part it carries that context already (a message is
+    embedded with the turn before it), and this share, on top, only pushed replies up
+    (docs/search.md). ``rows`` hold each candidate's next turn (``_candidates``): no statement here."""
     if not NEXT_TURN_WEIGHT:
         return ranked
     scores = dict(ranked)
@@ -78,6 +81,26 @@ def _with_next_turns(
             scores[key] = scores.get(key, 0.0) + NEXT_TURN_WEIGHT * score
             if coverage is not None:  # the reply counts as holding what its question held
                 coverage[key] = max(coverage.get(key, 0.0), coverage.get(ref, 0.0))
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def _with_previous_turns(ranked: list[tuple[str, float]], rows: dict[int, dict]) -> list[tuple[str, float]]:
+    """Windows of neighbouring turns for the meaning ranking: a message is embedded together
+    with the turn before it, so a dense hit is a match of that two-turn window, and the earlier
+    turn of the window ranks just after it unless it already ranks higher: a fact said in one
+    turn is also found through the reply that carries it as context. The earlier turn is the
+    candidate whose next turn the hit is (``rows``, from ``_candidates``): no statement here; a
+    window whose earlier turn is not among the candidates is left as it is."""
+    if not WINDOW_SOURCES:
+        return ranked
+    scores = dict(ranked)
+    previous = {row["next_id"]: row["id"] for row in rows.values() if row["next_id"] is not None}
+    for ref, score in ranked[:WINDOW_SOURCES]:
+        prev = previous.get(int(ref))
+        if prev is None:
+            continue
+        key = str(prev)
+        scores[key] = max(scores.get(key, float("-inf")), score - 1e-9)
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
@@ -126,6 +149,23 @@ def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query
     return sorted(out, key=lambda pair: -pair[1])
 
 
+def _names_out_of_coverage(rankings: engine.Rankings, rows: dict[int, dict], query: str) -> None:
+    """A speaker's name in the question says whose turns to favour (``_speaker_aware``), not a
+    word the answer should hold: where no turn holds it, it leaves the idf mass the word
+    ranking's coverage is measured against (else every turn would seem to miss the question's
+    weightiest word, and the words would count for little in the fusion)."""
+    if not NAMES_OUT_OF_COVERAGE or not rankings.coverage:
+        return
+    words = _speaker_names(query)
+    names = {_speaker(row) for row in rows.values()} - {""}
+    name_terms = {term for name in names if _named(name, query, words) for term in query_terms(name)}
+    dropped = sum(idf for term, idf in rankings.absent.items() if term and term in name_terms)
+    total = rankings.absent.get("", 0.0)
+    if dropped and total - dropped > 0:
+        scale = total / (total - dropped)
+        rankings.coverage = {ref: min(1.0, share * scale) for ref, share in rankings.coverage.items()}
+
+
 def _candidates(user_id: int, ids) -> dict[int, dict]:
     """The visible rows of ``ids`` (``history_messages``), each with what ranking needs: its
     next turn in the thread (id and role), its speaker, the head of its text. One statement."""
@@ -164,13 +204,18 @@ def _candidates(user_id: int, ids) -> dict[int, dict]:
 
 
 def _ranked(*, user_id: int, query: str, limit: int) -> tuple[engine.Rankings, list[tuple[int, float]], dict]:
-    """The engine's rankings of the user's history, then, on the loaded candidates, the
-    next-turn share, fusion and the speaker preference: ``(rankings, [(message id, score)], rows)``."""
+    """The engine's rankings of the user's history, then, on the loaded candidates, the names of
+    speakers out of the coverage, the neighbouring turns (the next-turn share by words alone, the
+    two-turn windows of the meaning ranking), fusion and the speaker preference:
+    ``(rankings, [(message id, score)], rows)``."""
     rankings = engine.rank(scopes=[history_scope(user_id)], query=query, depth=limit * 3 + 20)
     ids = {int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]}
     rows = _candidates(user_id, ids) if ids else {}
-    if rankings.lexical:
+    _names_out_of_coverage(rankings, rows, query)
+    if rankings.lexical and rankings.mode == "lexical":
         rankings.lexical = _with_next_turns(rankings.lexical, rows, rankings.coverage)[: rankings.depth]
+    if rankings.dense:
+        rankings.dense = _with_previous_turns(rankings.dense, rows)[: rankings.depth]
     fused = _speaker_aware(engine.fuse(rankings, lexical_weight=LEXICAL_WEIGHT), rows, query)
     return rankings, [(int(ref), score) for ref, score in fused], rows
 

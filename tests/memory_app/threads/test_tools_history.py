@@ -239,13 +239,18 @@ def test_search_ranks_a_natural_language_question(run_api, make_run, svc, alice,
     assert "PostgreSQL" in hits[0]["snippet"] and all("weather" not in hit["snippet"] for hit in hits)
 
 
-def test_search_matches_chinese_without_exact_substring(run_api, make_run, svc, alice):
+def test_search_matches_chinese_without_exact_substring(run_api, make_run, svc, alice, settings):
     thread = _thread(svc, alice)
     _say(svc, thread, "我们决定账单系统使用 PostgreSQL 数据库。")
     _say(svc, thread, "今天天气很好，我们去公园散步了。")
-    hits = _search(run_api, make_run(alice), "账单用什么数据库").json()["results"]
+    handle = make_run(alice)
+    hits = _search(run_api, handle, "账单用什么数据库").json()["results"]
     assert hits and "PostgreSQL" in hits[0]["snippet"]
-    assert len(hits) == 1
+    # The next turn is embedded with this one as its context: by meaning it may follow, by
+    # words it is no hit.
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    hits = _search(run_api, handle, "账单用什么数据库").json()["results"]
+    assert len(hits) == 1 and "PostgreSQL" in hits[0]["snippet"]
 
 
 def test_search_matches_words_not_pieces_of_other_words(run_api, make_run, svc, alice):
@@ -449,3 +454,87 @@ def test_a_search_tool_call_sees_the_memory_switch_its_authentication_read(svc, 
     notes_services.user_settings_update(user=alice, enable_memory=True)
     response = run_api(handle.token).post(SEARCH.format(handle.id), {"query": "billing"}, format="json")
     assert response.status_code == 200
+
+
+def _dense_ids(alice, query):
+    from memory_app.threads.history import history_search
+
+    return [hit["message_id"] for hit in history_search(user_id=alice.pk, query=query)["results"]]
+
+
+def _window_thread(svc, alice):
+    """A fact said after a long, unrelated turn (its own vector is mostly that turn's), then a
+    short reply (whose vector is mostly the fact: a message is embedded with the turn before it)."""
+    thread = _thread(svc, alice, title="news")
+    words = "tomato seedlings compost watering trellis mulch aphids pruning harvest basil zucchini shade".split()
+    _say(svc, thread, "Gardening notes: " + " ".join(f"{w}{i}" for i in range(6) for w in words))
+    fact = _say(svc, thread, "We brought home a border collie called Biscuit", role="assistant")
+    reply = _say(svc, thread, "Lovely!")
+    for i in range(12):
+        _say(svc, _thread(svc, alice, title=f"other {i}"), f"A border collie at the park number {i} with a ball")
+    return fact, reply
+
+
+def test_a_dense_hit_brings_the_earlier_turn_of_its_window(svc, alice, settings):
+    from memory_app.threads import history
+
+    settings.MEMORY_SEARCH_MODE = "dense"
+    fact, reply = _window_thread(svc, alice)
+    query = "border collie called Biscuit"
+    with_windows = _dense_ids(alice, query)
+    saved, history.WINDOW_SOURCES = history.WINDOW_SOURCES, 0
+    try:
+        without = _dense_ids(alice, query)
+    finally:
+        history.WINDOW_SOURCES = saved
+    assert reply.pk in without[:3]
+    assert fact.pk not in without[: without.index(reply.pk) + 2]  # on its own vector it ranks lower
+    at = with_windows.index(reply.pk)
+    assert with_windows[at + 1] == fact.pk
+
+
+def test_a_window_never_reaches_across_threads_or_users(svc, alice, bob, settings):
+    settings.MEMORY_SEARCH_MODE = "dense"
+    earlier = _thread(svc, alice, title="earlier")
+    _say(svc, earlier, "Unrelated: the quarterly tax forms are due in April")
+    opener = _thread(svc, alice, title="opener")
+    first = _say(svc, opener, "border collie Biscuit border collie Biscuit")  # the first turn of its thread
+    bobs = _thread(svc, bob, title="bob")
+    _say(svc, bobs, "Bob's secret: the vault code is 4711")
+    _say(svc, bobs, "border collie Biscuit", role="assistant")
+    ids = _dense_ids(alice, "border collie Biscuit")
+    assert ids[0] == first.pk
+    from memory_app.threads.models import Message
+
+    owners = set(Message.objects.filter(pk__in=ids).values_list("conversation__owner_id", flat=True))
+    assert owners == {alice.pk}
+
+
+def test_a_speakers_name_found_in_no_turn_leaves_the_coverage_mass():
+    from memory_app.search.engine import Rankings
+    from memory_app.threads import history
+
+    def rankings():
+        return Rankings(
+            lexical=[("1", 3.0), ("2", 1.0)],
+            dense=[],
+            terms=["mia", "pet"],
+            mode="hybrid",
+            depth=10,
+            coverage={"1": 0.4, "2": 0.1},
+            absent={"mia": 6.0, "": 10.0},
+        )
+
+    rows = {1: {"speaker": "Mia", "role": "user", "display_name": ""}, 2: {"speaker": "Jon", "role": "assistant"}}
+    named = rankings()
+    history._names_out_of_coverage(named, rows, "What pet did Mia get?")
+    assert named.coverage == pytest.approx({"1": 1.0, "2": 0.25})
+    # A name that is no speaker's stays a word the answer misses.
+    other = rankings()
+    history._names_out_of_coverage(other, rows, "What pet did Lena get?")
+    assert other.coverage == {"1": 0.4, "2": 0.1}
+    # A speaker's name that some turn holds is a word like any other (it is not absent).
+    held = rankings()
+    held.absent = {"": 10.0}
+    history._names_out_of_coverage(held, rows, "What pet did Mia get?")
+    assert held.coverage == {"1": 0.4, "2": 0.1}
