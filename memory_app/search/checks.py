@@ -42,6 +42,17 @@ def pgvector_check(app_configs=None, **kwargs):
                     id="memory_app.W002",
                 )
             ]
+        if vectorstore.index_outdated(provider.model, provider.dim):
+            return [
+                checks.Warning(
+                    f"The pgvector index of {provider.model!r} was built with other settings than this release's "
+                    f"(m={vectorstore.HNSW_M}, ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}): "
+                    "large scopes are ranked with a lower recall.",
+                    hint="Run 'manage.py refresh_embeddings': it builds the index again beside the old one, "
+                    "which serves until then (minutes for a million rows). docs/deploy.md, 'Vectors and Redis'.",
+                    id="memory_app.W004",
+                )
+            ]
     except DatabaseError as exc:
         return [checks.Warning(f"Could not look for pgvector: {exc}", id="memory_app.W003")]
     return []

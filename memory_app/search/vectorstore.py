@@ -44,7 +44,8 @@ BACKENDS = ("auto", "numpy", "pgvector")
 TABLE = "memory_app_searchdocument"
 COLUMN = "vec"
 # The graph's build settings (docs/search.md: at a million rows m 16 / ef_construction 64 gave
-# recall@10 0.94 of exact, m 24 / 128 gave 1.00); an index built with others is rebuilt.
+# recall@10 0.94 of exact, m 24 / 128 gave 1.00); ``refresh_embeddings`` rebuilds an index
+# built with others (``index_outdated``).
 HNSW_M = 24
 HNSW_EF_CONSTRUCTION = 128
 EF_SEARCH = 800  # MEMORY_VECTOR_EF_SEARCH: candidates per index scan step (docs/search.md)
@@ -155,11 +156,21 @@ def _build_options(name: str) -> set[str] | None:
     return None if row is None else set(row[0] or [])
 
 
-def ensure_index(model: str, dim: int, *, concurrently: bool = False) -> bool:
-    """Build the HNSW index of ``model``'s vectors if it is missing or was built with other
-    settings than ``HNSW_M``/``HNSW_EF_CONSTRUCTION`` (minutes for a million rows:
-    ``prepare_node`` and ``refresh_embeddings`` call it, never a request; while it is rebuilt,
-    searches over big scopes fall back as without it). Returns whether the index exists
+def index_outdated(model: str, dim: int) -> bool:
+    """``model``'s index exists but was built with other settings than ``HNSW_M`` /
+    ``HNSW_EF_CONSTRUCTION`` (an earlier release's): ``check --deploy`` says so (W004) and
+    ``refresh_embeddings`` rebuilds it."""
+    if not column_ready():
+        return False
+    built_with = _build_options(index_name(model, dim))
+    return built_with is not None and built_with != _wanted_options()
+
+
+def ensure_index(model: str, dim: int, *, concurrently: bool = False, rebuild: bool = False) -> bool:
+    """Build the HNSW index of ``model``'s vectors if it is missing (minutes for a million
+    rows: ``prepare_node`` and ``refresh_embeddings`` call it, never a request). With
+    ``rebuild``, an index built with other settings (``index_outdated``) is built again beside
+    the old one, which serves until the new one replaces it. Returns whether the index exists
     afterwards (False without the column)."""
     if not column_ready():
         return False
@@ -169,29 +180,37 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False) -> bool:
         _ready.pop(_db_key("index", model, dim), None)
     name = index_name(model, dim)
     built_with = _build_options(name)
-    if built_with == _wanted_options():
+    if built_with is not None and (built_with == _wanted_options() or not rebuild):
         return True  # no DDL at all, so no lock on the table
     how = "CONCURRENTLY " if concurrently else ""
+    target = f"{name}_next" if built_with is not None else name
     with connection.cursor() as cursor:
-        if built_with is not None:  # built with other settings (an earlier release): rebuilt
-            logger.info("rebuilding the vector index %s (%s)", name, ", ".join(sorted(built_with)))
-            cursor.execute(f"DROP INDEX {how}IF EXISTS {connection.ops.quote_name(name)}")
+        if built_with is not None:
+            logger.info("rebuilding the vector index %s (built with %s)", name, ", ".join(sorted(built_with)))
+            cursor.execute(f"DROP INDEX {how}IF EXISTS {connection.ops.quote_name(target)}")  # an interrupted rebuild
         cursor.execute(
-            f"CREATE INDEX {how}IF NOT EXISTS {connection.ops.quote_name(name)} ON {TABLE} "
+            f"CREATE INDEX {how}IF NOT EXISTS {connection.ops.quote_name(target)} ON {TABLE} "
             f"USING hnsw (({COLUMN}::halfvec({int(dim)})) halfvec_ip_ops) "
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
             f"WHERE model = {_literal(model)} AND {COLUMN} IS NOT NULL"
         )
+        if target != name:
+            with transaction.atomic():  # the old index serves until the new one takes its name
+                cursor.execute(f"DROP INDEX {connection.ops.quote_name(name)}")
+                cursor.execute(
+                    f"ALTER INDEX {connection.ops.quote_name(target)} RENAME TO {connection.ops.quote_name(name)}"
+                )
     with _ready_lock:
         _ready.pop(_db_key("index", model, dim), None)
     return index_ready(model, dim)
 
 
-def install(model: str, dim: int) -> bool:
+def install(model: str, dim: int, *, rebuild: bool = False) -> bool:
     """Where the server offers the extension: create it (if this role may), add the ``vec``
     column, copy the vectors already stored and build ``model``'s index. Run by migration 0018,
     ``prepare_node`` and ``refresh_embeddings``, so pgvector installed on the server later is
-    taken up at the next start. Returns whether the column exists afterwards."""
+    taken up at the next start; ``rebuild``: as ``ensure_index``'s (``refresh_embeddings``).
+    Returns whether the column exists afterwards."""
     if connection.vendor != "postgresql":
         return False
     reset()
@@ -206,7 +225,8 @@ def install(model: str, dim: int) -> bool:
             return False  # no privilege to create the extension: stay on the in-memory path
         reset()
     backfill()
-    ensure_index(model, dim)
+    # Concurrently where it may (not inside a transaction): searches and writes go on meanwhile.
+    ensure_index(model, dim, concurrently=rebuild and not connection.in_atomic_block, rebuild=rebuild)
     return column_ready()
 
 

@@ -3,7 +3,8 @@ of the configured model: after a model change, a restore, or with the background
 Batches are committed one by one, so an interrupted run resumes where it stopped; running it
 twice embeds nothing the second time. Where PostgreSQL offers pgvector, it then installs it if
 needed (``vectorstore.install``), fills the ``vec`` column of rows that lack it and builds the
-configured model's HNSW index if it is missing."""
+configured model's HNSW index if it is missing, or again, beside the old one, if an earlier
+release built it with other settings."""
 
 import sys
 import time
@@ -54,6 +55,6 @@ class Command(BaseCommand):
         if show:
             sys.stderr.write("\n")
         self.stdout.write(f"embedded {count} document(s) with {provider.model}")
-        if vectorstore.install(provider.model, provider.dim):
+        if vectorstore.install(provider.model, provider.dim, rebuild=True):
             ready = vectorstore.index_ready(provider.model, provider.dim)
             self.stdout.write(f"pgvector: column filled, index {'ready' if ready else 'missing'}")

@@ -7,6 +7,8 @@ this file once more on a throwaway PostgreSQL 18 + pgvector 0.8 cluster from the
 extension they are skipped, and the tests of what happens there run instead.
 """
 
+import io
+
 import numpy as np
 import pytest
 from django.core.management import call_command
@@ -321,28 +323,36 @@ def test_metrics_report_the_vector_cache_bytes(client, settings):
     assert b"memsvc_vector_cache_bytes" in response.content
 
 
-def test_an_index_built_with_other_settings_is_rebuilt_and_a_current_one_left_alone(pgvector):
-    from django.db import connection
-
+def test_an_index_built_with_other_settings_is_flagged_then_rebuilt_by_refresh_embeddings(pgvector):
     from memory_app.search.vectorstore import TABLE, _build_options, index_name
 
     model, dim = pgvector.model, pgvector.dim
     name = index_name(model, dim)
-    assert _build_options(name) == {f"m={vectorstore.HNSW_M}", f"ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}"}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT oid FROM pg_class WHERE relname = %s", [name])
-        current = cursor.fetchone()[0]
-    assert vectorstore.ensure_index(model, dim)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT oid FROM pg_class WHERE relname = %s", [name])
-        assert cursor.fetchone()[0] == current  # no DDL: the same index
-        # As an earlier release built it.
+    wanted = {f"m={vectorstore.HNSW_M}", f"ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}"}
+    assert _build_options(name) == wanted and not vectorstore.index_outdated(model, dim)
+
+    def oid():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT oid FROM pg_class WHERE relname = %s", [name])
+            return cursor.fetchone()[0]
+
+    current = oid()
+    assert vectorstore.ensure_index(model, dim, rebuild=True) and oid() == current  # no DDL: the same index
+    with connection.cursor() as cursor:  # as an earlier release built it
         cursor.execute(f'DROP INDEX "{name}"')
         cursor.execute(
             f'CREATE INDEX "{name}" ON {TABLE} USING hnsw ((vec::halfvec({dim})) halfvec_ip_ops) '
             f"WITH (m = 16, ef_construction = 64) WHERE model = '{model}' AND vec IS NOT NULL"
         )
-    assert _build_options(name) == {"m=16", "ef_construction=64"}
-    assert vectorstore.ensure_index(model, dim)
-    assert _build_options(name) == {f"m={vectorstore.HNSW_M}", f"ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}"}
-    assert vectorstore.index_ready(model, dim)
+    old = oid()
+    assert vectorstore.index_outdated(model, dim)
+    assert [w.id for w in checks.pgvector_check()] == ["memory_app.W004"]
+    # A start (prepare_node, the migration) leaves it: a rebuild is minutes for a big table.
+    assert vectorstore.install(model, dim) and oid() == old
+    call_command("refresh_embeddings", "--no-progress", stdout=io.StringIO())
+    assert _build_options(name) == wanted and oid() != old
+    assert not vectorstore.index_outdated(model, dim) and vectorstore.index_ready(model, dim)
+    assert checks.pgvector_check() == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s", [f"{name}%"])
+        assert cursor.fetchone()[0] == 1  # no second index left behind
