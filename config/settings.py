@@ -322,7 +322,7 @@ if MEMORY_VECTOR_BACKEND not in ("auto", "numpy", "pgvector"):
     raise ImproperlyConfigured("MEMORY_VECTOR_BACKEND must be 'auto', 'numpy' or 'pgvector'")
 MEMORY_VECTOR_EXACT_DOCS = env_int("MEMORY_VECTOR_EXACT_DOCS", 150_000)
 # Candidates of pgvector's HNSW search (hnsw.ef_search): more is better recall, slower searches.
-MEMORY_VECTOR_EF_SEARCH = env_int("MEMORY_VECTOR_EF_SEARCH", 800)
+MEMORY_VECTOR_EF_SEARCH = env_int("MEMORY_VECTOR_EF_SEARCH", 400)
 if not 1 <= MEMORY_VECTOR_EF_SEARCH <= 1000:
     raise ImproperlyConfigured("MEMORY_VECTOR_EF_SEARCH must be between 1 and 1000")
 # Bytes of vectors each process keeps for exact ranking (least recently used scopes out); a

@@ -48,7 +48,7 @@ COLUMN = "vec"
 # built with others (``index_outdated``).
 HNSW_M = 24
 HNSW_EF_CONSTRUCTION = 128
-EF_SEARCH = 800  # MEMORY_VECTOR_EF_SEARCH: candidates per index scan step (docs/search.md)
+EF_SEARCH = 400  # MEMORY_VECTOR_EF_SEARCH: candidates per index scan step (docs/search.md)
 # Rows read from the index per search, then scored exactly: with ``relaxed_order`` an iterative
 # scan returns rows roughly, not strictly, nearest first, so the best ``depth`` are taken from
 # more (docs/search.md: at 10 candidates a filtered scope's recall@10 fell to about 0.6).
