@@ -50,4 +50,3 @@ def test_rank_reports_the_coverage_of_each_word_hit(db, settings):
     assert found.lexical[0][0] == "m1"
     assert found.coverage["m1"] > 0.99
     assert 0 < found.coverage["m2"] < 0.3  # "song" is in every document: little weight
-
