@@ -50,6 +50,7 @@ COORD_WEIGHT = 0.5
 DF_CAP = 20000
 POSTINGS_BUDGET = 6000
 MIN_TERM_POSTINGS = 300
+ORDERED_SCOPES = 4  # up to this many scopes, a term's postings are read one index range per scope
 MAX_DEPTH = 200
 
 
@@ -105,11 +106,30 @@ def _scopes_and_postings(
     parts = ["SELECT -1 AS t, id AS a, docs AS b, total_length AS c, version AS d FROM s"]
     params: list = list(keys)
     for i, term in enumerate(terms):
-        parts.append(
-            f"SELECT * FROM (SELECT {i} AS t, document_id AS a, tf AS b, length AS c, 0 AS d FROM {postings} "
-            f"WHERE {in_scopes} AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
-        )
-        params += [term, per_term]
+        if len(keys) <= ORDERED_SCOPES:
+            # One range of the (scope, term, document) index per scope, its id given as a value
+            # (a scalar subquery), so the newest postings come first and the read stops at the
+            # limit; with ``scope_id IN (…)`` the planner read every posting of a common term
+            # and sorted them (docs/search.md, "At scale").
+            ranges = " UNION ALL ".join(
+                f"SELECT * FROM (SELECT document_id, tf, length FROM {postings} "
+                f"WHERE scope_id = (SELECT id FROM s WHERE key = %s) AND term = %s "
+                f"ORDER BY document_id DESC LIMIT %s) AS r{i}_{j}"
+                for j in range(len(keys))
+            )
+            for key in keys:
+                params += [key, term, per_term]
+            parts.append(
+                f"SELECT * FROM (SELECT {i} AS t, document_id AS a, tf AS b, length AS c, 0 AS d FROM ({ranges}) "
+                f"AS u{i} ORDER BY document_id DESC LIMIT %s) AS p{i}"
+            )
+            params += [per_term]
+        else:
+            parts.append(
+                f"SELECT * FROM (SELECT {i} AS t, document_id AS a, tf AS b, length AS c, 0 AS d FROM {postings} "
+                f"WHERE {in_scopes} AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
+            )
+            params += [term, per_term]
         # The document frequency, counted only as far as DF_CAP (a common term counts as that).
         parts.append(
             f"SELECT -2, {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM {postings} WHERE {in_scopes} AND term = %s "
@@ -117,7 +137,7 @@ def _scopes_and_postings(
         )
         params += [term, DF_CAP]
     marks = ",".join("%s" for _ in keys)
-    sql = f"WITH s AS (SELECT id, docs, total_length, version FROM {scope_table} WHERE key IN ({marks})) " + (
+    sql = f"WITH s AS (SELECT id, key, docs, total_length, version FROM {scope_table} WHERE key IN ({marks})) " + (
         " UNION ALL ".join(parts)
     )
     scopes, df = [], dict.fromkeys(terms, 0)
