@@ -20,10 +20,13 @@ stored on each document (``SearchDocument``) with the model name, as little-endi
 bytes, which every database stores the same way.
 """
 
+import contextvars
 import functools
+import os
 import re
 import threading
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -155,6 +158,36 @@ def _cached_query_vector(provider_model: str, text: str) -> bytes:
 def _query_vector(provider, text: str) -> np.ndarray:
     """Query vectors are cached per process (a cascade or a retried search asks twice)."""
     return np.frombuffer(_cached_query_vector(provider.model, text), dtype=np.float32)
+
+
+QUERY_HELPER_THREADS = 4  # per process: as many as a server process has request threads (config/gunicorn.py)
+_helpers: tuple[int, ThreadPoolExecutor] | None = None
+_helpers_lock = threading.Lock()
+
+
+def _helper_pool() -> ThreadPoolExecutor:
+    """The process's query-embedding threads, started on first use (and again in a forked
+    child, where the parent's threads do not exist)."""
+    global _helpers  # noqa: PLW0603 - one pool per process
+    with _helpers_lock:
+        if _helpers is None or _helpers[0] != os.getpid():
+            _helpers = (os.getpid(), ThreadPoolExecutor(QUERY_HELPER_THREADS, thread_name_prefix="query-embedding"))
+        return _helpers[1]
+
+
+def embed_query_soon(provider, text: str, *, across_languages: bool = False) -> Future:
+    """``provider.embed_query(text)`` started on a helper thread: the model (C code that lets go
+    of the interpreter while it runs) or the provider's server works on one core while the
+    caller reads the words' postings and ranks them on the other. ``.result()`` waits for the
+    vector and raises what the provider raised. An ``in_process`` provider (cheap, local) embeds
+    here and now."""
+    if provider.in_process:
+        done: Future = Future()
+        done.set_result(provider.embed_query(text, across_languages=across_languages))
+        return done
+    # The request's context (its id in log lines) goes with the work.
+    context = contextvars.copy_context()
+    return _helper_pool().submit(context.run, provider.embed_query, text, across_languages=across_languages)
 
 
 class OpenAICompatibleEmbedding:

@@ -28,6 +28,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -38,7 +39,7 @@ from django.db import connection
 from config.metrics import VECTOR_CACHE_BYTES, observe_search
 from memory_app.search import vectorstore
 from memory_app.search.analysis import query_terms
-from memory_app.search.embeddings import DTYPE, background_similarity, get_provider
+from memory_app.search.embeddings import DTYPE, background_similarity, embed_query_soon, get_provider
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
 MODES = ("hybrid", "lexical", "dense")
@@ -361,24 +362,33 @@ vector_cache = _VectorCache()
 
 
 def dense_rank(
-    scopes: list[tuple], query: str, depth: int, *, provider, floor: bool = False
+    scopes: list[tuple],
+    query: str,
+    depth: int,
+    *,
+    provider,
+    floor: bool = False,
+    query_vector: Future | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, cosine similarity)`` best first, and how many documents have no vector
     (-1: too many documents to compare exactly). With ``floor``, only documents that match by
     meaning: more similar to the query than its background similarity plus the model's
     ``match_floor``; such a search (a list, the memory home) is over one person's items in any
-    language, so the query vector is taken ``across_languages`` (docs/search.md)."""
+    language, so the query vector is taken ``across_languages`` (docs/search.md).
+    ``query_vector``: the query's embedding already under way (``embed_query_soon``, with the
+    same ``across_languages``), else it is embedded here."""
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
+    if query_vector is None:
+        query_vector = embed_query_soon(provider, query, across_languages=floor)
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
-        query_vector = provider.embed_query(query, across_languages=floor)
+        query_vector = query_vector.result()
         ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
         return _above_floor(ranked, query_vector, provider, floor), missing
     if n_docs > exact_vector_limit(provider.dim):
         return [], -1
-    query_vector = provider.embed_query(query, across_languages=floor)
     ids_parts, matrices = [], []
     for scope_id, _, _, version in scopes:
         ids, matrix = vector_cache.get(scope_id, version, provider.model, provider.dim)
@@ -386,6 +396,7 @@ def dense_rank(
         matrices.append(matrix)
     ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
     missing = max(n_docs - len(ids), 0)
+    query_vector = query_vector.result()  # also when nothing is embedded: a failing provider says so
     if not len(ids):
         return [], missing
     sims = np.concatenate([matrix @ query_vector for matrix in matrices])  # no copy of the matrices
@@ -453,15 +464,20 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
     depth = min(max(depth, 1), MAX_DEPTH)
     result = Rankings(lexical=[], dense=[], terms=terms, mode=mode, depth=depth)
     wanted_terms = terms if mode in ("lexical", "hybrid") else []
+    provider = get_provider()
+    # The model embeds the query on a helper thread while the words are read and ranked here.
+    dense_wanted = mode != "lexical" and query.strip()
+    query_vector = embed_query_soon(provider, query, across_languages=floor) if dense_wanted else None
     rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
     if not rows:
         return result
     coverage: dict[int, float] = {}
     lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if wanted_terms else []
     dense: list[tuple[int, float]] = []
-    provider = get_provider()
-    if mode in ("dense", "hybrid"):
-        dense, result.not_embedded = dense_rank(rows, query, depth, provider=provider, floor=floor)
+    if query_vector is not None:
+        dense, result.not_embedded = dense_rank(
+            rows, query, depth, provider=provider, floor=floor, query_vector=query_vector
+        )
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(

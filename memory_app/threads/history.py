@@ -11,7 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db import connection
+from django.db.models import F
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
 
@@ -166,16 +168,27 @@ def _names_out_of_coverage(rankings: engine.Rankings, rows: dict[int, dict], que
         rankings.coverage = {ref: min(1.0, share * scale) for ref, share in rankings.coverage.items()}
 
 
+def _next_turn_sql(column: str) -> RawSQL:
+    """``column`` of each row's next turn in its thread (the next user or assistant text by
+    ``(created_at, id)``), as a subquery correlated to the outer ``Message`` row. Written out
+    rather than built from ``Subquery``/``OuterRef``: the same SQL, but compiling two such
+    subqueries cost more than the rest of the statement (~1.5 ms of a search, measured)."""
+    quote = connection.ops.quote_name
+    outer, column = quote(Message._meta.db_table), quote(column)
+    return RawSQL(
+        f"SELECT n.{column} FROM {outer} n WHERE n.{quote('conversation_id')} = {outer}.{quote('conversation_id')}"
+        f" AND n.{quote('role')} IN ({', '.join(['%s'] * len(HISTORY_ROLES))}) AND n.{quote('type')} = %s"
+        # The first condition alone narrows the index range (conversation, created_at, id).
+        f" AND n.{quote('created_at')} >= {outer}.{quote('created_at')}"
+        f" AND (n.{quote('created_at')} > {outer}.{quote('created_at')} OR n.{quote('id')} > {outer}.{quote('id')})"
+        f" ORDER BY n.{quote('created_at')}, n.{quote('id')} LIMIT 1",
+        (*HISTORY_ROLES, MessageType.TEXT),
+    )
+
+
 def _candidates(user_id: int, ids) -> dict[int, dict]:
     """The visible rows of ``ids`` (``history_messages``), each with what ranking needs: its
     next turn in the thread (id and role), its speaker, the head of its text. One statement."""
-    later = Message.objects.filter(
-        conversation_id=OuterRef("conversation_id"), role__in=HISTORY_ROLES, type=MessageType.TEXT
-    ).filter(
-        # The first condition alone narrows the index range (conversation, created_at, id).
-        Q(created_at__gte=OuterRef("created_at")),
-        Q(created_at__gt=OuterRef("created_at")) | Q(id__gt=OuterRef("id")),
-    )
     return {
         row["id"]: row
         for row in history_messages(user_id=user_id)
@@ -183,8 +196,8 @@ def _candidates(user_id: int, ids) -> dict[int, dict]:
         .annotate(
             # One character more than is scored: a longer message goes on, and its snippet says so.
             head=Left("content", SEARCH_SCORING_CHARS + 1),
-            next_id=Subquery(later.order_by("created_at", "id").values("id")[:1]),
-            next_role=Subquery(later.order_by("created_at", "id").values("role")[:1]),
+            next_id=_next_turn_sql("id"),
+            next_role=_next_turn_sql("role"),
             speaker=KeyTextTransform("name", "metadata"),
             display_name=F("conversation__owner__profile__display_name"),
         )

@@ -8,12 +8,20 @@ import pytest
 from django.core.management import call_command
 
 from config.errors import ServiceUnavailable
+from config.logs import _request_id, current_request_id
 from memory_app.memories import services
 from memory_app.memories.models import Memory
 from memory_app.scoped import search
 from memory_app.scoped.services import scoped_item_create
+from memory_app.search import embeddings
 from memory_app.search.embedder import embed_pending
-from memory_app.search.embeddings import HashedNgramEmbedding, OpenAICompatibleEmbedding, from_bytes, to_bytes
+from memory_app.search.embeddings import (
+    HashedNgramEmbedding,
+    OpenAICompatibleEmbedding,
+    embed_query_soon,
+    from_bytes,
+    to_bytes,
+)
 from memory_app.search.models import SearchDocument
 
 A = "milky:private:10001"
@@ -35,6 +43,55 @@ def test_hashed_embedding_is_deterministic_normalised_and_fixed_size():
 def test_vector_bytes_round_trip():
     vector = HashedNgramEmbedding().embed(["round trip"])[0]
     assert np.array_equal(from_bytes(to_bytes(vector), 512), vector)
+
+
+class _SlowProvider:
+    """Not in-process: records where and in which request it embeds."""
+
+    name = model = "slow"
+    dim = 4
+    in_process = False
+
+    def __init__(self, fail=False):
+        self.seen = []
+        self.fail = fail
+
+    def embed_query(self, text, *, across_languages=False):
+        self.seen.append((threading.current_thread().name, current_request_id(), text, across_languages))
+        if self.fail:
+            raise ServiceUnavailable("Embedding service unreachable.", code="embedding_unavailable")
+        return np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def test_a_query_is_embedded_on_a_helper_thread_in_the_request_context():
+    provider = _SlowProvider()
+    token = _request_id.set("req-42")
+    try:
+        vector = embed_query_soon(provider, "green tea", across_languages=True).result(timeout=10)
+    finally:
+        _request_id.reset(token)
+    assert vector.tolist() == [1.0, 0.0, 0.0, 0.0]
+    [(thread, request_id, text, across)] = provider.seen
+    assert thread.startswith("query-embedding") and thread != threading.current_thread().name
+    assert (request_id, text, across) == ("req-42", "green tea", True)
+
+
+def test_a_helper_threads_failure_is_raised_where_the_vector_is_awaited():
+    pending = embed_query_soon(_SlowProvider(fail=True), "tea")
+    with pytest.raises(ServiceUnavailable):
+        pending.result(timeout=10)
+
+
+def test_an_in_process_provider_embeds_at_once_and_a_forked_process_gets_its_own_threads(monkeypatch):
+    provider = HashedNgramEmbedding(dim=16)
+    pending = embed_query_soon(provider, "tea")
+    assert pending.done() and np.array_equal(pending.result(), provider.embed_query("tea"))
+    pool = embeddings._helper_pool()
+    assert embeddings._helper_pool() is pool
+    monkeypatch.setattr(embeddings.os, "getpid", lambda: -1)  # as in a child after fork
+    child = embeddings._helper_pool()
+    assert child is not pool
+    child.shutdown()
 
 
 class _Handler(BaseHTTPRequestHandler):
