@@ -380,22 +380,22 @@ def dense_rank(
     *,
     provider,
     floor: bool = False,
-    query_vector: Future | None = None,
+    pending: Future | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, cosine similarity)`` best first, and how many documents have no vector
     (-1: too many documents to compare exactly). With ``floor``, only documents that match by
     meaning: more similar to the query than its background similarity plus the model's
     ``match_floor``; such a search (a list, the memory home) is over one person's items in any
     language, so the query vector is taken ``across_languages`` (docs/search.md).
-    ``query_vector``: the query's embedding already under way (``embed_query_soon``, with the
+    ``pending``: the query's embedding already under way (``embed_query_soon``, with the
     same ``across_languages``), else it is embedded here."""
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
-    if query_vector is None:
-        query_vector = embed_query_soon(provider, query, across_languages=floor)
+    if pending is None:
+        pending = embed_query_soon(provider, query, across_languages=floor)
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
-        query_vector = query_vector.result()
+        query_vector = pending.result()
         ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
         return _above_floor(ranked, query_vector, provider, floor), missing
@@ -408,7 +408,7 @@ def dense_rank(
         matrices.append(matrix)
     ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
     missing = max(n_docs - len(ids), 0)
-    query_vector = query_vector.result()  # also when nothing is embedded: a failing provider says so
+    query_vector = pending.result()  # also when nothing is embedded: a failing provider says so
     if not len(ids):
         return [], missing
     sims = np.concatenate([matrix @ query_vector for matrix in matrices])  # no copy of the matrices
@@ -479,17 +479,15 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
     provider = get_provider()
     # The model embeds the query on a helper thread while the words are read and ranked here.
     dense_wanted = mode != "lexical" and query.strip()
-    query_vector = embed_query_soon(provider, query, across_languages=floor) if dense_wanted else None
+    pending = embed_query_soon(provider, query, across_languages=floor) if dense_wanted else None
     rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
     if not rows:
         return result
     coverage: dict[int, float] = {}
     lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if wanted_terms else []
     dense: list[tuple[int, float]] = []
-    if query_vector is not None:
-        dense, result.not_embedded = dense_rank(
-            rows, query, depth, provider=provider, floor=floor, query_vector=query_vector
-        )
+    if pending is not None:
+        dense, result.not_embedded = dense_rank(rows, query, depth, provider=provider, floor=floor, pending=pending)
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(
