@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "numpy", "pgvector")
 TABLE = "memory_app_searchdocument"
+INDEX_PREFIX = "search_document_vec_"
 COLUMN = "vec"
 # The graph's build settings (docs/search.md: at a million rows m 16 / ef_construction 64 gave
 # recall@10 0.94 of exact, m 24 / 128 gave 1.00); ``refresh_embeddings`` rebuilds an index
@@ -66,7 +67,7 @@ def backend() -> str:
 
 def index_name(model: str, dim: int) -> str:
     digest = hashlib.blake2b(model.encode("utf-8"), digest_size=5).hexdigest()
-    return f"search_document_vec_{digest}_{int(dim)}"
+    return f"{INDEX_PREFIX}{digest}_{int(dim)}"
 
 
 def _literal(value: str) -> str:
@@ -228,6 +229,35 @@ def install(model: str, dim: int, *, rebuild: bool = False) -> bool:
     # Concurrently where it may (not inside a transaction): searches and writes go on meanwhile.
     ensure_index(model, dim, concurrently=rebuild and not connection.in_atomic_block, rebuild=rebuild)
     return column_ready()
+
+
+PREWARMED_TABLES = (TABLE, "memory_app_searchposting")
+
+
+def prewarm(model: str, dim: int) -> list[str]:
+    """Where the operator has created the ``pg_prewarm`` extension: ask the server to read the
+    search tables, their indexes and ``model``'s HNSW index into its operating system's cache
+    (``prefetch`` mode: asynchronous, the call returns at once), so that the first searches
+    after a restart do not read the graph from disk (docs/deploy.md). Never creates the
+    extension. Returns the relations asked for (none without the extension or on SQLite)."""
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'")
+        if cursor.fetchone() is None:
+            return []
+        cursor.execute(
+            "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) "
+            "UNION ALL SELECT i.relname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
+            "JOIN pg_class i ON i.oid = x.indexrelid WHERE t.relname = ANY(%s)",
+            [list(PREWARMED_TABLES), list(PREWARMED_TABLES)],
+        )
+        graph = index_name(model, dim)
+        # Of the graph indexes (one per embedding model), only the one searches use.
+        names = [name for (name,) in cursor.fetchall() if name == graph or not name.startswith(INDEX_PREFIX)]
+        for name in names:
+            cursor.execute("SELECT pg_prewarm(%s::regclass, 'prefetch')", [name])
+    return names
 
 
 def _text(vector) -> str:

@@ -68,3 +68,8 @@ class Command(BaseCommand):
             if locked:
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+        # Where the operator created pg_prewarm: the search tables and the graph into memory,
+        # asynchronously (the first searches after a restart would read them from disk).
+        prewarmed = vectorstore.prewarm(provider.model, provider.dim)
+        if prewarmed:
+            logger.info("search relations prefetched", extra={"relations": len(prewarmed)})

@@ -356,3 +356,48 @@ def test_an_index_built_with_other_settings_is_flagged_then_rebuilt_by_refresh_e
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s", [f"{name}%"])
         assert cursor.fetchone()[0] == 1  # no second index left behind
+
+
+# --- pg_prewarm --------------------------------------------------------------------------------
+
+
+def _offers_pg_prewarm() -> bool:
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'")
+        return cursor.fetchone() is not None
+
+
+def _pg_prewarm_installed() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'")
+        return cursor.fetchone() is not None
+
+
+def test_prewarm_asks_for_nothing_and_creates_nothing_without_the_operators_extension():
+    model, dim = get_provider().model, get_provider().dim
+    assert vectorstore.prewarm(model, dim) == []
+    if connection.vendor == "postgresql":
+        assert not _pg_prewarm_installed()  # never created by the service
+
+
+def test_prewarm_prefetches_the_search_tables_their_indexes_and_only_the_graph_searches_use():
+    if not _offers_pg_prewarm():
+        pytest.skip("needs PostgreSQL that offers the pg_prewarm extension (contrib)")
+    model, dim = get_provider().model, get_provider().dim
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")  # as an operator would (rolled back)
+        # Stand-ins for graph indexes (a btree needs no vector extension): this model's and
+        # another model's, which no search uses.
+        for name in (vectorstore.index_name(model, dim), vectorstore.index_name("another-model", dim)):
+            cursor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {vectorstore.TABLE} (id)")
+    names = vectorstore.prewarm(model, dim)
+    assert {vectorstore.TABLE, "memory_app_searchposting", vectorstore.index_name(model, dim)} <= set(names)
+    assert vectorstore.index_name("another-model", dim) not in names
+    assert any(name.endswith("_pkey") for name in names)  # the tables' own indexes too
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid WHERE t.relname = 'memory_app_searchposting'"
+        )
+        assert {name for (name,) in cursor.fetchall()} <= set(names)
