@@ -247,17 +247,26 @@ def prewarm(model: str, dim: int) -> list[str]:
         if cursor.fetchone() is None:
             return []
         cursor.execute(
-            "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) "
+            "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND pg_table_is_visible(c.oid) "
             "UNION ALL SELECT i.relname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
-            "JOIN pg_class i ON i.oid = x.indexrelid WHERE t.relname = ANY(%s)",
+            "JOIN pg_class i ON i.oid = x.indexrelid WHERE t.relname = ANY(%s) AND pg_table_is_visible(t.oid)",
             [list(PREWARMED_TABLES), list(PREWARMED_TABLES)],
         )
         graph = index_name(model, dim)
         # Of the graph indexes (one per embedding model), only the one searches use.
         names = [name for (name,) in cursor.fetchall() if name == graph or not name.startswith(INDEX_PREFIX)]
-        for name in names:
-            cursor.execute("SELECT pg_prewarm(%s::regclass, 'prefetch')", [name])
-    return names
+    asked = []
+    for name in names:
+        try:  # a start never fails for this: it only saves the first searches a read from disk
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_prewarm(%s::regclass, 'prefetch')", [name])
+        except DatabaseError as exc:
+            logger.warning(
+                "search relation not prefetched", extra={"relation": name, "error_class": type(exc).__name__}
+            )
+            continue
+        asked.append(name)
+    return asked
 
 
 def _text(vector) -> str:

@@ -401,3 +401,19 @@ def test_prewarm_prefetches_the_search_tables_their_indexes_and_only_the_graph_s
             "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid WHERE t.relname = 'memory_app_searchposting'"
         )
         assert {name for (name,) in cursor.fetchall()} <= set(names)
+
+
+def test_a_prefetch_that_fails_is_logged_and_the_start_goes_on(caplog):
+    if not _offers_pg_prewarm():
+        pytest.skip("needs PostgreSQL that offers the pg_prewarm extension (contrib)")
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        # The function gone from under the extension (rolled back with the test): every call fails.
+        cursor.execute("ALTER EXTENSION pg_prewarm DROP FUNCTION pg_prewarm(regclass, text, text, bigint, bigint)")
+        cursor.execute("DROP FUNCTION pg_prewarm(regclass, text, text, bigint, bigint)")
+    with caplog.at_level("WARNING", logger="memory_app.search.vectorstore"):
+        assert vectorstore.prewarm(get_provider().model, get_provider().dim) == []
+    assert any(r.getMessage() == "search relation not prefetched" for r in caplog.records)
+    with connection.cursor() as cursor:  # the test's transaction is still usable
+        cursor.execute("SELECT count(*) FROM memory_app_searchdocument")
+        assert cursor.fetchone()[0] >= 0
