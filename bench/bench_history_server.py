@@ -17,7 +17,9 @@ in the request), after 10 warm-up calls with other questions.
 and prints the time per stage: where a search's milliseconds go; the first call of each row (the
 first mode's reads the scope's vectors, the very first also loads the model); then the first
 search after each of five new messages (a new version of the scope). One OpenBLAS thread, as the
-server's workers run (config/gunicorn.py).
+server's workers run (config/gunicorn.py). The CPU of a stage is the process's (every thread's):
+the query is embedded on a helper thread while the word statement and scoring run, so in hybrid
+those two stages also count some of the embedding's CPU.
 """
 
 import os
