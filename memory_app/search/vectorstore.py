@@ -117,12 +117,21 @@ def column_ready() -> bool:
     return _cached(_db_key("column"), probe)
 
 
-def extension_available() -> bool:
-    """The server offers the ``vector`` extension (installed or not)."""
+def extension_available(name: str = "vector") -> bool:
+    """The server offers the extension ``name`` (installed or not)."""
     if connection.vendor != "postgresql":
         return False
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", [name])
+        return cursor.fetchone() is not None
+
+
+def extension_installed(name: str) -> bool:
+    """The extension ``name`` is created in this database."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = %s", [name])
         return cursor.fetchone() is not None
 
 
@@ -240,12 +249,9 @@ def prewarm(model: str, dim: int) -> list[str]:
     (``prefetch`` mode: asynchronous, the call returns at once), so that the first searches
     after a restart do not read the graph from disk (docs/deploy.md). Never creates the
     extension. Returns the relations asked for (none without the extension or on SQLite)."""
-    if connection.vendor != "postgresql":
+    if not extension_installed("pg_prewarm"):  # also: not PostgreSQL
         return []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'")
-        if cursor.fetchone() is None:
-            return []
         cursor.execute(
             "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s) AND pg_table_is_visible(c.oid) "
             "UNION ALL SELECT i.relname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "

@@ -361,29 +361,15 @@ def test_an_index_built_with_other_settings_is_flagged_then_rebuilt_by_refresh_e
 # --- pg_prewarm --------------------------------------------------------------------------------
 
 
-def _offers_pg_prewarm() -> bool:
-    if connection.vendor != "postgresql":
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'")
-        return cursor.fetchone() is not None
-
-
-def _pg_prewarm_installed() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'")
-        return cursor.fetchone() is not None
-
-
 def test_prewarm_asks_for_nothing_and_creates_nothing_without_the_operators_extension():
     model, dim = get_provider().model, get_provider().dim
     assert vectorstore.prewarm(model, dim) == []
     if connection.vendor == "postgresql":
-        assert not _pg_prewarm_installed()  # never created by the service
+        assert not vectorstore.extension_installed("pg_prewarm")  # never created by the service
 
 
 def test_prewarm_prefetches_the_search_tables_their_indexes_and_only_the_graph_searches_use():
-    if not _offers_pg_prewarm():
+    if not vectorstore.extension_available("pg_prewarm"):
         pytest.skip("needs PostgreSQL that offers the pg_prewarm extension (contrib)")
     model, dim = get_provider().model, get_provider().dim
     with connection.cursor() as cursor:
@@ -404,7 +390,7 @@ def test_prewarm_prefetches_the_search_tables_their_indexes_and_only_the_graph_s
 
 
 def test_a_prefetch_that_fails_is_logged_and_the_start_goes_on(caplog):
-    if not _offers_pg_prewarm():
+    if not vectorstore.extension_available("pg_prewarm"):
         pytest.skip("needs PostgreSQL that offers the pg_prewarm extension (contrib)")
     with connection.cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
