@@ -154,8 +154,9 @@ def profile(args, runs, asked):
 
     stages: dict[str, float] = {}
 
-    def clocked(module, name, label):
-        plain = getattr(module, name)
+    def clocked(owner, name, label):
+        """``owner.name`` (or ``owner[name]``, a dict) with its CPU added to ``stages[label]``."""
+        plain = owner[name] if isinstance(owner, dict) else getattr(owner, name)
 
         def wrapper(*a, **k):
             t0 = time.process_time()
@@ -164,14 +165,26 @@ def profile(args, runs, asked):
             finally:
                 stages[label] = stages.get(label, 0.0) + time.process_time() - t0
 
-        setattr(module, name, wrapper)
+        if isinstance(owner, dict):
+            owner[name] = wrapper
+        else:
+            setattr(owner, name, wrapper)
 
     clocked(engine, "_scopes_and_postings", "statement: scopes + postings + df")
     clocked(engine, "lexical_rank", "BM25 scoring (numpy)")
     clocked(engine, "dense_rank", "dense ranking (query embedding included)")
     clocked(embeddings.E5Embedding, "embed_query", "  of which the query embedding")
     clocked(engine, "_refs_of", "refs of the hits (scope cache)")
-    clocked(history, "_candidates", "candidates + next turns + speakers (1 statement)")
+    clocked(history, "_candidate_loader", "candidates statement compiled (in hybrid while the query is embedded)")
+    compiled = history._candidate_loader
+
+    def timed_loader(*a, **k):
+        load = compiled(*a, **k)
+        clocked_load = {"load": load}
+        clocked(clocked_load, "load", "candidates + next turns + speakers (1 statement run)")
+        return clocked_load["load"]
+
+    history._candidate_loader = timed_loader
     clocked(history, "_snippet", "snippets")
     try:
         from pyinstrument import Profiler

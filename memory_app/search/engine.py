@@ -466,9 +466,20 @@ def _refs_of(scopes: list[tuple], doc_ids: set[int], provider) -> dict[int, str]
 
 
 @observe_search  # latency per mode on /metrics
-def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, floor: bool = False) -> Rankings:
+def rank(
+    *,
+    scopes: list[str],
+    query: str,
+    depth: int,
+    mode: str | None = None,
+    floor: bool = False,
+    meanwhile: Callable[[], object] | None = None,
+) -> Rankings:
     """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
-    for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s."""
+    for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s.
+    ``meanwhile``: the caller's work that does not need the rankings, called once the words are
+    ranked and before the meaning ranking waits for the query's vector (the model embeds it on
+    a helper thread meanwhile); called in every mode, also when there is nothing to rank."""
     mode = mode or default_mode()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -481,10 +492,14 @@ def rank(*, scopes: list[str], query: str, depth: int, mode: str | None = None, 
     dense_wanted = mode != "lexical" and query.strip()
     pending = embed_query_soon(provider, query, across_languages=floor) if dense_wanted else None
     rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
+    coverage: dict[int, float] = {}
+    lexical = (
+        lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if rows and wanted_terms else []
+    )
+    if meanwhile is not None:
+        meanwhile()
     if not rows:
         return result
-    coverage: dict[int, float] = {}
-    lexical = lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if wanted_terms else []
     dense: list[tuple[int, float]] = []
     if pending is not None:
         dense, result.not_embedded = dense_rank(rows, query, depth, provider=provider, floor=floor, pending=pending)

@@ -8,11 +8,11 @@ is framed with this response's boundary (``low_trust_result``; docs/runs.md, Low
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
@@ -72,7 +72,7 @@ def _with_next_turns(
     since an answer ("In the morning, with breakfast.") follows the question that names its
     topic. Where the meaning ranking takes part it carries that context already (a message is
     embedded with the turn before it), and this share, on top, only pushed replies up
-    (docs/search.md). ``rows`` hold each candidate's next turn (``_candidates``): no statement here."""
+    (docs/search.md). ``rows`` hold each candidate's next turn (``_candidate_loader``): no statement here."""
     if not NEXT_TURN_WEIGHT:
         return ranked
     scores = dict(ranked)
@@ -91,7 +91,7 @@ def _with_previous_turns(ranked: list[tuple[str, float]], rows: dict[int, dict])
     with the turn before it, so a dense hit is a match of that two-turn window, and the earlier
     turn of the window ranks just after it unless it already ranks higher: a fact said in one
     turn is also found through the reply that carries it as context. The earlier turn is the
-    candidate whose next turn the hit is (``rows``, from ``_candidates``): no statement here; a
+    candidate whose next turn the hit is (``rows``, from ``_candidate_loader``): no statement here; a
     window whose earlier turn is not among the candidates is left as it is."""
     if not WINDOW_SOURCES:
         return ranked
@@ -186,13 +186,33 @@ def _next_turn_sql(column: str) -> RawSQL:
     )
 
 
-def _candidates(user_id: int, ids) -> dict[int, dict]:
-    """The visible rows of ``ids`` (``history_messages``), each with what ranking needs: its
-    next turn in the thread (id and role), its speaker, the head of its text. One statement."""
-    return {
-        row["id"]: row
-        for row in history_messages(user_id=user_id)
-        .filter(id__in=ids)
+def _ids_in(column: str, ids) -> RawSQL:
+    """``column`` is one of ``ids``, with the ids as one parameter (an array; a JSON list on
+    SQLite): the statement's text is the same however many ids, so it can be compiled before
+    they are known (``_candidate_loader``)."""
+    quote = connection.ops.quote_name
+    column = f"{quote(Message._meta.db_table)}.{quote(column)}"
+    if connection.vendor == "postgresql":
+        return RawSQL(f"{column} = ANY(%s)", (ids,), output_field=BooleanField())
+    return RawSQL(f"{column} IN (SELECT value FROM json_each(%s))", (ids,), output_field=BooleanField())
+
+
+class _Ids:
+    """Where the ids go in a compiled candidates statement."""
+
+
+def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dict]]:
+    """The candidates statement, compiled now, as a function of the ids to load: the visible rows
+    of those ids (``history_messages``), each with what ranking needs: its next turn in the
+    thread (id and role), its speaker, the head of its text. One statement a call.
+
+    A hybrid search compiles it while the model embeds the query (``engine.rank``'s
+    ``meanwhile``), so that only running it waits for the meaning ranking (compiling it cost
+    about as much as running it, measured)."""
+    slot = _Ids()
+    queryset = (
+        history_messages(user_id=user_id)
+        .filter(_ids_in("id", slot))
         .annotate(
             # One character more than is scored: a longer message goes on, and its snippet says so.
             head=Left("content", SEARCH_SCORING_CHARS + 1),
@@ -213,24 +233,54 @@ def _candidates(user_id: int, ids) -> dict[int, dict]:
             "speaker",
             "display_name",
         )
-    }
+        .order_by()  # read into a dict: no order needed
+    )
+    compiler = queryset.query.get_compiler(connection=connection)
+    sql, params = compiler.as_sql()
+    at = [n for n, param in enumerate(params) if param is slot]
+    if len(at) != 1:  # the compiled statement must take the ids exactly once
+        raise RuntimeError("the candidates statement lost its ids parameter")
+
+    def load(ids: Collection[int]) -> dict[int, dict]:
+        if not ids:
+            return {}
+        bound = list(params)
+        wanted = sorted({int(message_id) for message_id in ids})
+        bound[at[0]] = wanted if connection.vendor == "postgresql" else json.dumps(wanted)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, bound)
+            names = [column[0] for column in cursor.description]
+            fetched = cursor.fetchall()
+        # Django's own conversion of the values (dates on SQLite, for one).
+        rows = (dict(zip(names, values, strict=True)) for values in compiler.results_iter([fetched]))
+        return {row["id"]: row for row in rows}
+
+    return load
 
 
-def _ranked(*, user_id: int, query: str, limit: int) -> tuple[engine.Rankings, list[tuple[int, float]], dict]:
+def _ranked(
+    *, user_id: int, query: str, limit: int
+) -> tuple[engine.Rankings, list[tuple[int, float]], dict, Callable[[Collection[int]], dict[int, dict]]]:
     """The engine's rankings of the user's history, then, on the loaded candidates, the names of
     speakers out of the coverage, the neighbouring turns (the next-turn share by words alone, the
     two-turn windows of the meaning ranking), fusion and the speaker preference:
     ``(rankings, [(message id, score)], rows)``."""
-    rankings = engine.rank(scopes=[history_scope(user_id)], query=query, depth=limit * 3 + 20)
-    ids = {int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]}
-    rows = _candidates(user_id, ids) if ids else {}
+    loader: list[Callable[[Collection[int]], dict[int, dict]]] = []
+    rankings = engine.rank(
+        scopes=[history_scope(user_id)],
+        query=query,
+        depth=limit * 3 + 20,
+        meanwhile=lambda: loader.append(_candidate_loader(user_id)),
+    )
+    load = loader[0] if loader else _candidate_loader(user_id)
+    rows = load({int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]})
     _names_out_of_coverage(rankings, rows, query)
     if rankings.lexical and rankings.mode == "lexical":
         rankings.lexical = _with_next_turns(rankings.lexical, rows, rankings.coverage)[: rankings.depth]
     if rankings.dense:
         rankings.dense = _with_previous_turns(rankings.dense, rows)[: rankings.depth]
     fused = _speaker_aware(engine.fuse(rankings, lexical_weight=LEXICAL_WEIGHT), rows, query)
-    return rankings, [(int(ref), score) for ref, score in fused], rows
+    return rankings, [(int(ref), score) for ref, score in fused], rows, load
 
 
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
@@ -242,11 +292,11 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
     if not query_terms(query):
         raise InvalidInput("query has no searchable words.", code="invalid_query")
-    found, ranked, rows = _ranked(user_id=user_id, query=query, limit=limit)
+    found, ranked, rows, load = _ranked(user_id=user_id, query=query, limit=limit)
     # A next turn lifted into the first hits may not be a candidate itself: load those at once.
     missing = [message_id for message_id, _ in ranked[: limit * 2] if message_id not in rows]
     if missing:
-        rows.update(_candidates(user_id, missing))
+        rows.update(load(missing))
     hits = []
     for message_id, score in ranked:
         row = rows.get(message_id)

@@ -73,3 +73,57 @@ def test_document_frequencies_are_counted_within_one_budget_per_search(db, monke
     _, postings, df = engine._scopes_and_postings(["user:1"], terms)
     assert df == {"alpha": 12, "beta": 12, "gamma": 12, "delta": 12, "epsilon": 12, "zeta": 1}
     assert all(postings[term] for term in terms)  # the postings are read as before
+
+
+class _GatedProvider:
+    """Hashed vectors, embedded on the helper thread (not ``in_process``) only once the gate
+    opens: a rank that waited for the vector before calling ``meanwhile`` would find the gate
+    shut (after a timeout, not a hang)."""
+
+    in_process = False
+
+    def __init__(self, inner, gate):
+        self.inner = inner
+        self.name, self.model, self.dim, self.min_score = inner.name, inner.model, inner.dim, inner.min_score
+        self.gate = gate
+        self.gate_was_open: list[bool] = []
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def embed_query(self, text, *, across_languages=False):
+        self.gate_was_open.append(self.gate.wait(timeout=5))
+        return self.inner.embed_query(text)
+
+
+def test_meanwhile_runs_once_in_every_mode_before_the_query_vector_is_awaited(db, settings, monkeypatch):
+    import threading
+
+    from memory_app.search import documents
+    from memory_app.search.embedder import embed_pending
+    from memory_app.search.index import Row
+
+    settings.MEMORY_EMBEDDING_PROVIDER = "hashed"
+    documents.sync("memory", [Row(ref=f"m{i}", scope="user:1", text=f"the blue whale song {i}") for i in range(5)])
+    embed_pending()
+    hashed = engine.get_provider()
+    for mode in ("hybrid", "dense", "lexical"):
+        gate = threading.Event()
+        provider = _GatedProvider(hashed, gate)
+        monkeypatch.setattr(engine, "get_provider", lambda provider=provider: provider)
+        calls: list = []
+
+        def meanwhile(calls=calls, gate=gate):
+            calls.append(gate.set())
+
+        found = engine.rank(scopes=["user:1"], query="blue whale", depth=10, mode=mode, meanwhile=meanwhile)
+        assert len(calls) == 1, mode
+        if mode == "lexical":
+            assert provider.gate_was_open == [] and found.lexical and not found.dense
+        else:
+            assert provider.gate_was_open == [True], mode
+            assert len(found.dense) == 5 and not found.warnings
+    # Nothing to rank (an unknown scope): still called, once.
+    calls = []
+    assert engine.rank(scopes=["user:404"], query="blue", depth=5, mode="lexical", meanwhile=lambda: calls.append(1))
+    assert calls == [1]

@@ -538,3 +538,35 @@ def test_a_speakers_name_found_in_no_turn_leaves_the_coverage_mass():
     held.absent = {"": 10.0}
     history._names_out_of_coverage(held, rows, "What pet did Mia get?")
     assert held.coverage == {"1": 0.4, "2": 0.1}
+
+
+def test_the_compiled_candidates_statement_keeps_visibility_and_takes_any_number_of_ids(alice, mallory, leaky_history):
+    """Compiled once (while the query is embedded), run with the ids: only the visible user and
+    assistant text of the owner comes back, whatever ids are asked (another user's, hidden
+    threads', tool and system turns, ids that do not exist), one statement a call."""
+    from memory_app.threads.history import _candidate_loader
+    from memory_app.threads.models import Message
+
+    every_id = list(Message.objects.values_list("id", flat=True))
+    visible = set(
+        Message.objects.filter(
+            conversation=leaky_history["visible"], role__in=("user", "assistant"), type="text"
+        ).values_list("id", flat=True)
+    )
+    assert len(visible) == 2 and len(every_id) > 10
+    load = _candidate_loader(alice.pk)
+    for asked in (every_id, [*every_id, 10**12, -1], sorted(visible)[:1], [max(every_id) + 1]):
+        with CaptureQueriesContext(connection) as queries:
+            rows = load(asked)
+        assert len(queries.captured_queries) == 1
+        assert set(rows) == visible & set(asked)
+    with CaptureQueriesContext(connection) as queries:
+        assert load([]) == {}
+    assert not queries.captured_queries
+    rows = load(every_id)
+    first, second = (rows[key] for key in sorted(rows))
+    assert (first["role"], first["next_id"], first["next_role"]) == ("user", second["id"], "assistant")
+    assert first["created_at"].tzinfo is not None and "MARK-VISIBLE-USER" in first["head"]
+    assert first["conversation__title"] == "Billing" and first["speaker"] is None
+    # Mallory's loader sees none of Alice's.
+    assert _candidate_loader(mallory.pk)(every_id).keys().isdisjoint(visible)
