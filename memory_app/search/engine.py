@@ -474,12 +474,15 @@ def rank(
     mode: str | None = None,
     floor: bool = False,
     meanwhile: Callable[[], object] | None = None,
+    dense_query: str | None = None,
 ) -> Rankings:
     """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
     for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s.
     ``meanwhile``: the caller's work that does not need the rankings, called once the words are
     ranked and before the meaning ranking waits for the query's vector (the model embeds it on
-    a helper thread meanwhile); called in every mode, also when there is nothing to rank."""
+    a helper thread meanwhile); called in every mode, also when there is nothing to rank.
+    ``dense_query``: the text the meaning ranking embeds, when not ``query`` (the history search
+    leaves the names of speakers out of it)."""
     mode = mode or default_mode()
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -489,8 +492,9 @@ def rank(
     wanted_terms = terms if mode in ("lexical", "hybrid") else []
     provider = get_provider()
     # The model embeds the query on a helper thread while the words are read and ranked here.
-    dense_wanted = mode != "lexical" and query.strip()
-    pending = embed_query_soon(provider, query, across_languages=floor) if dense_wanted else None
+    dense_query = query if dense_query is None else dense_query
+    dense_wanted = mode != "lexical" and dense_query.strip()
+    pending = embed_query_soon(provider, dense_query, across_languages=floor) if dense_wanted else None
     rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
     coverage: dict[int, float] = {}
     lexical = (
@@ -502,7 +506,9 @@ def rank(
         return result
     dense: list[tuple[int, float]] = []
     if pending is not None:
-        dense, result.not_embedded = dense_rank(rows, query, depth, provider=provider, floor=floor, pending=pending)
+        dense, result.not_embedded = dense_rank(
+            rows, dense_query, depth, provider=provider, floor=floor, pending=pending
+        )
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(

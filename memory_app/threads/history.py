@@ -8,6 +8,10 @@ is framed with this response's boundary (``low_trust_result``; docs/runs.md, Low
 """
 
 import json
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -134,6 +138,61 @@ def _speaker(row: dict | None) -> str:
     return (row["display_name"] or "") if row["role"] == MessageRole.USER else ""
 
 
+SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers (a few names each)
+_speakers: OrderedDict[int, frozenset[str]] = OrderedDict()
+_speakers_lock = threading.Lock()
+
+
+def _history_speakers(user_id: int) -> frozenset[str]:
+    """The names of the speakers of the user's visible history turns: each message's
+    ``metadata.name`` and the user's display name (``_speaker``). One statement, grouped by
+    speaker. The process remembers the answer (``_remembered_speakers``) to embed the next
+    question of this user before reading them again."""
+    rows = (
+        history_messages(user_id=user_id)
+        .annotate(
+            speaker=KeyTextTransform("name", "metadata"), display_name=F("conversation__owner__profile__display_name")
+        )
+        .values_list("speaker", "display_name")
+        .distinct()
+        .order_by()
+    )
+    names = frozenset(name.strip() for row in rows for name in row if isinstance(name, str) and name.strip())
+    with _speakers_lock:
+        _speakers[user_id] = names
+        _speakers.move_to_end(user_id)
+        while len(_speakers) > SPEAKER_CACHE_USERS:
+            _speakers.popitem(last=False)
+    return names
+
+
+def _remembered_speakers(user_id: int) -> frozenset[str] | None:
+    with _speakers_lock:
+        return _speakers.get(user_id)
+
+
+def _without_speakers(query: str, names: frozenset[str]) -> str:
+    """The question without the names of speakers it names (whole, or a name's first word;
+    CJK names as a substring, as ``_named`` finds them), for the meaning ranking: a person's
+    own turns rarely hold their name, while the other side's turns that address them do, so
+    the name pulls the question's vector toward the wrong turns (docs/search.md). The
+    question itself if nothing would be left."""
+    words = _speaker_names(query)
+    named = [name for name in sorted(names, key=len, reverse=True) if _named(name, query, words)]
+    if not named:
+        return query
+    out = query
+    for name in named:
+        if all(is_cjk for is_cjk, _ in text_runs(name)):
+            out = re.sub(re.escape(unicodedata.normalize("NFKC", name.strip())), " ", out, flags=re.IGNORECASE)
+            continue
+        parts = [run for _, run in text_runs(name)]
+        spelled = [r"[\W_]+".join(map(re.escape, parts)), re.escape(parts[0])]
+        out = re.sub(rf"(?<![^\W_])(?:{'|'.join(spelled)})(?:['’]s)?(?![^\W_])", " ", out, flags=re.IGNORECASE)
+    out = re.sub(r"\s+", " ", out).strip()
+    return out if query_terms(out) else query
+
+
 def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query: str) -> list[tuple[str, float]]:
     """A question that names a speaker favours that speaker's turns: their score times
     ``1 + SPEAKER_WEIGHT``. A turn's speaker is the ``name`` of its metadata (what a runtime
@@ -193,7 +252,7 @@ def _ids_in(column: str, ids) -> RawSQL:
     quote = connection.ops.quote_name
     column = f"{quote(Message._meta.db_table)}.{quote(column)}"
     if connection.vendor == "postgresql":
-        return RawSQL(f"{column} = ANY(%s)", (ids,), output_field=BooleanField())
+        return RawSQL(f"{column} = ANY(%s::bigint[])", (ids,), output_field=BooleanField())
     return RawSQL(f"{column} IN (SELECT value FROM json_each(%s))", (ids,), output_field=BooleanField())
 
 
@@ -264,14 +323,36 @@ def _ranked(
     """The engine's rankings of the user's history, then, on the loaded candidates, the names of
     speakers out of the coverage, the neighbouring turns (the next-turn share by words alone, the
     two-turn windows of the meaning ranking), fusion and the speaker preference:
-    ``(rankings, [(message id, score)], rows)``."""
+    ``(rankings, [(message id, score)], rows, the candidates loader)``."""
+    scopes, depth, mode = [history_scope(user_id)], limit * 3 + 20, engine.default_mode()
     loader: list[Callable[[Collection[int]], dict[int, dict]]] = []
-    rankings = engine.rank(
-        scopes=[history_scope(user_id)],
-        query=query,
-        depth=limit * 3 + 20,
-        meanwhile=lambda: loader.append(_candidate_loader(user_id)),
-    )
+    if mode == "lexical":
+        rankings = engine.rank(
+            scopes=scopes,
+            query=query,
+            depth=depth,
+            mode=mode,
+            meanwhile=lambda: loader.append(_candidate_loader(user_id)),
+        )
+    else:
+        # The meaning ranking embeds the question without the speakers' names it holds: the
+        # speakers the process remembers for this user (read first, the first time), read again
+        # while the model works; should the question name another one of them now, the rankings
+        # are made again (rare: someone new spoke since this process last looked).
+        remembered = _remembered_speakers(user_id)
+        dense_query = _without_speakers(query, _history_speakers(user_id) if remembered is None else remembered)
+        current: list[frozenset[str]] = []
+
+        def meanwhile():
+            loader.append(_candidate_loader(user_id))
+            if remembered is not None:
+                current.append(_history_speakers(user_id))
+
+        rankings = engine.rank(
+            scopes=scopes, query=query, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile
+        )
+        if current and (exact := _without_speakers(query, current[0])) != dense_query:
+            rankings = engine.rank(scopes=scopes, query=query, depth=depth, mode=mode, dense_query=exact)
     load = loader[0] if loader else _candidate_loader(user_id)
     rows = load({int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]})
     _names_out_of_coverage(rankings, rows, query)

@@ -1,8 +1,12 @@
 import json
+from collections import OrderedDict
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from config.budgets import truncate_utf8
 from config.lowtrust import DATA_MARK
@@ -570,3 +574,119 @@ def test_the_compiled_candidates_statement_keeps_visibility_and_takes_any_number
     assert first["conversation__title"] == "Billing" and first["speaker"] is None
     # Mallory's loader sees none of Alice's.
     assert _candidate_loader(mallory.pk)(every_id).keys().isdisjoint(visible)
+
+
+# --- the meaning ranking embeds the question without the speakers' names ---------------------
+
+
+def test_speakers_names_leave_the_question_the_model_embeds():
+    from memory_app.threads.history import _without_speakers
+
+    names = frozenset({"Mia", "Jon Smith", "小雨", "Al"})
+    assert _without_speakers("Which family celebration did Mia travel for?", names) == (
+        "Which family celebration did travel for?"
+    )
+    assert _without_speakers("What did MIA's brother tell jon smith?", names) == "What did brother tell ?"
+    assert _without_speakers("Did Jon call?", names) == "Did call?"  # a name's first word
+    assert _without_speakers("小雨的姐姐在哪里结婚？", names) == "的姐姐在哪里结婚？"
+    # Only whole words: "Miami" and "Alps" are not Mia and Al.
+    assert _without_speakers("Miami or the Alps?", names) == "Miami or the Alps?"
+    # Nothing named: the question as asked (its spacing too); nothing left: the question.
+    assert _without_speakers("what  about\nthe dog", names) == "what  about\nthe dog"
+    assert _without_speakers("Mia?", names) == "Mia?"
+    assert _without_speakers("Mia and Jon", names) == "Mia and Jon"  # only a stop word would be left
+
+
+@given(query=st.text(max_size=80), names=st.frozensets(st.text(max_size=20), max_size=4))
+@hypothesis_settings(max_examples=300, deadline=None)
+def test_leaving_names_out_never_fails_and_keeps_a_searchable_question(query, names):
+    """Whatever the names and the question (regex characters, CJK, empty names): a string comes
+    back, the question itself when no name is named, and never one without searchable words
+    when the question had some."""
+    from memory_app.search.analysis import query_terms
+    from memory_app.threads.history import _named, _speaker_names, _without_speakers
+
+    out = _without_speakers(query, names)
+    assert isinstance(out, str)
+    if not any(_named(name, query, _speaker_names(query)) for name in names):
+        assert out == query
+    if query_terms(query):
+        assert query_terms(out)
+
+
+def history_module_speakers():
+    from memory_app.threads import history
+
+    return dict(history._speakers)
+
+
+@pytest.fixture
+def embedded(monkeypatch):
+    """The texts the history search gives the model for the meaning ranking."""
+    from memory_app.search import engine
+    from memory_app.threads import history
+
+    texts = []
+    plain = engine.embed_query_soon
+
+    def spy(provider, text, **kwargs):
+        texts.append(text)
+        return plain(provider, text, **kwargs)
+
+    monkeypatch.setattr(engine, "embed_query_soon", spy)
+    monkeypatch.setattr(history, "_speakers", OrderedDict())  # what this process remembers: nothing yet
+    return texts
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+def test_the_model_embeds_the_question_without_the_speakers_it_names(svc, alice, mallory, settings, mode, embedded):
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    mia, _ = _two_person_thread(svc, alice)
+    # Names Alice's history does not show are left in: Mallory's speaker, a hidden chat's.
+    _say(svc, _thread(svc, mallory), "hello", metadata={"name": "Zed"})
+    hidden = _thread(svc, alice, source="agent_call")
+    _say(svc, hidden, "hello", metadata={"name": "Ola"})
+    hits = history_search(user_id=alice.pk, query="Where did Mia fly for her sister's wedding?")["results"]
+    assert hits[0]["message_id"] == mia.pk
+    assert embedded == ["Where did fly for her sister's wedding?"]
+    history_search(user_id=alice.pk, query="Did Zed or Ola meet Jon?")
+    assert embedded[1] == "Did Zed or Ola meet ?"
+    # The words still hold the name: the word ranking and the speaker preference see it.
+    assert history_search(user_id=alice.pk, query="Mia Porto")["results"][0]["message_id"] == mia.pk
+
+
+def test_speakers_are_read_before_the_first_search_then_while_the_model_works(svc, alice, settings, embedded):
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = "hybrid"
+    thread = _thread(svc, alice, title="catching up")
+    _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia"})
+    history_search(user_id=alice.pk, query="Where did Mia fly?")
+    with CaptureQueriesContext(connection) as queries:
+        assert history_search(user_id=alice.pk, query="Where did Mia go for the wedding?")["results"]
+    assert len(queries.captured_queries) == 3  # rankings, speakers (while the model works), candidates
+    assert embedded == ["Where did fly?", "Where did go for the wedding?"]
+    # Someone new speaks; the process still remembers the old speakers when the next question
+    # comes: it is embedded with them, then the rankings are made again with the new ones.
+    kai = _say(svc, thread, "I went to Kyoto for a wedding", role="assistant", metadata={"name": "Kai"})
+    hits = history_search(user_id=alice.pk, query="Where did Kai go for a wedding?")["results"]
+    assert embedded[2:] == ["Where did Kai go for a wedding?", "Where did go for a wedding?"]
+    assert hits[0]["message_id"] == kai.pk
+    history_search(user_id=alice.pk, query="Where did Kai fly?")
+    assert embedded[4:] == ["Where did fly?"]
+
+
+def test_a_search_by_words_alone_reads_no_speakers(svc, alice, settings, embedded):
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    mia, _ = _two_person_thread(svc, alice)
+    history_search(user_id=alice.pk, query="wedding")  # the scope's refs are read once
+    with CaptureQueriesContext(connection) as queries:
+        hits = history_search(user_id=alice.pk, query="Where did Mia fly for her sister's wedding?")["results"]
+    assert hits[0]["message_id"] == mia.pk and embedded == []
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not any("DISTINCT" in sql for sql in sqls), sqls  # no speakers read
+    assert history_module_speakers() == {}
