@@ -473,14 +473,15 @@ def rank(
     depth: int,
     mode: str | None = None,
     floor: bool = False,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[tuple[int, ...]], object] | None = None,
     dense_query: str | None = None,
 ) -> Rankings:
     """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
     for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s.
     ``meanwhile``: the caller's work that does not need the rankings, called once the words are
     ranked and before the meaning ranking waits for the query's vector (the model embeds it on
-    a helper thread meanwhile); called in every mode, also when there is nothing to rank.
+    a helper thread meanwhile), with the versions of the scopes as read (``SearchScope.version``;
+    none for a scope that does not exist); called in every mode, also when there is nothing to rank.
     ``dense_query``: the text the meaning ranking embeds, when not ``query`` (the history search
     leaves the names of speakers out of it)."""
     mode = mode or default_mode()
@@ -501,7 +502,7 @@ def rank(
         lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if rows and wanted_terms else []
     )
     if meanwhile is not None:
-        meanwhile()
+        meanwhile(tuple(scope[3] for scope in rows))
     if not rows:
         return result
     dense: list[tuple[int, float]] = []

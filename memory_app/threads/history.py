@@ -139,15 +139,15 @@ def _speaker(row: dict | None) -> str:
 
 
 SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers (a few names each)
-_speakers: OrderedDict[int, frozenset[str]] = OrderedDict()
+_speakers: OrderedDict[int, tuple[int | None, frozenset[str]]] = OrderedDict()
 _speakers_lock = threading.Lock()
 
 
-def _history_speakers(user_id: int) -> frozenset[str]:
+def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[str]:
     """The names of the speakers of the user's visible history turns: each message's
     ``metadata.name`` and the user's display name (``_speaker``). One statement, grouped by
-    speaker. The process remembers the answer (``_remembered_speakers``) to embed the next
-    question of this user before reading them again."""
+    speaker. The process remembers them with ``version``, the version of the user's history
+    scope read just before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
         .annotate(
@@ -159,14 +159,15 @@ def _history_speakers(user_id: int) -> frozenset[str]:
     )
     names = frozenset(name.strip() for row in rows for name in row if isinstance(name, str) and name.strip())
     with _speakers_lock:
-        _speakers[user_id] = names
+        _speakers[user_id] = (version, names)
         _speakers.move_to_end(user_id)
         while len(_speakers) > SPEAKER_CACHE_USERS:
             _speakers.popitem(last=False)
     return names
 
 
-def _remembered_speakers(user_id: int) -> frozenset[str] | None:
+def _remembered_speakers(user_id: int) -> tuple[int | None, frozenset[str]] | None:
+    """``(version of the history scope, speakers)`` as this process last read them."""
     with _speakers_lock:
         return _speakers.get(user_id)
 
@@ -332,21 +333,23 @@ def _ranked(
             query=query,
             depth=depth,
             mode=mode,
-            meanwhile=lambda: loader.append(_candidate_loader(user_id)),
+            meanwhile=lambda versions: loader.append(_candidate_loader(user_id)),
         )
     else:
         # The meaning ranking embeds the question without the speakers' names it holds: the
-        # speakers the process remembers for this user (read first, the first time), read again
-        # while the model works; should the question name another one of them now, the rankings
-        # are made again (rare: someone new spoke since this process last looked).
+        # speakers this process remembers for the user (read first, the first time). While the
+        # model works they are read again if the history changed since (a new version of its
+        # scope); should the question then name another one of them, the rankings are made
+        # again (rare: someone new spoke, and is asked about, since this process last looked).
         remembered = _remembered_speakers(user_id)
-        dense_query = _without_speakers(query, _history_speakers(user_id) if remembered is None else remembered)
+        dense_query = _without_speakers(query, remembered[1] if remembered else _history_speakers(user_id))
         current: list[frozenset[str]] = []
 
-        def meanwhile():
+        def meanwhile(versions: tuple[int, ...]):
             loader.append(_candidate_loader(user_id))
-            if remembered is not None:
-                current.append(_history_speakers(user_id))
+            version = versions[0] if versions else None
+            if remembered is None or remembered[0] != version:
+                current.append(_history_speakers(user_id, version=version))
 
         rankings = engine.rank(
             scopes=scopes, query=query, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile

@@ -102,6 +102,7 @@ def test_meanwhile_runs_once_in_every_mode_before_the_query_vector_is_awaited(db
     from memory_app.search import documents
     from memory_app.search.embedder import embed_pending
     from memory_app.search.index import Row
+    from memory_app.search.models import SearchScope
 
     settings.MEMORY_EMBEDDING_PROVIDER = "hashed"
     documents.sync("memory", [Row(ref=f"m{i}", scope="user:1", text=f"the blue whale song {i}") for i in range(5)])
@@ -113,11 +114,12 @@ def test_meanwhile_runs_once_in_every_mode_before_the_query_vector_is_awaited(db
         monkeypatch.setattr(engine, "get_provider", lambda provider=provider: provider)
         calls: list = []
 
-        def meanwhile(calls=calls, gate=gate):
-            calls.append(gate.set())
+        def meanwhile(versions, calls=calls, gate=gate):
+            calls.append(versions)
+            gate.set()
 
         found = engine.rank(scopes=["user:1"], query="blue whale", depth=10, mode=mode, meanwhile=meanwhile)
-        assert len(calls) == 1, mode
+        assert calls == [(SearchScope.objects.get(key="user:1").version,)], mode
         if mode == "lexical":
             assert provider.gate_was_open == [] and found.lexical and not found.dense
         else:
@@ -125,5 +127,5 @@ def test_meanwhile_runs_once_in_every_mode_before_the_query_vector_is_awaited(db
             assert len(found.dense) == 5 and not found.warnings
     # Nothing to rank (an unknown scope): still called, once.
     calls = []
-    assert engine.rank(scopes=["user:404"], query="blue", depth=5, mode="lexical", meanwhile=lambda: calls.append(1))
-    assert calls == [1]
+    found = engine.rank(scopes=["user:404"], query="blue", depth=5, mode="lexical", meanwhile=calls.append)
+    assert calls == [()] and not found.lexical

@@ -657,25 +657,37 @@ def test_the_model_embeds_the_question_without_the_speakers_it_names(svc, alice,
     assert history_search(user_id=alice.pk, query="Mia Porto")["results"][0]["message_id"] == mia.pk
 
 
-def test_speakers_are_read_before_the_first_search_then_while_the_model_works(svc, alice, settings, embedded):
+def test_speakers_are_read_before_the_first_search_then_again_only_when_the_history_changed(
+    svc, alice, settings, embedded
+):
     from memory_app.threads.history import history_search
 
     settings.MEMORY_SEARCH_MODE = "hybrid"
     thread = _thread(svc, alice, title="catching up")
     _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia"})
-    history_search(user_id=alice.pk, query="Where did Mia fly?")
+    with CaptureQueriesContext(connection) as queries:
+        history_search(user_id=alice.pk, query="Where did Mia fly?")
+    # The first search of this user in the process: read before the question is embedded, and
+    # again with the version of the history while the model works.
+    assert sum("DISTINCT" in q["sql"] for q in queries.captured_queries) == 2
     with CaptureQueriesContext(connection) as queries:
         assert history_search(user_id=alice.pk, query="Where did Mia go for the wedding?")["results"]
-    assert len(queries.captured_queries) == 3  # rankings, speakers (while the model works), candidates
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert len(sqls) == 2 and not any("DISTINCT" in sql for sql in sqls), sqls  # rankings, candidates
     assert embedded == ["Where did fly?", "Where did go for the wedding?"]
     # Someone new speaks; the process still remembers the old speakers when the next question
-    # comes: it is embedded with them, then the rankings are made again with the new ones.
+    # comes: it is embedded with them, the speakers are read again (a new version of the
+    # history), and the rankings are made again with the new ones.
     kai = _say(svc, thread, "I went to Kyoto for a wedding", role="assistant", metadata={"name": "Kai"})
     hits = history_search(user_id=alice.pk, query="Where did Kai go for a wedding?")["results"]
     assert embedded[2:] == ["Where did Kai go for a wedding?", "Where did go for a wedding?"]
     assert hits[0]["message_id"] == kai.pk
     history_search(user_id=alice.pk, query="Where did Kai fly?")
     assert embedded[4:] == ["Where did fly?"]
+    # A new message of someone already known: read again, nothing to do again.
+    _say(svc, thread, "It rained all day", metadata={"name": "Mia"})
+    history_search(user_id=alice.pk, query="Did it rain on Kai?")
+    assert embedded[5:] == ["Did it rain on ?"]
 
 
 def test_a_search_by_words_alone_reads_no_speakers(svc, alice, settings, embedded):
