@@ -219,6 +219,8 @@ LEVERS = {
     "no dense window": {("history", "WINDOW_SOURCES"): 0},
     "dense window 10": {("history", "WINDOW_SOURCES"): 10},
     "names in coverage": {("history", "NAMES_OUT_OF_COVERAGE"): False},
+    "speakers' names in the meaning query": {("history", "SPEAKERS_OUT_OF_MEANING"): False},
+    "speakers' names out of the words too": {("history", "SPEAKERS_OUT_OF_WORDS"): True},
     "dense window 50": {("history", "WINDOW_SOURCES"): 50},
     "next-turn 0.25": {("history", "NEXT_TURN_WEIGHT"): 0.25},
     "speaker 0.25": {("history", "SPEAKER_WEIGHT"): 0.25},

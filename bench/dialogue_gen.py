@@ -10,7 +10,9 @@ Deterministic (seeded): the same files every run. What it builds, per conversati
 - life events of both people drawn from ``EVENTS`` (a sister's wedding, a new dog, a knee
   injury…), each said in one of several wordings in some session, often followed by a detail in
   a later session, and surrounded by small talk, reactions and decoys (the other person talking
-  about the same topic with the question's words);
+  about the same topic with the question's words); about a third of the small talk and
+  reactions address the other person by name ("Hey Mia! …", "Mia, that's huge!"), as people
+  do: a person's name is in the other side's turns, never in their own;
 - per event, questions of four kinds: ``single`` (one turn holds the answer), ``multi`` (the
   statement and the later detail are both needed), ``temporal`` ("when did…", answered by the
   session date of the statement) and ``open`` (needs common knowledge on top of the turn);
@@ -884,6 +886,19 @@ MONTHS = [
 ]
 
 
+ADDRESSED = 0.35  # share of small talk and reactions that name the other person
+
+
+def addressed(text: str, name: str, lang: str, *, first: bool) -> str:
+    """``text`` said to ``name`` by name, as people do in a chat ("Hey Mia! …", "Mia, …"): the
+    person a question asks about is named in the other side's turns, never in their own."""
+    if lang == "zh":
+        return f"{name}！{text}" if first else f"{name}，{text}"
+    if first:
+        return f"Hey {name}! {text}"
+    return f"{name}, {text[0].lower()}{text[1:]}" if not text.startswith("I ") else f"{name}, {text}"
+
+
 def fill(template: str, values: dict, lang: str, person: str) -> str:
     out = template.replace("{P}", person)
     for slot, pair in values.items():
@@ -918,6 +933,9 @@ def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.
     evidence: dict[tuple[int, str], str] = {}
     observations = []
     turn_no = 0
+    # Who is addressed by name: a generator of its own, so the rest of the conversation (and
+    # every question) is the same with or without it.
+    address = random.Random(f"{SEED}-address-{index}")
     for s, session in enumerate(sessions):
         length = rng.randint(16, 21)
         slots = list(facts_by_session.get(s, []))
@@ -944,6 +962,8 @@ def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.
                 text = rng.choice(SMALL_TALK[lang])
                 if rng.random() < 0.3:
                     text = rng.choice(REACTIONS[lang]) + " " + text
+            if fact is None and address.random() < ADDRESSED:
+                text = addressed(text, people[1 - speaker], lang, first=t == 0)
             turn_id = f"c{index}s{s}t{t}"
             session["turns"].append({"id": turn_id, "speaker": people[speaker], "text": text})
             if fact is not None and part in ("say", "more"):

@@ -42,6 +42,8 @@ NEXT_TURN_SOURCES = 20
 NEXT_TURN_WEIGHT = 0.5
 WINDOW_SOURCES = 20  # the best dense hits whose previous turn shares their rank
 NAMES_OUT_OF_COVERAGE = True
+SPEAKERS_OUT_OF_MEANING = True  # the meaning ranking embeds the question without the speakers it names
+SPEAKERS_OUT_OF_WORDS = False  # and the word ranking leaves their names out (measured: not kept)
 SPEAKER_WEIGHT = 0.5  # a named speaker's turns: score × (1 + this)
 LEXICAL_WEIGHT = 1.0  # weight of the word ranking in the fusion (the meaning ranking's is 1)
 READ_MAX_MESSAGES = 20
@@ -343,6 +345,9 @@ def _ranked(
         # again (rare: someone new spoke, and is asked about, since this process last looked).
         remembered = _remembered_speakers(user_id)
         dense_query = _without_speakers(query, remembered[1] if remembered else _history_speakers(user_id))
+        if not SPEAKERS_OUT_OF_MEANING:
+            dense_query = query
+        words = dense_query if SPEAKERS_OUT_OF_WORDS else query
         current: list[frozenset[str]] = []
 
         def meanwhile(versions: tuple[int, ...]):
@@ -352,10 +357,11 @@ def _ranked(
                 current.append(_history_speakers(user_id, version=version))
 
         rankings = engine.rank(
-            scopes=scopes, query=query, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile
+            scopes=scopes, query=words, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile
         )
-        if current and (exact := _without_speakers(query, current[0])) != dense_query:
-            rankings = engine.rank(scopes=scopes, query=query, depth=depth, mode=mode, dense_query=exact)
+        if SPEAKERS_OUT_OF_MEANING and current and (exact := _without_speakers(query, current[0])) != dense_query:
+            words = exact if SPEAKERS_OUT_OF_WORDS else query
+            rankings = engine.rank(scopes=scopes, query=words, depth=depth, mode=mode, dense_query=exact)
     load = loader[0] if loader else _candidate_loader(user_id)
     rows = load({int(ref) for ref, _ in [*rankings.lexical, *rankings.dense]})
     _names_out_of_coverage(rankings, rows, query)

@@ -702,3 +702,29 @@ def test_a_search_by_words_alone_reads_no_speakers(svc, alice, settings, embedde
     sqls = [q["sql"] for q in queries.captured_queries]
     assert not any("DISTINCT" in sql for sql in sqls), sqls  # no speakers read
     assert history_module_speakers() == {}
+
+
+def test_the_levers_of_the_speakers_names(svc, alice, settings, monkeypatch, embedded):
+    """``SPEAKERS_OUT_OF_MEANING`` off: the question is embedded as asked; ``SPEAKERS_OUT_OF_WORDS``
+    on (measured, not kept): the word ranking loses the name too."""
+    from memory_app.search import engine
+    from memory_app.threads import history
+
+    settings.MEMORY_SEARCH_MODE = "hybrid"
+    _two_person_thread(svc, alice)
+    words = []
+    plain = engine.rank
+
+    def spy(**kwargs):
+        words.append(kwargs["query"])
+        return plain(**kwargs)
+
+    monkeypatch.setattr(engine, "rank", spy)
+    history.history_search(user_id=alice.pk, query="Where did Mia fly?")
+    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_MEANING", False)
+    history.history_search(user_id=alice.pk, query="Where did Mia go?")
+    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_MEANING", True)
+    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_WORDS", True)
+    history.history_search(user_id=alice.pk, query="Where did Mia run?")
+    assert embedded == ["Where did fly?", "Where did Mia go?", "Where did run?"]
+    assert words == ["Where did Mia fly?", "Where did Mia go?", "Where did run?"]
