@@ -140,15 +140,18 @@ def _speaker(row: dict | None) -> str:
     return (row["display_name"] or "") if row["role"] == MessageRole.USER else ""
 
 
-SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers (a few names each)
+SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers
+SPEAKERS_MAX = (
+    64  # names read per user (a group chat's first ones by name): bounds the memory and the work a search does
+)
 _speakers: OrderedDict[int, tuple[int | None, frozenset[str]]] = OrderedDict()
 _speakers_lock = threading.Lock()
 
 
 def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[str]:
     """The names of the speakers of the user's visible history turns: each message's
-    ``metadata.name`` and the user's display name (``_speaker``). One statement, grouped by
-    speaker. The process remembers them with ``version``, the version of the user's history
+    ``metadata.name`` and the user's display name (``_speaker``; at most ``SPEAKERS_MAX``, names
+    of up to 100 characters as ``_named`` takes them). One statement, grouped by speaker. The process remembers them with ``version``, the version of the user's history
     scope read just before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
@@ -157,9 +160,11 @@ def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[
         )
         .values_list("speaker", "display_name")
         .distinct()
-        .order_by()
+        .order_by("speaker", "display_name")[:SPEAKERS_MAX]
     )
-    names = frozenset(name.strip() for row in rows for name in row if isinstance(name, str) and name.strip())
+    names = frozenset(
+        name.strip() for row in rows for name in row if isinstance(name, str) and 0 < len(name.strip()) <= 100
+    )
     with _speakers_lock:
         _speakers[user_id] = (version, names)
         _speakers.move_to_end(user_id)

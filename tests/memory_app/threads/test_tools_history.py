@@ -728,3 +728,15 @@ def test_the_levers_of_the_speakers_names(svc, alice, settings, monkeypatch, emb
     history.history_search(user_id=alice.pk, query="Where did Mia run?")
     assert embedded == ["Where did fly?", "Where did Mia go?", "Where did run?"]
     assert words == ["Where did Mia fly?", "Where did Mia go?", "Where did run?"]
+
+
+def test_a_history_of_many_speakers_is_read_up_to_a_bound(svc, alice, monkeypatch):
+    from memory_app.threads import history
+
+    monkeypatch.setattr(history, "SPEAKERS_MAX", 3)
+    thread = _thread(svc, alice)
+    for name in ("Dee", "Bo", "Al", "Cy", "x" * 101):
+        _say(svc, thread, "hello", metadata={"name": name})
+    assert history._history_speakers(alice.pk) == {"Al", "Bo", "Cy"}  # the first by name
+    monkeypatch.setattr(history, "SPEAKERS_MAX", 10)
+    assert history._history_speakers(alice.pk) == {"Al", "Bo", "Cy", "Dee"}  # a name too long is no name
