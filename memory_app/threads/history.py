@@ -141,9 +141,8 @@ def _speaker(row: dict | None) -> str:
 
 
 SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers
-SPEAKERS_MAX = (
-    64  # names read per user (a group chat's first ones by name): bounds the memory and the work a search does
-)
+# Names read per user (a group chat's first ones by name): bounds the memory and a search's work.
+SPEAKERS_MAX = 64
 _speakers: OrderedDict[int, tuple[int | None, frozenset[str]]] = OrderedDict()
 _speakers_lock = threading.Lock()
 
@@ -151,8 +150,9 @@ _speakers_lock = threading.Lock()
 def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[str]:
     """The names of the speakers of the user's visible history turns: each message's
     ``metadata.name`` and the user's display name (``_speaker``; at most ``SPEAKERS_MAX``, names
-    of up to 100 characters as ``_named`` takes them). One statement, grouped by speaker. The process remembers them with ``version``, the version of the user's history
-    scope read just before (``_remembered_speakers``)."""
+    of up to 100 characters as ``_named`` takes them). One statement, grouped by speaker. The
+    process remembers them with ``version``, the version of the user's history scope read just
+    before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
         .annotate(
@@ -334,7 +334,7 @@ def _ranked(
     ``(rankings, [(message id, score)], rows, the candidates loader)``."""
     scopes, depth, mode = [history_scope(user_id)], limit * 3 + 20, engine.default_mode()
     loader: list[Callable[[Collection[int]], dict[int, dict]]] = []
-    if mode == "lexical":
+    if mode == "lexical" or not SPEAKERS_OUT_OF_MEANING:
         rankings = engine.rank(
             scopes=scopes,
             query=query,
@@ -350,8 +350,6 @@ def _ranked(
         # again (rare: someone new spoke, and is asked about, since this process last looked).
         remembered = _remembered_speakers(user_id)
         dense_query = _without_speakers(query, remembered[1] if remembered else _history_speakers(user_id))
-        if not SPEAKERS_OUT_OF_MEANING:
-            dense_query = query
         words = dense_query if SPEAKERS_OUT_OF_WORDS else query
         current: list[frozenset[str]] = []
 
@@ -364,7 +362,7 @@ def _ranked(
         rankings = engine.rank(
             scopes=scopes, query=words, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile
         )
-        if SPEAKERS_OUT_OF_MEANING and current and (exact := _without_speakers(query, current[0])) != dense_query:
+        if current and (exact := _without_speakers(query, current[0])) != dense_query:
             words = exact if SPEAKERS_OUT_OF_WORDS else query
             rankings = engine.rank(scopes=scopes, query=words, depth=depth, mode=mode, dense_query=exact)
     load = loader[0] if loader else _candidate_loader(user_id)
