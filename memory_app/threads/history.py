@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, F
+from django.db.models import BooleanField, F, Subquery
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
@@ -25,6 +25,7 @@ from config.budgets import truncate_json_text, utf8_len
 from config.errors import InvalidInput, NotFound
 from config.lowtrust import low_trust_result, mark_data, mark_field
 from config.validation import clean_text, json_size
+from identity_app.models import Profile
 from memory_app.search import engine
 from memory_app.search.analysis import match_spans, normalize, query_terms, text_runs
 from memory_app.threads.indexing import HISTORY_ROLES, history_scope
@@ -286,7 +287,8 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             next_id=_next_turn_sql("id"),
             next_role=_next_turn_sql("role"),
             speaker=KeyTextTransform("name", "metadata"),
-            display_name=F("conversation__owner__profile__display_name"),
+            # The user's, once for the statement (no join through the thread's owner per row).
+            display_name=Subquery(Profile.objects.filter(user_id=user_id).values("display_name")[:1]),
         )
         .values(
             "id",
