@@ -27,7 +27,7 @@ from config.lowtrust import low_trust_result, mark_data, mark_field
 from config.validation import clean_text, json_size
 from identity_app.models import Profile
 from memory_app.search import engine
-from memory_app.search.analysis import match_spans, normalize, query_terms, text_runs
+from memory_app.search.analysis import STOP_WORDS, match_spans, normalize, query_terms, text_runs
 from memory_app.threads.indexing import HISTORY_ROLES, history_scope
 from memory_app.threads.models import Message, MessageRole, MessageType, ToolCall
 from memory_app.threads.selectors import history_messages, history_threads
@@ -127,8 +127,10 @@ def _named(name: str, query: str, words: set[str]) -> bool:
         return False
     if all(is_cjk for is_cjk, _ in text_runs(name)):
         return name in normalize(query)
-    # The whole name, or its first word ("Mia" for "Mia Chen").
-    return all(part in words for part in parts) or parts[0] in words
+    # The whole name, or its first word ("Mia" for "Mia Chen") unless that is a common word
+    # ("The Doctor" is not named by every question with "the").
+    first = parts[0] if parts[0] not in STOP_WORDS and len(parts[0]) > 1 else None
+    return all(part in words for part in parts) or first in words
 
 
 def _speaker(row: dict | None) -> str:

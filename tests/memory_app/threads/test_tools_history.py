@@ -595,6 +595,10 @@ def test_speakers_names_leave_the_question_the_model_embeds():
     assert _without_speakers("what  about\nthe dog", names) == "what  about\nthe dog"
     assert _without_speakers("Mia?", names) == "Mia?"
     assert _without_speakers("Mia and Jon", names) == "Mia and Jon"  # only a stop word would be left
+    # A name whose first word is a common word is named only whole.
+    doctor = frozenset({"The Doctor", "A"})
+    assert _without_speakers("Where is the box?", doctor) == "Where is the box?"
+    assert _without_speakers("Where did the doctor go?", doctor) == "Where did go?"
 
 
 @given(query=st.text(max_size=80), names=st.frozensets(st.text(max_size=20), max_size=4))
