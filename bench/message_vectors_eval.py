@@ -7,10 +7,11 @@ Three ways to embed a turn, each scored by the dot product with the question's v
 service ranks, numpy and pgvector alike):
 
 - ``window``: the turn with the one before it in its thread (the previous turn's last 600
-  characters, then the turn): what the service embeds today (``threads/indexing.py``);
+  characters, then the turn): what the service stored until it took ``mean``;
 - ``alone``: the turn's own text;
 - ``mean``: the mean of the two vectors above (one stored vector, not normalised: its dot
-  product with the question is the mean of the two similarities).
+  product with the question is the mean of the two similarities): what the service stores
+  (``threads/indexing.py``).
 
 On the long-dialogue set (``bench/data/dialogue/``) the question is embedded without the
 speakers' names (as the service does) and a named speaker's turns count 1.5 times (the

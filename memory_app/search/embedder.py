@@ -10,8 +10,9 @@ cannot attach a stale vector.
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+import numpy as np
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 
@@ -22,13 +23,31 @@ from memory_app.search.models import SearchDocument
 
 logger = logging.getLogger(__name__)
 BATCH = 32
-_loaders: dict[str, Callable[[list[str]], dict[str, tuple[str, str]]]] = {}
+# What a document's vector is computed from: one text, or several whose vectors are averaged.
+ToEmbed = str | tuple[str, ...]
+_loaders: dict[str, Callable[[list[str]], Mapping[str, tuple[str, ToEmbed]]]] = {}
 
 
-def register_source(source: str, loader: Callable[[list[str]], dict[str, tuple[str, str]]]) -> None:
-    """``loader(refs) -> {ref: (indexed text, text to embed)}`` for the refs that still exist.
-    The text to embed may add context (a message's previous turn) to the indexed text."""
+def register_source(source: str, loader: Callable[[list[str]], Mapping[str, tuple[str, ToEmbed]]]) -> None:
+    """``loader(refs) -> {ref: (indexed text, what to embed)}`` for the refs that still exist.
+    What to embed is a text, which may add context to the indexed text, or several texts: the
+    vector is then the mean of theirs (not normalised: its dot product with a question is the
+    mean of their similarities; a message's is its own text and the text with the turn before
+    it, docs/search.md)."""
     _loaders[source] = loader
+
+
+def embed_texts(provider, items: list[ToEmbed]) -> np.ndarray:
+    """One vector per item: a text's, or the mean of the vectors of a tuple's texts. One call to
+    the provider for all the texts."""
+    flat = [text for item in items for text in ((item,) if isinstance(item, str) else item)]
+    matrix = provider.embed(flat)
+    out, at = [], 0
+    for item in items:
+        count = 1 if isinstance(item, str) else len(item)
+        out.append(matrix[at : at + count].mean(axis=0))
+        at += count
+    return np.asarray(out, dtype=matrix.dtype).reshape(len(items), -1)
 
 
 def pending_count(*, provider=None) -> int:
@@ -53,7 +72,7 @@ def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = 
         if not batch:
             break
         last_id = batch[-1][0]
-        texts: dict[tuple[str, str], tuple[str, str]] = {}
+        texts: dict[tuple[str, str], tuple[str, ToEmbed]] = {}
         for source in {row[1] for row in batch}:
             loader = _loaders.get(source)
             if loader is not None:
@@ -65,7 +84,7 @@ def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = 
             if (source, ref) in texts and text_hash(texts[(source, ref)][0]) == digest
         ]
         if todo:
-            matrix = provider.embed([text for _, _, text in todo])
+            matrix = embed_texts(provider, [text for _, _, text in todo])
             done += vectors_store(
                 [(doc_id, digest, to_bytes(vector)) for (doc_id, digest, _), vector in zip(todo, matrix, strict=True)],
                 model=provider.model,
@@ -83,7 +102,7 @@ def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provide
     loader = _loaders.get(source)
     found = loader([doc.ref for doc in documents]) if loader is not None else {}
     texts = [found[doc.ref][1] if doc.ref in found and found[doc.ref][0] == text else text for doc, text in created]
-    matrix = provider.embed(texts)
+    matrix = embed_texts(provider, texts)
     updated = [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)]
     SearchDocument.objects.bulk_update(updated, ["model", "vector"])
     vectorstore.store([(doc.pk, doc.vector) for doc in updated])

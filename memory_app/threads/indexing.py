@@ -3,8 +3,9 @@
 User and assistant text messages of main threads are indexed in their owner's "history:<id>"
 scope when they are written; which of them a search may return is decided by
 ``history_messages`` in the query that loads the hits (archived and deleted threads stay
-indexed but are never returned). A message is embedded together with the turn before it, so a
-short answer ("Yes, the blue one") carries what it answers.
+indexed but are never returned). A message's vector is the mean of its own text's and of the
+text with the turn before it, so a short answer ("Yes, the blue one") carries what it answers
+and a stated fact is not blurred by the small talk before it.
 """
 
 from django.db.models import OuterRef, Subquery
@@ -46,7 +47,11 @@ def on_user_deleted(sender, instance, **kwargs) -> None:
     documents.drop_scopes([history_scope(instance.pk)])
 
 
-def _texts(refs: list[str]) -> dict[str, tuple[str, str]]:
+def _texts(refs: list[str]) -> dict[str, tuple[str, str | tuple[str, ...]]]:
+    """A message's indexed text and what its vector is made of: its own text and, after the
+    first turn of a thread, the text with the end of the turn before it (the mean of the two
+    vectors: the turn alone keeps a stated fact sharp, the pair keeps what a short answer refers
+    to; bench/message_vectors_eval.py)."""
     ids = [int(ref) for ref in refs if ref.isdigit()]
     previous = (
         Message.objects.filter(
@@ -62,7 +67,9 @@ def _texts(refs: list[str]) -> dict[str, tuple[str, str]]:
     rows = (
         Message.objects.filter(pk__in=ids).annotate(context=Subquery(previous)).values_list("id", "content", "context")
     )
-    return {str(pk): (content, f"{context}\n{content}" if context else content) for pk, content, context in rows}
+    return {
+        str(pk): (content, (content, f"{context}\n{content}") if context else content) for pk, content, context in rows
+    }
 
 
 embedder.register_source(SOURCE, _texts)

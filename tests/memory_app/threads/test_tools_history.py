@@ -467,8 +467,8 @@ def _dense_ids(alice, query):
 
 
 def _window_thread(svc, alice):
-    """A fact said after a long, unrelated turn (its own vector is mostly that turn's), then a
-    short reply (whose vector is mostly the fact: a message is embedded with the turn before it)."""
+    """A fact said after a long, unrelated turn, then a short reply: the fact's vector is half its
+    own text (the other half is the pair with that long turn), the reply's half the fact."""
     thread = _thread(svc, alice, title="news")
     words = "tomato seedlings compost watering trellis mulch aphids pruning harvest basil zucchini shade".split()
     _say(svc, thread, "Gardening notes: " + " ".join(f"{w}{i}" for i in range(6) for w in words))
@@ -479,22 +479,47 @@ def _window_thread(svc, alice):
     return fact, reply
 
 
-def test_a_dense_hit_brings_the_earlier_turn_of_its_window(svc, alice, settings):
+def test_a_fact_is_found_by_its_own_text_and_a_reply_brings_the_turn_it_answers(svc, alice, settings):
     from memory_app.threads import history
 
     settings.MEMORY_SEARCH_MODE = "dense"
     fact, reply = _window_thread(svc, alice)
     query = "border collie called Biscuit"
-    with_windows = _dense_ids(alice, query)
     saved, history.WINDOW_SOURCES = history.WINDOW_SOURCES, 0
     try:
         without = _dense_ids(alice, query)
     finally:
         history.WINDOW_SOURCES = saved
-    assert reply.pk in without[:3]
-    assert fact.pk not in without[: without.index(reply.pk) + 2]  # on its own vector it ranks lower
-    at = with_windows.index(reply.pk)
-    assert with_windows[at + 1] == fact.pk
+    # The long turn before it does not bury the fact: its own text is half its vector.
+    assert without[0] == fact.pk
+    assert _dense_ids(alice, query)[0] == fact.pk
+    # A hit on the reply (its vector holds the fact it answers) ranks that fact right after it.
+    rows = history._candidate_loader(alice.pk)([fact.pk, reply.pk])
+    lifted = history._with_previous_turns([(str(reply.pk), 0.9), ("999999", 0.8)], rows)
+    assert [ref for ref, _ in lifted] == [str(reply.pk), str(fact.pk), "999999"]
+
+
+def test_a_messages_vector_is_the_mean_of_its_own_and_of_the_pair_with_the_turn_before(svc, alice, settings):
+    """The recipe, stored: the first turn of a thread is its own text's vector; a later one the
+    mean (not normalised) of its own and of the previous turn's end with it."""
+    import numpy as np
+
+    from memory_app.search.embeddings import from_bytes, get_provider
+    from memory_app.search.models import SearchDocument
+
+    thread = _thread(svc, alice)
+    first = _say(svc, thread, "We adopted a beagle")
+    second = _say(svc, thread, "What is its name?", role="assistant")
+    provider = get_provider()
+
+    def stored(message):
+        doc = SearchDocument.objects.get(source="message", ref=str(message.pk))
+        return from_bytes(doc.vector, provider.dim)
+
+    assert np.allclose(stored(first), provider.embed(["We adopted a beagle"])[0], atol=1e-6)
+    alone, pair = provider.embed(["What is its name?", "We adopted a beagle\nWhat is its name?"])
+    assert np.allclose(stored(second), (alone + pair) / 2, atol=1e-6)
+    assert np.linalg.norm(stored(second)) < 1.0
 
 
 def test_a_window_never_reaches_across_threads_or_users(svc, alice, bob, settings):
