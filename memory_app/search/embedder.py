@@ -42,6 +42,8 @@ def embed_texts(provider, items: list[ToEmbed]) -> np.ndarray:
     the provider for all the texts."""
     flat = [text for item in items for text in ((item,) if isinstance(item, str) else item)]
     matrix = provider.embed(flat)
+    if len(flat) == len(items):  # one text each (and no items at all)
+        return matrix
     out, at = [], 0
     for item in items:
         count = 1 if isinstance(item, str) else len(item)

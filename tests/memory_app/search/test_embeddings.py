@@ -238,3 +238,16 @@ def test_refresh_keeps_vectors_of_moved_items_and_skips_forgotten_ones(svc, admi
     assert docs == {moved.pk: (f"chat:{A}", "changing-model"), kept.pk: ("global:__global__", "changing-model")}
     assert Memory.objects.get(pk=moved.pk).scope_id == A
     assert embed_pending(provider=provider) == 0  # nothing left to do, nothing duplicated
+
+
+def test_embed_texts_averages_a_tuples_vectors_and_keeps_single_texts():
+    from memory_app.search.embedder import embed_texts
+
+    provider = HashedNgramEmbedding(dim=32)
+    out = embed_texts(provider, ["tea", ("green tea", "black coffee"), "milk"])
+    single = provider.embed(["tea", "green tea", "black coffee", "milk"])
+    assert out.shape == (3, 32)
+    assert np.allclose(out[0], single[0]) and np.allclose(out[2], single[3])
+    assert np.allclose(out[1], (single[1] + single[2]) / 2)
+    assert embed_texts(provider, []).shape == (0, 32)
+    assert embed_texts(provider, ["a b"]).shape == (1, 32)
