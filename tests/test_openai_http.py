@@ -72,10 +72,27 @@ class BrokenEndpoint:
                     if not chunk:
                         break
                     request += chunk
+                # The whole body too: closing with unread bytes makes the kernel reset the
+                # connection, and the client would see a reset instead of this answer.
+                head, _, body = request.partition(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                while len(body) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    body += chunk
                 if self.mode == "slow":
                     self.release.wait(10)
                     continue
                 conn.sendall(ANSWERS[self.mode])
+                conn.shutdown(socket.SHUT_WR)
 
     def close(self):
         self.release.set()
