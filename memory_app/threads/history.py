@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, F, Subquery
+from django.db.models import BooleanField, Subquery
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
@@ -143,6 +143,12 @@ def _speaker(row: dict | None) -> str:
     return (row["display_name"] or "") if row["role"] == MessageRole.USER else ""
 
 
+def _display_name(user_id: int) -> Subquery:
+    """The user's display name, once for a statement (not a join through each row's thread owner:
+    every visible history message is the user's own)."""
+    return Subquery(Profile.objects.filter(user_id=user_id).values("display_name")[:1])
+
+
 SPEAKER_CACHE_USERS = 4096  # users whose speakers a process remembers
 # Names read per user (a group chat's first ones by name): bounds the memory and a search's work.
 SPEAKERS_MAX = 64
@@ -158,9 +164,7 @@ def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[
     before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
-        .annotate(
-            speaker=KeyTextTransform("name", "metadata"), display_name=F("conversation__owner__profile__display_name")
-        )
+        .annotate(speaker=KeyTextTransform("name", "metadata"), display_name=_display_name(user_id))
         .values_list("speaker", "display_name")
         .distinct()
         .order_by("speaker", "display_name")[:SPEAKERS_MAX]
@@ -289,8 +293,7 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             next_id=_next_turn_sql("id"),
             next_role=_next_turn_sql("role"),
             speaker=KeyTextTransform("name", "metadata"),
-            # The user's, once for the statement (no join through the thread's owner per row).
-            display_name=Subquery(Profile.objects.filter(user_id=user_id).values("display_name")[:1]),
+            display_name=_display_name(user_id),
         )
         .values(
             "id",
