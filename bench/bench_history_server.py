@@ -14,7 +14,9 @@ keep-alive client, each call with a question never asked before (so with e5 the 
 in the request), after 10 warm-up calls with other questions.
 
 ``--profile`` instead profiles ``history_search`` in this process (pyinstrument, if installed)
-and prints the time per stage: where a search's milliseconds go; the first call of each row (the
+and prints the time per stage: where a search's milliseconds go; then whole requests through
+Django's test client (the middleware, DRF, the run token, the tool, the response and the reads
+written after it; ``--cprofile`` adds the functions that take the time); the first call of each row (the
 first mode's reads the scope's vectors, the very first also loads the model); then the first
 search after each of five new messages (a new version of the scope). One OpenBLAS thread, as the
 server's workers run (config/gunicorn.py). The CPU of a stage is the process's (every thread's):
@@ -66,6 +68,7 @@ def parse_args():
     parser.add_argument("--pool", type=int, default=1500)
     parser.add_argument("--provider", choices=("e5", "hashed"), default="e5")
     parser.add_argument("--profile", action="store_true", help="profile history_search in-process instead")
+    parser.add_argument("--cprofile", action="store_true", help="with --profile: cProfile the whole requests")
     parser.add_argument("--pyinstrument", action="store_true", help="with --profile: also print a pyinstrument tree")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL))
     parser.add_argument("--keep", action="store_true")
@@ -218,7 +221,82 @@ def profile(args, runs, asked):
                     profiler.stop()
                     print(profiler.output_text(unicode=False, color=False, show_all=False, short_mode=False)[:6000])
             asked = asked[10 + args.calls :]  # new questions for every row
+    asked = whole_request(args, runs, asked)
     after_a_message(runs, asked[:10])
+
+
+def whole_request(args, runs, asked):
+    """The whole request in this process (Django's test client: the server's middleware, DRF,
+    the run token, the tool, the response; no HTTP): what a call costs beside ``history_search``,
+    and, with ``--cprofile``, the functions that take it."""
+    import cProfile
+    import pstats
+
+    from django.test import Client as DjangoClient
+    from django.test.utils import override_settings
+
+    from memory_app.reads import recorder
+    from memory_app.runs import api, tools
+    from memory_app.threads import history
+
+    parts: dict[str, list[float]] = {}
+    patched = []
+
+    def clock(owner, name, label):
+        plain = getattr(owner, name)
+        patched.append((owner, name, plain))
+
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return plain(*a, **k)
+            finally:
+                parts.setdefault(label, []).append((time.perf_counter() - t0) * 1000)
+
+        setattr(owner, name, timed)
+
+    clock(history, "history_search", "history_search")
+    clock(api.RunTokenAuthentication, "authenticate", "run token authentication")
+    clock(tools, "_tool_run", "the run's lease and claims (_tool_run)")
+    clock(tools, "_record_messages", "reads recorded (buffered)")
+    clock(recorder, "flush", "reads written (after the request)")
+    try:
+        for mode in args.modes.split(","):
+            for label, (run_id, token, _) in runs.items():
+                client = DjangoClient(HTTP_AUTHORIZATION=f"Run {token}")
+                path = f"/api/runs/{run_id}/tools/search_thread_messages"
+                with override_settings(MEMORY_SEARCH_MODE=mode):
+                    for q in asked[:10]:
+                        client.post(path, {"query": q, "limit": 10}, content_type="application/json")
+                    parts.clear()
+                    times = []
+                    profiler = cProfile.Profile() if args.cprofile else None
+                    cpu0 = time.process_time()
+                    for q in asked[10 : 10 + args.calls]:
+                        t0 = time.perf_counter()
+                        if profiler:
+                            profiler.enable()
+                        response = client.post(path, {"query": q, "limit": 10}, content_type="application/json")
+                        if profiler:
+                            profiler.disable()
+                        times.append((time.perf_counter() - t0) * 1000)
+                        assert response.status_code == 200, response.content[:200]
+                    cpu = (time.process_time() - cpu0) * 1000 / args.calls
+                    outside = [t - i for t, i in zip(times, parts["history_search"], strict=True)]
+                print(
+                    f"\n{mode} {label} whole request in-process: p50 {percentile(times, 50):.1f} p95 "
+                    f"{percentile(times, 95):.1f} ms; CPU {cpu:.2f} ms/call; outside history_search p50 "
+                    f"{percentile(outside, 50):.2f} p95 {percentile(outside, 95):.2f} ms"
+                )
+                for part, values in parts.items():
+                    print(f"    {part}: p50 {percentile(values, 50):.2f} p95 {percentile(values, 95):.2f} ms")
+                if profiler:
+                    pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+                asked = asked[10 + args.calls :]
+    finally:
+        for owner, name, plain in patched:
+            setattr(owner, name, plain)
+    return asked
 
 
 def after_a_message(runs, asked):
@@ -269,7 +347,7 @@ def main():
             pool = distinct_pool(sentence, args.pool, rng)
             runs = prepare(args, phases, pool)
             modes = args.modes.split(",")
-            asked = questions(pool, rng, (10 + args.calls) * len(modes) * len(runs) + 10)
+            asked = questions(pool, rng, (10 + args.calls) * len(modes) * len(runs) * (2 if args.profile else 1) + 10)
             if args.profile:
                 profile(args, runs, asked)
                 return

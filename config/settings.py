@@ -286,6 +286,9 @@ if not 1 <= MEMORY_READS_RETENTION_DAYS <= 3650:
 MEMORY_READS_BUFFER = env_int("MEMORY_READS_BUFFER", 10_000)
 if not 0 <= MEMORY_READS_BUFFER <= 1_000_000:
     raise ImproperlyConfigured("MEMORY_READS_BUFFER must be 0..1000000")
+# The rows of an HTTP request are written by a thread of the process once its response is out
+# (off: by the request's own thread, before it reads the connection's next request).
+MEMORY_READS_IN_BACKGROUND = env_bool("MEMORY_READS_IN_BACKGROUND", True)
 
 # Items learned in a typed chat whose kind routes to the global scope (decision, procedure,
 # warning, summary): "review" keeps them in their chat, marked pending, until an operator approves

@@ -29,4 +29,4 @@ class MemoryAppConfig(AppConfig):
         # Forgetting a memory also forgets the auto-memory log's copy of its text.
         derived.register_forget_hook(auto_memory_log_forget)
         # Reads buffered while a request was answered are written once its response is out.
-        request_finished.connect(recorder.flush, weak=False, dispatch_uid="memory_reads_flush")
+        request_finished.connect(recorder.flush_after_request, weak=False, dispatch_uid="memory_reads_flush")

@@ -39,6 +39,9 @@ API_THROTTLE_RATES = dict.fromkeys(API_THROTTLE_RATES, "100000/minute")  # noqa:
 # (tests/memory_app/search/test_e5.py), which switch it on where they need it.
 MEMORY_EMBEDDING_PROVIDER = "hashed"
 MEMORY_EMBED_IN_BACKGROUND = False
+# A request's reads are written before the test client returns (tests/memory_app/reads/test_reads.py
+# switches the writer thread on where it proves it).
+MEMORY_READS_IN_BACKGROUND = False
 # Static files straight from the app's folders (nothing is collected for the suite).
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True

@@ -1,9 +1,11 @@
 """Recording reads without slowing the request that makes them (docs/home.md, "Who read this?").
 
 ``record`` only appends tuples to a per-process buffer under a lock (a few microseconds); the
-rows are written by ``flush`` in one ``bulk_create``: at the end of each HTTP request
-(``request_finished``, sent once the response has been handed to the server), after each MCP
-call and at each round of the worker. The buffer is bounded
+rows are written by ``flush`` in one ``bulk_create``: after each HTTP request by the process's
+writer thread (``request_finished``, sent once the response has been handed to the server, wakes
+it; ``MEMORY_READS_IN_BACKGROUND``), after each MCP call and at each round of the worker. The
+request's thread never writes them: with keep-alive, the server reads the client's next request
+on that thread only once this one is finished. The buffer is bounded
 (``MEMORY_READS_BUFFER`` rows): when it is full, new rows are dropped and counted
 (``memsvc_memory_reads_total{result="dropped_full"}``); a failed write drops its rows and
 counts them (``dropped_error``). Neither ever fails nor blocks the request.
@@ -13,15 +15,17 @@ Who read: the adapters that know the caller's API token (the MCP session) say so
 user whose memory it is.
 """
 
+import atexit
 import contextlib
 import contextvars
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from config.metrics import MEMORY_READS
@@ -30,6 +34,7 @@ from memory_app.reads.models import MemoryRead
 logger = logging.getLogger(__name__)
 
 FLUSH_BATCH = 1000
+WRITE_DELAY = 0.05  # seconds the writer waits once woken: the reads of requests close together go in one INSERT
 _FIELDS = ("at", "item_kind", "item_ref", "path", "user_id", "principal_id", "token_id", "run_ref", "run_generation")
 
 _buffer: deque[tuple] = deque()
@@ -111,6 +116,81 @@ def flush(**_signal_kwargs) -> int:
     if written:
         MEMORY_READS.labels(result="written").inc(written)
     return written
+
+
+class _Writer:
+    """One daemon thread per process that writes the buffer a moment after it is woken (started
+    on first use, and again in a forked child, where the parent's thread does not exist). Its
+    database connection lives as a request thread's does (``CONN_MAX_AGE``) and is closed after
+    ``IDLE_CLOSE`` seconds without a wake."""
+
+    IDLE_CLOSE = 5.0
+
+    def __init__(self):
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+        self._release = threading.Event()
+
+    def wake(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="memory-reads-writer", daemon=True)
+                self._thread.start()
+            self._idle.clear()
+            self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once everything the writer was woken for is written."""
+        return self._idle.wait(timeout)
+
+    def close_connection(self, timeout: float) -> bool:
+        """Write what waits, then close the thread's database connection (a test database can
+        only be dropped with no connection to it)."""
+        self._release.set()
+        self.wake()
+        return self.wait_idle(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            if not self._wake.wait(self.IDLE_CLOSE):
+                connection.close()
+                continue
+            time.sleep(WRITE_DELAY)
+            with self._lock:
+                self._wake.clear()
+            try:
+                flush()
+            except Exception:  # flush counts and logs a failed write; anything else must not end the thread
+                logger.exception("memory reads writer failed")
+            finally:
+                if self._release.is_set():
+                    self._release.clear()
+                    connection.close()
+                else:
+                    close_old_connections()
+            with self._lock:
+                if not self._wake.is_set():
+                    self._idle.set()
+
+
+writer = _Writer()
+
+
+def flush_after_request(**_signal_kwargs) -> None:
+    """``request_finished``: the writer thread writes the request's reads (or, with
+    ``MEMORY_READS_IN_BACKGROUND`` off, this thread does, now)."""
+    if not getattr(settings, "MEMORY_READS_IN_BACKGROUND", True):
+        flush()
+    elif pending():
+        writer.wake()
+
+
+# A process that exits normally (a server worker recycled after its requests, a command) writes
+# what is still waiting.
+atexit.register(flush)
 
 
 def discard() -> int:

@@ -4,6 +4,7 @@ only to readers of the items, go with the items, are exported and purged after t
 the buffer is bounded and never fails the request."""
 
 import hashlib
+import threading
 from datetime import timedelta
 
 import pytest
@@ -232,6 +233,74 @@ def test_retention_purge_deletes_old_reads_only(alice, setup, settings):
     recent = _read(setup["mine"][0].pk)
     assert reads_purge() == 1
     assert list(MemoryRead.objects.values_list("pk", flat=True)) == [recent.pk]
+
+
+@pytest.mark.parametrize("background", [True, False])
+@pytest.mark.django_db(transaction=True)  # the writer thread's connection sees only committed rows
+def test_a_requests_reads_are_written_by_the_writer_thread_not_the_requests(
+    run_api, make_run, svc, alice, settings, monkeypatch, background
+):
+    """With keep-alive the server reads a connection's next request on the thread that answered
+    the last one, after ``request_finished``: the INSERT must not be on that thread."""
+    settings.MEMORY_READS_IN_BACKGROUND = background
+    writers: list[str] = []
+    plain = recorder.flush
+
+    def spied(**kwargs):
+        written = plain(**kwargs)
+        if written:
+            writers.append(threading.current_thread().name)
+        return written
+
+    monkeypatch.setattr(recorder, "flush", spied)
+    conversation = thread_services.conversation_create(actor=svc, username="alice", title="Trip")
+    sent = thread_services.message_create(
+        actor=svc, conversation_id=conversation.pk, role="user", content="Book the Lisbon flight with TAP"
+    )
+    handle = make_run(alice)
+    try:
+        for _ in range(3):
+            found = run_api(handle.token).post(
+                f"/api/runs/{handle.id}/tools/search_thread_messages", {"query": "Lisbon flight"}, format="json"
+            )
+            assert found.status_code == 200 and found.json()["results"], found.content
+        assert recorder.writer.wait_idle(10)
+    finally:
+        assert recorder.writer.close_connection(10)
+    rows = _reads(item_kind=ItemKind.MESSAGE)
+    assert [(r.path, r.item_ref, r.run_ref) for r in rows] == [(ReadPath.HISTORY_SEARCH, str(sent.pk), handle.id)] * 3
+    assert recorder.pending() == 0
+    if background:
+        assert writers and set(writers) == {"memory-reads-writer"}
+    else:
+        assert writers == [threading.current_thread().name] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_thread_survives_a_failed_write_and_writes_the_next_rows(alice, settings, monkeypatch):
+    before = _dropped("dropped_error")
+    calls = []
+    plain = recorder.flush
+
+    def broken_once(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            recorder.discard()
+            raise RuntimeError("not a database error")
+        return plain(**kwargs)
+
+    monkeypatch.setattr(recorder, "flush", broken_once)
+    try:
+        recorder.record(item_kind=ItemKind.MEMORY, refs=["lost"], path=ReadPath.API_SEARCH, user_id=alice.pk)
+        recorder.writer.wake()
+        assert recorder.writer.wait_idle(10)
+        recorder.record(item_kind=ItemKind.MEMORY, refs=["kept"], path=ReadPath.API_SEARCH, user_id=alice.pk)
+        recorder.writer.wake()
+        assert recorder.writer.wait_idle(10)
+    finally:
+        assert recorder.writer.close_connection(10)
+    assert [r.item_ref for r in _reads()] == ["kept"]
+    assert len(calls) >= 2 and _dropped("dropped_error") == before
 
 
 def test_a_full_buffer_drops_and_counts_and_the_request_still_answers(run_api, make_run, alice, setup, settings):
