@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
 
 from memory_app.search import vectorstore
 from memory_app.search.embeddings import get_provider, to_bytes
-from memory_app.search.index import text_hash, vectors_store
+from memory_app.search.index import RECIPES, text_hash, vectors_store
 from memory_app.search.models import SearchDocument
 
 logger = logging.getLogger(__name__)
@@ -28,13 +29,18 @@ ToEmbed = str | tuple[str, ...]
 _loaders: dict[str, Callable[[list[str]], Mapping[str, tuple[str, ToEmbed]]]] = {}
 
 
-def register_source(source: str, loader: Callable[[list[str]], Mapping[str, tuple[str, ToEmbed]]]) -> None:
+def register_source(
+    source: str, loader: Callable[[list[str]], Mapping[str, tuple[str, ToEmbed]]], *, recipe: int = 0
+) -> None:
     """``loader(refs) -> {ref: (indexed text, what to embed)}`` for the refs that still exist.
     What to embed is a text, which may add context to the indexed text, or several texts: the
     vector is then the mean of theirs (not normalised: its dot product with a question is the
     mean of their similarities; a message's is its own text and the text with the turn before
-    it, docs/search.md)."""
+    it, docs/search.md). ``recipe`` numbers what the loader returns: a source that changes it
+    raises it, and its vectors of lower numbers are made again by ``embed_stale`` (they serve
+    until then)."""
     _loaders[source] = loader
+    RECIPES[source] = recipe
 
 
 def embed_texts(provider, items: list[ToEmbed]) -> np.ndarray:
@@ -57,19 +63,42 @@ def pending_count(*, provider=None) -> int:
     return SearchDocument.objects.exclude(model=provider.model).count()
 
 
+def _stale(provider) -> Q:
+    """Vectors of the current model made by an older recipe of their source."""
+    stale = Q(pk__in=[])
+    for source, recipe in RECIPES.items():
+        if recipe:
+            stale |= Q(source=source, recipe__lt=recipe)
+    return stale & Q(model=provider.model)
+
+
+def stale_count(*, provider=None) -> int:
+    return SearchDocument.objects.filter(_stale(provider or get_provider())).count()
+
+
 def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = BATCH, progress=None) -> int:
     """Embed documents without a vector of the current model, oldest first, in batches; each
     batch is committed on its own, so an interrupted run resumes where it stopped. Returns how
     many vectors were stored. ``progress(done)`` is called after each batch."""
     provider = provider or get_provider()
+    return _embed(SearchDocument.objects.exclude(model=provider.model), provider, limit, batch_size, progress)
+
+
+def embed_stale(*, provider=None, limit: int | None = None, batch_size: int = BATCH, progress=None) -> int:
+    """Embed again, as ``embed_pending`` embeds, the documents whose vector was made by an older
+    recipe of their source (the worker, a bounded batch a round, once nothing is pending; and
+    ``refresh_embeddings``). Never from a request's process: after a release that changes a
+    recipe, that is every document of the source."""
+    provider = provider or get_provider()
+    return _embed(SearchDocument.objects.filter(_stale(provider)), provider, limit, batch_size, progress)
+
+
+def _embed(documents, provider, limit: int | None, batch_size: int, progress) -> int:
     done, last_id = 0, 0
     while limit is None or done < limit:
         size = batch_size if limit is None else min(batch_size, limit - done)
         batch = list(
-            SearchDocument.objects.filter(pk__gt=last_id)
-            .exclude(model=provider.model)
-            .order_by("pk")
-            .values_list("id", "source", "ref", "text_hash")[:size]
+            documents.filter(pk__gt=last_id).order_by("pk").values_list("id", "source", "ref", "text_hash")[:size]
         )
         if not batch:
             break
@@ -106,12 +135,12 @@ def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provide
     texts = [found[doc.ref][1] if doc.ref in found and found[doc.ref][0] == text else text for doc, text in created]
     matrix = embed_texts(provider, texts)
     updated = [_with_vector(doc, vector, provider) for doc, vector in zip(documents, matrix, strict=True)]
-    SearchDocument.objects.bulk_update(updated, ["model", "vector"])
+    SearchDocument.objects.bulk_update(updated, ["model", "vector", "recipe"])
     vectorstore.store([(doc.pk, doc.vector) for doc in updated])
 
 
 def _with_vector(doc: SearchDocument, vector, provider) -> SearchDocument:
-    doc.model, doc.vector = provider.model, to_bytes(vector)
+    doc.model, doc.vector, doc.recipe = provider.model, to_bytes(vector), RECIPES.get(doc.source, 0)
     return doc
 
 

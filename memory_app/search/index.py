@@ -15,13 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Case, F, IntegerField, Value, When
 
 from memory_app.search import vectorstore
 from memory_app.search.analysis import term_counts
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
 CHUNK = 500
+# What a source embeds for a document, by version (``embedder.register_source``); 0 by default.
+RECIPES: dict[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -148,14 +150,29 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
     return created
 
 
+def _current_recipe() -> Case | Value:
+    """The recipe of a vector stored now: its document's source's current one."""
+    if not RECIPES:
+        return Value(0)
+    return Case(
+        *(When(source=source, then=Value(recipe)) for source, recipe in sorted(RECIPES.items())),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+
+
 def vectors_store(doc_vectors: list[tuple[int, str, bytes]], *, model: str) -> int:
-    """Store ``(document id, text hash, vector bytes)`` of ``model``; a document whose text
-    changed meanwhile (other hash) or that is gone is skipped. Returns how many were stored."""
+    """Store ``(document id, text hash, vector bytes)`` of ``model``, made by the current recipe
+    of each document's source; a document whose text changed meanwhile (other hash) or that is
+    gone is skipped. Returns how many were stored."""
     stored = 0
     touched: set[int] = set()
+    recipe = _current_recipe()
     with transaction.atomic():
         for doc_id, digest, raw in doc_vectors:
-            changed = SearchDocument.objects.filter(pk=doc_id, text_hash=digest).update(model=model, vector=raw)
+            changed = SearchDocument.objects.filter(pk=doc_id, text_hash=digest).update(
+                model=model, vector=raw, recipe=recipe
+            )
             if changed:
                 stored += 1
                 touched.add(doc_id)

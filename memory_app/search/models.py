@@ -33,6 +33,9 @@ class SearchDocument(models.Model):
 
     ``model`` names the embedding model of ``vector`` ("" while not embedded); a change of the
     configured model makes every vector stale until ``refresh_embeddings`` re-embeds it.
+    ``recipe`` is the version of what the source embeds for a document when its vector was made
+    (``embedder.register_source``): a vector of an older recipe keeps serving until the worker or
+    ``refresh_embeddings`` replaces it.
     """
 
     source = models.CharField(max_length=16)
@@ -42,6 +45,7 @@ class SearchDocument(models.Model):
     text_hash = models.CharField(max_length=32)
     model = models.CharField(max_length=128, blank=True, default="")
     vector = models.BinaryField(null=True)
+    recipe = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -49,6 +53,7 @@ class SearchDocument(models.Model):
         indexes = [
             models.Index(fields=["scope", "model", "id"], name="search_document_scope_idx"),
             models.Index(fields=["model", "id"], name="search_document_model_idx"),
+            models.Index(fields=["source", "recipe", "id"], name="search_document_recipe_idx"),
         ]
 
     def __str__(self):

@@ -19,6 +19,9 @@ from memory_app.threads.selectors import conversation_is_main_thread
 SOURCE = "message"
 HISTORY_ROLES = (MessageRole.USER, MessageRole.ASSISTANT)
 CONTEXT_CHARS = 600
+# What ``_texts`` gives to embed, by version: 0 the turn with the one before it; 1 also the turn
+# alone (the mean of the two vectors). Vectors of 0 are made again by the worker (embed_stale).
+MESSAGE_VECTOR_RECIPE = 1
 BATCH = 500
 
 
@@ -72,7 +75,7 @@ def _texts(refs: list[str]) -> dict[str, tuple[str, str | tuple[str, ...]]]:
     }
 
 
-embedder.register_source(SOURCE, _texts)
+embedder.register_source(SOURCE, _texts, recipe=MESSAGE_VECTOR_RECIPE)
 
 
 def reindex_all() -> int:

@@ -25,7 +25,7 @@ from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbe
 from memory_app.reads.recorder import flush as reads_flush
 from memory_app.reads.services import reads_purge
 from memory_app.scoped.consolidation import dream_round
-from memory_app.search.embedder import embed_pending
+from memory_app.search.embedder import embed_pending, embed_stale
 
 logger = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 10  # far below WORKER_HEARTBEAT_MAX_AGE
@@ -60,7 +60,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--embeddings",
             action="store_true",
-            help="also embed up to 512 indexed documents that lack a vector after each round",
+            help="also embed up to 512 indexed documents that lack a vector after each round (then up to 256 whose vector an older recipe made)",
         )
         parser.add_argument(
             "--job-poll", type=float, default=1.0, help="seconds between looks for background jobs (default 1)"
@@ -104,7 +104,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"dreaming pass: {len(dreamed)} sessions ({failed} failed)")
             if embeddings:
                 try:
-                    self.stdout.write(f"embeddings: {embed_pending(limit=512)} document(s) embedded")
+                    embedded = embed_pending(limit=512)
+                    self.stdout.write(f"embeddings: {embedded} document(s) embedded")
+                    # Vectors of an older recipe serve until made again, once nothing waits for one.
+                    remade = embed_stale(limit=256) if embedded < 512 else 0
+                    if remade:
+                        self.stdout.write(f"embeddings: {remade} document(s) embedded again (newer recipe)")
                 except ServiceUnavailable as exc:
                     # A remote embedding service being down must not stop extraction rounds.
                     logger.warning("embedding refresh failed", extra={"error_class": type(exc).__name__})
