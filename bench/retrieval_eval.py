@@ -611,6 +611,13 @@ def main():
     parser.add_argument(
         "--provider", choices=("e5", "hashed"), default="e5", help="embedding model (default: the product default)"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=VALUE",
+        help="a lever: a number of memory_app.search.engine or memory_app.threads.history, e.g. engine.COVERAGE_POWER=2",
+    )
     args = parser.parse_args()
 
     import django
@@ -618,6 +625,17 @@ def main():
     django.setup()
     from django.conf import settings
 
+    from memory_app.search import engine
+    from memory_app.threads import history
+
+    for lever in args.set:
+        name, _, value = lever.partition("=")
+        module, _, attribute = name.partition(".")
+        target = {"engine": engine, "history": history}.get(module)
+        if target is None or not hasattr(target, attribute):
+            parser.error(f"unknown lever {name}")
+        setattr(target, attribute, float(value))
+        print(f"lever {name} = {value}")
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False  # refresh_embeddings embeds everything before the questions
     from django.db import connection, connections

@@ -48,7 +48,7 @@ MODES = ("hybrid", "lexical", "dense")
 BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_K = 60
-COVERAGE_POWER = 1.0  # score-aware fusion (``fuse``); 0: plain reciprocal rank fusion
+COVERAGE_POWER = 2.0  # score-aware fusion (``fuse``); 0: plain reciprocal rank fusion
 COORD_WEIGHT = 0.5
 DF_CAP = 20000
 # Index entries a search reads to count document frequencies, over all its terms: a Chinese
