@@ -40,11 +40,28 @@ def _message_row(message, Row):
     return Row(ref=str(message.pk), scope=None)
 
 
+def _engine_tables_current(schema_editor) -> bool:
+    """The engine writes through the running code's models: every column they have must exist.
+    A later migration that adds one (0023: ``recipe``) runs ``index_existing_rows`` again where
+    it could not run here (tests/memory_app/test_migration_0009.py)."""
+    from memory_app.search.models import SearchDocument, SearchPosting, SearchScope  # noqa: PLC0415
+
+    connection = schema_editor.connection
+    with connection.cursor() as cursor:
+        for model in (SearchScope, SearchDocument, SearchPosting):
+            table = connection.introspection.get_table_description(cursor, model._meta.db_table)
+            if not {field.column for field in model._meta.concrete_fields} <= {column.name for column in table}:
+                return False
+    return True
+
+
 def index_existing_rows(apps, schema_editor):
     """Index the memories and history messages that exist (words now; vectors by the worker)."""
     Memory = apps.get_model("memory_app", "Memory")
     Message = apps.get_model("memory_app", "Message")
     if not Memory.objects.exists() and not Message.objects.exists():
+        return
+    if not _engine_tables_current(schema_editor):
         return
     from memory_app.search import documents  # noqa: PLC0415 - the engine created above
     from memory_app.search.index import Row  # noqa: PLC0415
