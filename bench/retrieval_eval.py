@@ -634,7 +634,10 @@ def main():
         target = {"engine": engine, "history": history}.get(module)
         if target is None or not hasattr(target, attribute):
             parser.error(f"unknown lever {name}")
-        setattr(target, attribute, float(value))
+        try:
+            setattr(target, attribute, int(value) if value.lstrip("-").isdigit() else float(value))
+        except ValueError:
+            parser.error(f"lever {name}: {value!r} is not a number")
         print(f"lever {name} = {value}")
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False  # refresh_embeddings embeds everything before the questions
