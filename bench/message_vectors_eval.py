@@ -3,7 +3,7 @@ meaning ranking alone, hit@10, over each evaluation user's turns, with e5 (nanoe
 
     .venv/bin/python bench/message_vectors_eval.py [--dialogue-split dev|heldout|all]
 
-Three ways to embed a turn, each scored by the dot product with the question's vector (as the
+Four ways to embed a turn, each scored by the dot product with the question's vector (as the
 service ranks, numpy and pgvector alike):
 
 - ``window``: the turn with the one before it in its thread (the previous turn's last 600
@@ -11,7 +11,10 @@ service ranks, numpy and pgvector alike):
 - ``alone``: the turn's own text;
 - ``mean``: the mean of the two vectors above (one stored vector, not normalised: its dot
   product with the question is the mean of the two similarities): what the service stores
-  (``threads/indexing.py``).
+  (``threads/indexing.py``);
+- ``mean with next``: the mean of those two and of the pair with the turn after it (the next
+  turn's window; a thread's last turn keeps ``mean``): not stored by the service, which would
+  have to embed a turn again when the next one arrives.
 
 On the long-dialogue set (``bench/data/dialogue/``) the question is embedded without the
 speakers' names (as the service does) and a named speaker's turns count 1.5 times (the
@@ -29,7 +32,7 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parent / "data"
 CONTEXT_CHARS = 600
-KINDS = ("window", "alone", "mean")
+KINDS = ("window", "alone", "mean", "mean with next")
 
 
 def _vectors(model, threads: list[list[str]]):
@@ -42,7 +45,14 @@ def _vectors(model, threads: list[list[str]]):
             windows.append(text if i == 0 else f"{turns[i - 1][-CONTEXT_CHARS:]}\n{text}")
     alone = np.asarray(model.passage(texts))
     window = np.asarray(model.passage(windows))
-    return refs, {"window": window, "alone": alone, "mean": (alone + window) / 2}
+    # The pair with the turn after it is the next turn's window (a thread's last turn has none).
+    following = window.copy()
+    for n, (t, _) in enumerate(refs):
+        if n + 1 < len(refs) and refs[n + 1][0] == t:
+            following[n] = window[n + 1]
+    last = np.array([n + 1 == len(refs) or refs[n + 1][0] != refs[n][0] for n in range(len(refs))])
+    with_next = np.where(last[:, None], (alone + window) / 2, (alone + window + following) / 3)
+    return refs, {"window": window, "alone": alone, "mean": (alone + window) / 2, "mean with next": with_next}
 
 
 def _without(query: str, names: list[str]) -> str:
