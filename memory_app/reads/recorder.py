@@ -29,6 +29,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.utils import timezone
 
 from config.metrics import MEMORY_READS
+from config.threads import WokenThread
 from memory_app.reads.models import MemoryRead
 
 logger = logging.getLogger(__name__)
@@ -118,29 +119,22 @@ def flush(**_signal_kwargs) -> int:
     return written
 
 
-class _Writer:
-    """One daemon thread per process that writes the buffer a moment after it is woken (started
-    on first use, and again in a forked child, where the parent's thread does not exist). Its
+class _Writer(WokenThread):
+    """One daemon thread per process that writes the buffer a moment after it is woken. Its
     database connection lives as a request thread's does (``CONN_MAX_AGE``) and is closed after
     ``IDLE_CLOSE`` seconds without a wake."""
 
+    thread_name = "memory-reads-writer"
     IDLE_CLOSE = 5.0
 
     def __init__(self):
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self._idle = threading.Event()
         self._idle.set()
         self._release = threading.Event()
 
-    def wake(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="memory-reads-writer", daemon=True)
-                self._thread.start()
-            self._idle.clear()
-            self._wake.set()
+    def _woken(self) -> None:
+        self._idle.clear()
 
     def wait_idle(self, timeout: float) -> bool:
         """True once everything the writer was woken for is written."""

@@ -9,7 +9,6 @@ cannot attach a stale vector.
 """
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
 
+from config.threads import WokenThread
 from memory_app.search import vectorstore
 from memory_app.search.embeddings import get_provider, to_bytes
 from memory_app.search.index import RECIPES, text_hash, vectors_store
@@ -144,20 +144,10 @@ def _with_vector(doc: SearchDocument, vector, provider) -> SearchDocument:
     return doc
 
 
-class _Background:
+class _Background(WokenThread):
     """One daemon thread per process that embeds pending documents whenever it is woken."""
 
-    def __init__(self):
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def wake(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="memory-embedder", daemon=True)
-                self._thread.start()
-        self._wake.set()
+    thread_name = "memory-embedder"
 
     def _loop(self) -> None:
         while True:

@@ -50,7 +50,7 @@ def on_user_deleted(sender, instance, **kwargs) -> None:
     documents.drop_scopes([history_scope(instance.pk)])
 
 
-def _texts(refs: list[str]) -> dict[str, tuple[str, str | tuple[str, ...]]]:
+def _texts(refs: list[str]) -> dict[str, tuple[str, embedder.ToEmbed]]:
     """A message's indexed text and what its vector is made of: its own text and, after the
     first turn of a thread, the text with the end of the turn before it (the mean of the two
     vectors: the turn alone keeps a stated fact sharp, the pair keeps what a short answer refers
