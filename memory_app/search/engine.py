@@ -228,7 +228,7 @@ def vector_cache_bytes() -> int:
 
 def exact_vector_limit(dim: int) -> int:
     """Documents per search whose vectors fit in the per-process cache for exact ranking."""
-    return vector_cache_bytes() // (dim * DTYPE.itemsize + 8 + REF_BYTES)
+    return vector_cache_bytes() // (dim * DTYPE.itemsize + 16 + REF_BYTES)  # + id and recipe stamp
 
 
 REF_BYTES = 120  # about what a cached key or ref (a tuple or a short string in a dict) costs
@@ -241,16 +241,24 @@ class _Entry(NamedTuple):
     model: str
     ids: np.ndarray  # document ids, one per row of ``matrix``
     matrix: np.ndarray
-    # (document id, text hash) per row, where an id may be handed out again (SQLite); else None
-    keys: list[tuple[int, str]] | None
+    # (document id, text hash, recipe) per row, where an id may be handed out again (SQLite)
+    keys: list[tuple[int, str, int]] | None
+    # else the id and recipe of each row as one number (``_stamps``)
+    stamps: np.ndarray | None
     refs: dict[int, str]  # every document id of the scope (embedded or not) → its ref
 
     @property
     def nbytes(self) -> int:
-        """About what the entry holds: its ids and vectors, a key per vector (SQLite) and a ref
-        per document of the scope."""
+        """About what the entry holds: its ids and vectors, a key per vector (SQLite) or a stamp
+        and a ref per document of the scope."""
         keys = len(self.keys) * REF_BYTES if self.keys is not None else 0
-        return self.ids.nbytes + self.matrix.nbytes + keys + len(self.refs) * REF_BYTES
+        stamps = self.stamps.nbytes if self.stamps is not None else 0
+        return self.ids.nbytes + self.matrix.nbytes + keys + stamps + len(self.refs) * REF_BYTES
+
+
+def _stamps(ids, recipes) -> np.ndarray:
+    """A document's id and the recipe of its vector as one int64 (ids stay far below 2**47)."""
+    return (np.asarray(ids, dtype=np.int64) << 16) | np.asarray(recipes, dtype=np.int64)
 
 
 class _ScopeRow(NamedTuple):
@@ -260,6 +268,7 @@ class _ScopeRow(NamedTuple):
     text_hash: str
     ref: str
     model: str
+    recipe: int
 
 
 class _VectorCache:
@@ -269,9 +278,10 @@ class _VectorCache:
     every document id of the scope (embedded or not) to its ref, as of that version, so a search
     needs no statement to name its hits.
 
-    On a version change the id list of the scope is read again (with the refs); vectors of
-    documents already held are reused (a stored vector never changes for its document id and
-    model).
+    On a version change the id list of the scope is read again (with the refs and the recipe of
+    each vector); vectors already held are reused where the document and its vector's recipe are
+    the same (a document's vector changes only when it is made again by a newer recipe:
+    ``embedder.embed_stale``).
     """
 
     def __init__(self, max_bytes: int | None = None):
@@ -288,7 +298,7 @@ class _VectorCache:
 
     @staticmethod
     def _load(doc_ids: list[int], model: str, *, with_hash: bool = False):
-        fields = ("id", "text_hash", "vector") if with_hash else ("id", "vector")
+        fields = ("id", "recipe", "text_hash", "vector") if with_hash else ("id", "recipe", "vector")
         for start in range(0, len(doc_ids), 2000):
             chunk = doc_ids[start : start + 2000]
             yield from SearchDocument.objects.filter(pk__in=chunk, model=model).values_list(*fields)
@@ -323,40 +333,46 @@ class _VectorCache:
         reuse_by_id = connection.vendor == "postgresql"
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT id, text_hash, ref, model FROM {_table(SearchDocument)} WHERE scope_id = %s ORDER BY id",
+                f"SELECT id, text_hash, ref, model, recipe FROM {_table(SearchDocument)} WHERE scope_id = %s ORDER BY id",
                 [scope_id],
             )
             everything = [_ScopeRow(*row) for row in cursor.fetchall()]
         refs = {row.id: row.ref for row in everything}
         fetched = [row for row in everything if row.model == model]
         held_entry = entry if entry is not None and entry.model == model else None
+        stamps = None
         if reuse_by_id:
             wanted = np.fromiter((row.id for row in fetched), dtype=np.int64, count=len(fetched))
-            if held_entry is not None:
-                keep = np.isin(held_entry.ids, wanted)
+            if held_entry is not None and held_entry.stamps is not None:
+                keep = np.isin(held_entry.stamps, _stamps(wanted, [row.recipe for row in fetched]))
                 old_ids, old_matrix = held_entry.ids[keep], held_entry.matrix[keep]
+                old_stamps = held_entry.stamps[keep]
             else:
                 old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-            new_ids, new_rows = [], []
-            for doc_id, raw in self._load(np.setdiff1d(wanted, old_ids).tolist(), model):
+                old_stamps = np.zeros(0, dtype=np.int64)
+            new_ids, new_recipes, new_rows = [], [], []
+            for doc_id, recipe, raw in self._load(np.setdiff1d(wanted, old_ids).tolist(), model):
                 if raw is not None and len(raw) == dim * 4:
                     new_ids.append(doc_id)
+                    new_recipes.append(recipe)
                     new_rows.append(np.frombuffer(bytes(raw), dtype=DTYPE))
             ids = np.concatenate([old_ids, np.asarray(new_ids, dtype=np.int64)])
+            stamps = np.concatenate([old_stamps, _stamps(new_ids, new_recipes)])
             matrix = np.vstack([old_matrix, *new_rows]) if new_rows else old_matrix
             keys = None
         else:
-            keys = [(row.id, row.text_hash) for row in fetched]
-            held = dict(zip(held_entry.keys, held_entry.matrix, strict=True)) if held_entry is not None else {}
+            keys = [(row.id, row.text_hash, row.recipe) for row in fetched]
+            held = dict(zip(held_entry.keys, held_entry.matrix, strict=True)) if held_entry and held_entry.keys else {}
             missing = [key for key in keys if key not in held]
             wanted_keys = set(missing)
-            for doc_id, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
-                if (doc_id, digest) in wanted_keys and raw is not None and len(raw) == dim * 4:
-                    held[(doc_id, digest)] = np.frombuffer(bytes(raw), dtype=DTYPE)
+            for doc_id, recipe, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
+                key = (doc_id, digest, recipe)
+                if key in wanted_keys and raw is not None and len(raw) == dim * 4:
+                    held[key] = np.frombuffer(bytes(raw), dtype=DTYPE)
             keys = [key for key in keys if key in held]
             matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             ids = np.asarray([key[0] for key in keys], dtype=np.int64)
-        entry = _Entry(version, model, ids, matrix, keys, refs)
+        entry = _Entry(version, model, ids, matrix, keys, stamps, refs)
         limit = self.max_bytes if self.max_bytes is not None else vector_cache_bytes()
         with self._lock:
             self._data[cache_key] = entry

@@ -287,7 +287,9 @@ def test_vector_cache_is_bounded_in_bytes_and_reported(settings, alice, bob):
     for key in ("history:1", "history:2"):
         docs = list(SearchDocument.objects.filter(scope__key=key))
         _store(docs, provider.embed([f"text {d.pk}" for d in docs]), provider.model)
-    keys = 0 if connection.vendor == "postgresql" else 120  # SQLite also keys vectors by text hash
+    # Each vector is held with its recipe: a stamp (8 bytes) beside its id, or on SQLite a key
+    # with the text hash too.
+    keys = 8 if connection.vendor == "postgresql" else 120
     per_scope = 30 * (provider.dim * 4 + 8 + keys + engine.REF_BYTES)  # a ref per document too
     settings.MEMORY_VECTOR_CACHE_BYTES = per_scope + per_scope // 2  # room for one scope, not two
     engine.search(scopes=["history:1"], query="text", limit=5, mode="dense")
@@ -308,7 +310,7 @@ def test_a_search_over_more_vectors_than_the_cache_holds_falls_back_to_words(set
     provider = get_provider()
     settings.MEMORY_VECTOR_CACHE_BYTES = 1024 * 1024
     limit = engine.exact_vector_limit(provider.dim)
-    assert limit == 1024 * 1024 // (provider.dim * 4 + 8 + engine.REF_BYTES)
+    assert limit == 1024 * 1024 // (provider.dim * 4 + 16 + engine.REF_BYTES)
     _index("global:__global__", [f"note {i} about tea" for i in range(limit + 1)], "t")
     found = engine.search(scopes=["global:__global__"], query="tea", limit=5, mode="hybrid")
     assert len(found.hits) == 5

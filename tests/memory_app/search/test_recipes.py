@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from memory_app.memories import services as memory_services
-from memory_app.search import embedder
+from memory_app.search import embedder, engine
 from memory_app.search.embeddings import from_bytes, get_provider, to_bytes
 from memory_app.search.models import SearchDocument, SearchScope
 from memory_app.threads import indexing
@@ -69,6 +69,34 @@ def test_an_older_recipes_vector_serves_until_made_again_then_is_the_current_rec
     # Nothing else was touched: the first turn and the memory keep their vectors and recipes.
     assert _doc(history["first"]).recipe == indexing.MESSAGE_VECTOR_RECIPE
     assert SearchDocument.objects.get(ref=history["memory"].pk).recipe == 0
+
+
+def test_a_process_that_holds_the_old_vector_serves_the_new_one_once_it_is_made_again(history, alice):
+    """Each process keeps a scope's vectors by document; the remade one has the same document id
+    and model, so the cache must tell it by its recipe (it once kept the old vector until the
+    process restarted)."""
+    provider, second = history["provider"], history["second"]
+    history_search(user_id=alice.pk, query="What is its name?")  # fills this process's cache
+
+    def held_vector():
+        scope = SearchScope.objects.get(pk=_doc(second).scope_id)
+        ids, matrix = engine.vector_cache.get(scope.pk, scope.version, provider.model, provider.dim)
+        return matrix[list(ids).index(_doc(second).pk)]
+
+    assert np.allclose(held_vector(), history["pair"])
+    cached = engine.vector_cache.held(
+        _doc(second).scope_id, SearchScope.objects.get(pk=_doc(second).scope_id).version, provider.model
+    )
+    assert cached is not None
+    assert embedder.embed_stale(provider=provider) == 1
+    alone, pair = provider.embed(["What is its name?", "We adopted a beagle\nWhat is its name?"])
+    assert np.allclose(held_vector(), (alone + pair) / 2, atol=1e-6)
+    assert not np.allclose(held_vector(), history["pair"])
+    # The other turn's vector was reused, not read again, and is unchanged.
+    first = _doc(history["first"])
+    scope = SearchScope.objects.get(pk=first.scope_id)
+    ids, matrix = engine.vector_cache.get(scope.pk, scope.version, provider.model, provider.dim)
+    assert np.allclose(matrix[list(ids).index(first.pk)], from_bytes(first.vector, provider.dim))
 
 
 def test_a_vector_of_another_model_is_pending_not_stale_and_an_edit_meanwhile_is_not_overwritten(history, monkeypatch):
