@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from config.metrics import MEMORY_READS
@@ -109,7 +109,9 @@ def flush(**_signal_kwargs) -> int:
         try:
             with transaction.atomic():
                 MemoryRead.objects.bulk_create([MemoryRead(**dict(zip(_FIELDS, row, strict=True))) for row in batch])
-        except DatabaseError as exc:
+        except (
+            Exception
+        ) as exc:  # a database's or not (a lost connection is an InterfaceError): the rows are out of the buffer
             MEMORY_READS.labels(result="dropped_error").inc(len(batch))
             logger.warning("memory reads not written", extra={"rows": len(batch), "error_class": type(exc).__name__})
             continue
@@ -182,9 +184,19 @@ def flush_after_request(**_signal_kwargs) -> None:
         writer.wake()
 
 
-# A process that exits normally (a server worker recycled after its requests, a command) writes
-# what is still waiting.
-atexit.register(flush)
+EXIT_WAIT = 5.0  # seconds an exiting process waits for the writer's batch
+
+
+def flush_at_exit() -> int:
+    """A process that exits normally (a server worker recycled after its requests, a command)
+    writes what is still waiting. The writer thread first finishes the batch it holds: those
+    rows are no longer in the buffer, and a daemon thread is stopped, its transaction never
+    committed, once the exit handlers have run."""
+    writer.wait_idle(EXIT_WAIT)
+    return flush()
+
+
+atexit.register(flush_at_exit)
 
 
 def discard() -> int:

@@ -5,6 +5,7 @@ the buffer is bounded and never fails the request."""
 
 import hashlib
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -301,6 +302,43 @@ def test_the_writer_thread_survives_a_failed_write_and_writes_the_next_rows(alic
         assert recorder.writer.close_connection(10)
     assert [r.item_ref for r in _reads()] == ["kept"]
     assert len(calls) >= 2 and _dropped("dropped_error") == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exiting_process_writes_the_writers_batch_and_the_buffer(alice, monkeypatch):
+    """The exit handler waits for the batch the writer holds (out of the buffer already; a daemon
+    thread is stopped, uncommitted, after the exit handlers), then writes the rest."""
+    holding = threading.Event()
+    plain = MemoryRead.objects.bulk_create
+
+    def slow_on_the_writer(objs, *args, **kwargs):
+        if threading.current_thread().name == "memory-reads-writer":
+            holding.set()
+            time.sleep(0.5)
+        return plain(objs, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryRead.objects, "bulk_create", slow_on_the_writer)
+    try:
+        recorder.record(item_kind=ItemKind.MEMORY, refs=["held"], path=ReadPath.API_SEARCH, user_id=alice.pk)
+        recorder.writer.wake()
+        assert holding.wait(10)
+        recorder.record(item_kind=ItemKind.MEMORY, refs=["buffered"], path=ReadPath.API_SEARCH, user_id=alice.pk)
+        assert recorder.flush_at_exit() == 1
+        assert sorted(r.item_ref for r in _reads()) == ["buffered", "held"]
+    finally:
+        assert recorder.writer.close_connection(10)
+
+
+def test_a_write_that_fails_outside_the_database_is_counted_and_never_raises(alice, monkeypatch):
+    before = _dropped("dropped_error")
+
+    def broken(*args, **kwargs):
+        raise TypeError("not a database error")
+
+    monkeypatch.setattr(MemoryRead.objects, "bulk_create", broken)
+    recorder.record(item_kind=ItemKind.MEMORY, refs=["x", "y"], path=ReadPath.API_SEARCH, user_id=alice.pk)
+    assert recorder.flush() == 0
+    assert _dropped("dropped_error") - before == 2 and recorder.pending() == 0
 
 
 def test_a_full_buffer_drops_and_counts_and_the_request_still_answers(run_api, make_run, alice, setup, settings):
