@@ -17,7 +17,7 @@ from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
-from memory_app.runs import leases, selectors, services, tools
+from memory_app.runs import early, leases, selectors, services, tools
 from memory_app.runs.filters import RunFilter
 from memory_app.runs.leases import FINISHED_STATUSES, RunCredential, run_authenticate
 from memory_app.runs.models import AgentRun, RunKind
@@ -251,11 +251,17 @@ class RunToolView(RunTokenView):
         """Every tool call counts against ``run``; the history search also against ``search``."""
         return ("run", "search") if self.kwargs.get("tool") == "search_thread_messages" else ("run",)
 
+    def initial(self, request, *args, **kwargs):
+        if kwargs.get("tool") == "search_thread_messages":
+            early.start(request)  # the question to the model while the token is checked
+        super().initial(request, *args, **kwargs)
+
     @extend_schema(request=dict, responses={200: dict})
     def post(self, request, run_id, tool):
-        result = tools.tool_call(
-            credential=self.credential(request, run_id), name=tool, arguments=request.data, claims=self.claims(request)
-        )
+        credential = self.credential(request, run_id)
+        result = tools.tool_call(credential=credential, name=tool, arguments=request.data, claims=self.claims(request))
+        if tool == "search_thread_messages":
+            early.grant(token_hash=credential.token_hash, user_id=credential.user_id)
         return Response(result)
 
 

@@ -26,6 +26,7 @@ import os
 import re
 import threading
 import zlib
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
@@ -175,19 +176,46 @@ def _helper_pool() -> ThreadPoolExecutor:
         return _helpers[1]
 
 
-def embed_query_soon(provider, text: str, *, across_languages: bool = False) -> Future:
+EARLY_KEPT = 256  # early-started queries whose vectors wait, per process, for their search
+_started: OrderedDict[tuple, tuple[int, Future, bool]] = OrderedDict()  # key -> (process id, future, early)
+_started_lock = threading.Lock()
+
+
+def embed_query_soon(provider, text: str, *, across_languages: bool = False, early: bool = False) -> Future:
     """``provider.embed_query(text)`` started on a helper thread: the model (C code that lets go
     of the interpreter while it runs) or the provider's server works on one core while the
     caller reads the words' postings and ranks them on the other. ``.result()`` waits for the
-    vector and raises what the provider raised. An ``in_process`` provider (cheap, local) embeds
-    here and now."""
+    vector and raises what the provider raised. A query already under way in the process is
+    not embedded twice: its future is shared. ``early``: started before its search (a history
+    search's question, before its request is authenticated: ``memory_app.runs.early``); its
+    future is kept, done or not, until the search takes it (or ``EARLY_KEPT`` later ones push it
+    out). An ``in_process`` provider (cheap, local) embeds here and now."""
     if provider.in_process:
         done: Future = Future()
         done.set_result(provider.embed_query(text, across_languages=across_languages))
         return done
-    # The request's context (its id in log lines) goes with the work.
-    context = contextvars.copy_context()
-    return _helper_pool().submit(context.run, provider.embed_query, text, across_languages=across_languages)
+    key = (provider.name, provider.model, text, across_languages)
+    with _started_lock:
+        found = _started.get(key)
+        if found is not None and found[0] == os.getpid():
+            if found[2] and not early:  # taken by its search
+                del _started[key]
+            return found[1]
+        # The request's context (its id in log lines) goes with the work.
+        context = contextvars.copy_context()
+        future = _helper_pool().submit(context.run, provider.embed_query, text, across_languages=across_languages)
+        _started[key] = (os.getpid(), future, early)
+        while len(_started) > EARLY_KEPT:
+            _started.popitem(last=False)
+    if not early:
+        future.add_done_callback(functools.partial(_forget, key))
+    return future
+
+
+def _forget(key: tuple, future: Future) -> None:
+    with _started_lock:
+        if (found := _started.get(key)) is not None and found[1] is future:
+            del _started[key]
 
 
 class OpenAICompatibleEmbedding:

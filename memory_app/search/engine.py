@@ -389,6 +389,17 @@ class _VectorCache:
 vector_cache = _VectorCache()
 
 
+def embed_query_early(query: str) -> bool:
+    """Start embedding a search's query (its meaning ranking's text, as ``rank`` will ask for
+    it) before the search runs; the search takes the vector under way. Only for a provider that
+    works beside the caller (e5 on a helper thread, a remote service): False otherwise."""
+    provider = get_provider()
+    if provider.in_process or not query.strip():
+        return False
+    embed_query_soon(provider, query, early=True)
+    return True
+
+
 def dense_rank(
     scopes: list[tuple],
     query: str,

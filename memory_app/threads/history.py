@@ -383,12 +383,35 @@ def _ranked(
     return rankings, [(int(ref), score) for ref, score in fused], rows, load
 
 
-def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
-    """Rank the user's history with the retrieval engine; the hits are loaded through
-    ``history_messages`` (visibility in the same query). Never touches tool calls."""
+def _search_query(query: str) -> str:
     query = clean_text(query or "", field="query").strip()
     if not query or len(query) > SEARCH_QUERY_MAX_CHARS:
         raise InvalidInput(f"query must be 1 to {SEARCH_QUERY_MAX_CHARS} characters.", code="invalid_query")
+    return query
+
+
+def history_search_early(*, user_id: int, query) -> bool:
+    """Give the model the question of a ``history_search`` of ``user_id`` that is about to run,
+    before its request is authenticated (``memory_app.runs.early`` decides when), where this
+    process can tell without a statement what the search will embed: the question without the
+    speakers it remembers for the user. The search then takes the vector under way
+    (``embeddings.embed_query_soon``). Nothing is read or returned; False when not started."""
+    if engine.default_mode() == "lexical" or not SPEAKERS_OUT_OF_MEANING or not isinstance(query, str):
+        return False
+    try:
+        query = _search_query(query)
+    except InvalidInput:
+        return False
+    remembered = _remembered_speakers(user_id)
+    if remembered is None or not query_terms(query):
+        return False
+    return engine.embed_query_early(_without_speakers(query, remembered[1]))
+
+
+def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
+    """Rank the user's history with the retrieval engine; the hits are loaded through
+    ``history_messages`` (visibility in the same query). Never touches tool calls."""
+    query = _search_query(query)
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
     if not query_terms(query):
         raise InvalidInput("query has no searchable words.", code="invalid_query")
