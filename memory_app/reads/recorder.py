@@ -109,9 +109,9 @@ def flush(**_signal_kwargs) -> int:
         try:
             with transaction.atomic():
                 MemoryRead.objects.bulk_create([MemoryRead(**dict(zip(_FIELDS, row, strict=True))) for row in batch])
-        except (
-            Exception
-        ) as exc:  # a database's or not (a lost connection is an InterfaceError): the rows are out of the buffer
+        except Exception as exc:
+            # Whatever failed (a lost connection is an InterfaceError, not a DatabaseError), the
+            # rows are out of the buffer: counted as dropped here.
             MEMORY_READS.labels(result="dropped_error").inc(len(batch))
             logger.warning("memory reads not written", extra={"rows": len(batch), "error_class": type(exc).__name__})
             continue

@@ -12,9 +12,9 @@ early start may cost is bounded by construction, not by a list of bad requests: 
 search grants its token one early start (a credit, held by the SHA-256 of the token, as the
 run row holds it), which the next request of that token spends whatever becomes of it, and
 only a search that is answered grants the next one. So a process never embeds more questions
-early than it answered searches (plus nothing for a token it never answered): a forged or
-replaced token gets none, and a flood over the throttle gets at most one per search the
-throttle let through.
+early than it answered searches: a forged token gets none, a replaced or expired one at most the
+one its last answered search granted, and a flood over the throttle one per search the throttle
+let through.
 """
 
 import json

@@ -5,6 +5,8 @@ for a token that had a search answered in this process, one early start per answ
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -221,7 +223,9 @@ def test_with_a_credit_whatever_the_body_the_early_start_never_raises_and_starts
     django_request = RequestFactory().post(
         SEARCH.format(chat.id), data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Run {chat.token}"
     )
-    started = early.start(Request(django_request))
+    with CaptureQueriesContext(connection) as queries:
+        started = early.start(Request(django_request))
+    assert len(queries) == 0  # nothing is read before the token is checked
     try:
         query = json.loads(body).get("query")
     except (ValueError, AttributeError):
