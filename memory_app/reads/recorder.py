@@ -200,7 +200,8 @@ atexit.register(flush_at_exit)
 
 
 def discard() -> int:
-    """Drop every buffered row unwritten (tests, and a process that forks)."""
+    """Drop every buffered row unwritten (tests). Nothing forks a process that holds rows: the
+    server's master loads no Django code (no preload), and a worker starts with an empty buffer."""
     with _lock:
         count = len(_buffer)
         _buffer.clear()
