@@ -60,6 +60,10 @@ def events(monkeypatch, settings):
     monkeypatch.setattr(engine, "embed_query_soon", soon)
     monkeypatch.setattr(runs_api, "run_authenticate", auth)
     monkeypatch.setattr(early, "_credits", type(early._credits)())
+    # What this process remembers of users' speakers: nothing yet (another test's user may have
+    # had this one's id).
+    monkeypatch.setattr(history, "_speakers", type(history._speakers)())
+    monkeypatch.setattr(embeddings, "_started", type(embeddings._started)())  # no query under way
     return seen, provider
 
 
@@ -251,8 +255,10 @@ def test_credits_are_bounded_least_recently_granted_first(monkeypatch):
     assert list(early._credits) == ["h4", "h2", "h5"]
 
 
-def test_a_query_under_way_is_shared_not_embedded_twice():
+def test_a_query_under_way_is_shared_not_embedded_twice(monkeypatch):
     import threading
+
+    monkeypatch.setattr(embeddings, "_started", type(embeddings._started)())
 
     gate = threading.Event()
 
