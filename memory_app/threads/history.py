@@ -332,6 +332,12 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
     return load
 
 
+def _meaning_without_speakers(mode: str) -> bool:
+    """Whether a search in ``mode`` embeds the question without the speakers it names (what
+    ``_ranked`` gives the model, and so what ``history_search_early`` may start)."""
+    return mode != "lexical" and SPEAKERS_OUT_OF_MEANING
+
+
 def _ranked(
     *, user_id: int, query: str, limit: int
 ) -> tuple[engine.Rankings, list[tuple[int, float]], dict, Callable[[Collection[int]], dict[int, dict]]]:
@@ -341,7 +347,7 @@ def _ranked(
     ``(rankings, [(message id, score)], rows, the candidates loader)``."""
     scopes, depth, mode = [history_scope(user_id)], limit * 3 + 20, engine.default_mode()
     loader: list[Callable[[Collection[int]], dict[int, dict]]] = []
-    if mode == "lexical" or not SPEAKERS_OUT_OF_MEANING:
+    if not _meaning_without_speakers(mode):
         rankings = engine.rank(
             scopes=scopes,
             query=query,
@@ -396,7 +402,7 @@ def history_search_early(*, user_id: int, query) -> bool:
     process can tell without a statement what the search will embed: the question without the
     speakers it remembers for the user. The search then takes the vector under way
     (``embeddings.embed_query_soon``). Nothing is read or returned; False when not started."""
-    if engine.default_mode() == "lexical" or not SPEAKERS_OUT_OF_MEANING or not isinstance(query, str):
+    if not _meaning_without_speakers(engine.default_mode()) or not isinstance(query, str):
         return False
     try:
         query = _search_query(query)
