@@ -213,7 +213,7 @@ def ask_history(conversations, users, positions, label: str) -> tuple[list[dict]
 
 
 LEVERS = {
-    # name: {(module, attribute): value}; every run starts from the defaults of the code.
+    # name: {(module or class, attribute): value}; every run starts from the defaults of the code.
     "default": {},
     "no next-turn share": {("history", "NEXT_TURN_WEIGHT"): 0.0},
     "no dense window": {("history", "WINDOW_SOURCES"): 0},
@@ -232,6 +232,11 @@ LEVERS = {
     "speaker 0.5 + coverage^1": {("engine", "COVERAGE_POWER"): 1.0, ("history", "SPEAKER_WEIGHT"): 0.5},
     "speaker 0.5 + coverage^2": {("engine", "COVERAGE_POWER"): 2.0, ("history", "SPEAKER_WEIGHT"): 0.5},
     "speaker 0.5 + lexical weight 0.5": {("history", "LEXICAL_WEIGHT"): 0.5, ("history", "SPEAKER_WEIGHT"): 0.5},
+    "no hub correction": {("e5", "hub_weight"): 0.0},
+    "hub 0.25": {("e5", "hub_weight"): 0.25},
+    "hub 0.75": {("e5", "hub_weight"): 0.75},
+    "language in the hub mean": {("engine", "LANGUAGE_OUT_OF_MEAN"): False},
+    "hashed hub 0.5": {("hashed", "hub_weight"): 0.5},
     "speaker 0.5 + coverage^1 + next 0.25": {
         ("engine", "COVERAGE_POWER"): 1.0,
         ("history", "SPEAKER_WEIGHT"): 0.5,
@@ -249,9 +254,10 @@ def patched(changes: dict):
     import contextlib
 
     from memory_app.search import engine
+    from memory_app.search.embeddings import E5Embedding, HashedNgramEmbedding
     from memory_app.threads import history
 
-    modules = {"history": history, "engine": engine}
+    modules = {"history": history, "engine": engine, "e5": E5Embedding, "hashed": HashedNgramEmbedding}
 
     @contextlib.contextmanager
     def manager():

@@ -56,6 +56,10 @@ class EmbeddingProvider(Protocol):
     # must be to match by meaning where a search filters (lists, the memory home): calibrated
     # per model on the evaluation set with bench/similarity_floor.py (docs/search.md).
     match_floor: float
+    # How much of the searched documents' mean vector the meaning ranking takes from the query
+    # vector (``engine._ranking_vector``; 0: none): measured per model on the evaluation sets
+    # (docs/search.md, "Hubs").
+    hub_weight: float
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """An (n, dim) float32 matrix of L2-normalised rows, for documents."""
@@ -78,6 +82,7 @@ class HashedNgramEmbedding:
     in_process = True
     min_score = 0.15
     match_floor = 0.24  # bench/similarity_floor.py --provider hashed (docs/search.md)
+    hub_weight = 0.0  # measured at 0.5: history hit@10 0.154 → 0.152 on the dialogue set (docs/search.md)
 
     def __init__(self, dim: int = 512):
         if dim < 16 or dim > 4096:
@@ -118,6 +123,7 @@ class E5Embedding:
     in_process = False
     min_score = 0.0
     match_floor = 0.03  # bench/similarity_floor.py --provider e5 (docs/search.md)
+    hub_weight = 0.5  # bench/dialogue_eval.py --levers (docs/search.md, "Hubs")
     max_chars = 2000  # e5 reads 512 tokens at most; the head of a long text stands for it
     _lock = threading.Lock()
     _engine = None
@@ -222,6 +228,7 @@ class OpenAICompatibleEmbedding:
     in_process = False
     min_score = 0.0
     match_floor = 0.02  # not calibrated: the e5 figure, until a model is measured
+    hub_weight = 0.0  # not measured: off until a model is
 
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0):
         self.base_url = http_base_url(base_url)

@@ -41,7 +41,13 @@ from django.db import connection
 from config.metrics import VECTOR_CACHE_BYTES, observe_search
 from memory_app.search import vectorstore
 from memory_app.search.analysis import query_terms
-from memory_app.search.embeddings import DTYPE, background_similarity, embed_query_soon, get_provider
+from memory_app.search.embeddings import (
+    DTYPE,
+    background_similarity,
+    embed_query_soon,
+    get_provider,
+    language_direction,
+)
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
 MODES = ("hybrid", "lexical", "dense")
@@ -246,6 +252,7 @@ class _Entry(NamedTuple):
     # else the id and recipe of each row as one number (``_stamps``)
     stamps: np.ndarray | None
     refs: dict[int, str]  # every document id of the scope (embedded or not) → its ref
+    total: np.ndarray  # the sum of the rows of ``matrix`` (float64): the scope's share of the mean vector
 
     @property
     def nbytes(self) -> int:
@@ -253,7 +260,7 @@ class _Entry(NamedTuple):
         and a ref per document of the scope."""
         keys = len(self.keys) * REF_BYTES if self.keys is not None else 0
         stamps = self.stamps.nbytes if self.stamps is not None else 0
-        return self.ids.nbytes + self.matrix.nbytes + keys + stamps + len(self.refs) * REF_BYTES
+        return self.ids.nbytes + self.matrix.nbytes + self.total.nbytes + keys + stamps + len(self.refs) * REF_BYTES
 
 
 def _stamps(ids, recipes) -> np.ndarray:
@@ -372,7 +379,7 @@ class _VectorCache:
             keys = [key for key in keys if key in held]
             matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             ids = np.asarray([key[0] for key in keys], dtype=np.int64)
-        entry = _Entry(version, model, ids, matrix, keys, stamps, refs)
+        entry = _Entry(version, model, ids, matrix, keys, stamps, refs, matrix.sum(axis=0, dtype=np.float64))
         limit = self.max_bytes if self.max_bytes is not None else vector_cache_bytes()
         with self._lock:
             self._data[cache_key] = entry
@@ -400,6 +407,31 @@ def embed_query_early(query: str) -> bool:
     return True
 
 
+# The mean's share along the model's language direction (``language_direction``) stays in the
+# query: which language a document is in is left to the query's own vector (and, in the searches
+# that filter, to ``across_languages``), not to how the searched documents happen to be split.
+LANGUAGE_OUT_OF_MEAN = True
+
+
+def _ranking_vector(query_vector: np.ndarray, mean: Callable[[], np.ndarray | None], provider) -> np.ndarray:
+    """What the meaning ranking orders documents by: the query vector less ``hub_weight`` times
+    the mean vector of the documents ranked (``mean()``, asked only when the provider has a
+    weight). The dot product of a document with it is its similarity to the query less its share
+    of what all the searched documents have in common: a turn like "Mia, that's huge!" is close to
+    any question about Mia's life, and to every other turn of the chat, and no longer outranks
+    the one turn that says what was asked (docs/search.md, "Hubs")."""
+    weight = getattr(provider, "hub_weight", 0.0)
+    if not weight:
+        return query_vector
+    centre = mean()
+    if centre is None:
+        return query_vector
+    if LANGUAGE_OUT_OF_MEAN:
+        direction = language_direction(provider)
+        centre = centre - float(centre @ direction) * direction
+    return (query_vector - weight * centre).astype(DTYPE)
+
+
 def dense_rank(
     scopes: list[tuple],
     query: str,
@@ -409,8 +441,11 @@ def dense_rank(
     floor: bool = False,
     pending: Future | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
-    """``(document id, cosine similarity)`` best first, and how many documents have no vector
-    (-1: too many documents to compare exactly). With ``floor``, only documents that match by
+    """``(document id, score)`` best first, and how many documents have no vector (-1: too many
+    documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
+    cosine similarity to the query, less the document's share of the searched documents' mean
+    where the provider has a ``hub_weight``. The floors are measured on the cosine similarity:
+    at most the model's ``min_score`` is no match; with ``floor``, only documents that match by
     meaning: more similar to the query than its background similarity plus the model's
     ``match_floor``; such a search (a list, the memory home) is over one person's items in any
     language, so the query vector is taken ``across_languages`` (docs/search.md).
@@ -423,33 +458,51 @@ def dense_rank(
         pending = embed_query_soon(provider, query, across_languages=floor)
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
         query_vector = pending.result()
-        ranked = vectorstore.rank([s[0] for s in scopes], query_vector, depth, model=provider.model, dim=provider.dim)
+        ranking_vector = _ranking_vector(
+            query_vector, lambda: vectorstore.mean_vector(scopes, provider.model, provider.dim), provider
+        )
+        ranked = vectorstore.rank(
+            [s[0] for s in scopes], ranking_vector, depth, model=provider.model, dim=provider.dim, cosines=query_vector
+        )
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
         return _above_floor(ranked, query_vector, provider, floor), missing
     if n_docs > exact_vector_limit(provider.dim):
         return [], -1
-    ids_parts, matrices = [], []
-    for scope_id, _, _, version in scopes:
-        ids, matrix = vector_cache.get(scope_id, version, provider.model, provider.dim)
-        ids_parts.append(ids)
-        matrices.append(matrix)
-    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
+    entries = [
+        vector_cache.entry(scope_id, version, provider.model, provider.dim) for scope_id, _, _, version in scopes
+    ]
+    ids = np.concatenate([entry.ids for entry in entries]) if entries else np.zeros(0, dtype=np.int64)
     missing = max(n_docs - len(ids), 0)
     query_vector = pending.result()  # also when nothing is embedded: a failing provider says so
     if not len(ids):
         return [], missing
-    sims = np.concatenate([matrix @ query_vector for matrix in matrices])  # no copy of the matrices
+    ranking_vector = _ranking_vector(
+        query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
+    )
+    sims = np.concatenate([entry.matrix @ ranking_vector for entry in entries])  # no copy of the matrices
     k = min(depth, len(ids))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
-    return _above_floor([(int(ids[i]), float(sims[i])) for i in top], query_vector, provider, floor), missing
+    if ranking_vector is query_vector:
+        cosines = sims[top]
+    else:  # the rows of the best ones, wherever they are in the scopes' matrices
+        starts = np.cumsum([0] + [len(entry.ids) for entry in entries])
+        owner = np.searchsorted(starts, top, side="right") - 1
+        rows = np.stack([entries[e].matrix[i - starts[e]] for e, i in zip(owner, top, strict=True)])
+        cosines = rows @ query_vector
+    ranked = [(int(ids[i]), float(sims[i]), float(c)) for i, c in zip(top, cosines, strict=True)]
+    return _above_floor(ranked, query_vector, provider, floor), missing
 
 
-def _above_floor(ranked: list[tuple[int, float]], query_vector, provider, floor: bool) -> list[tuple[int, float]]:
+def _above_floor(
+    ranked: list[tuple[int, float, float]], query_vector, provider, floor: bool
+) -> list[tuple[int, float]]:
+    """``(id, score)`` of the ``(id, score, cosine similarity)`` whose similarity is above the
+    model's ``min_score`` (with ``floor``: also above the query's background plus ``match_floor``)."""
     threshold = provider.min_score
     if floor:
         threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
-    return [(doc_id, score) for doc_id, score in ranked if score > threshold]
+    return [(doc_id, score) for doc_id, score, cosine in ranked if cosine > threshold]
 
 
 def rrf_fuse(rankings: list[list], *, k: int = RRF_K, weights: list[float] | None = None) -> list[tuple]:

@@ -94,6 +94,7 @@ def reset() -> None:
         _ready.clear()
     with _counts_lock:
         _counts.clear()
+        _means.clear()
 
 
 def _db_key(*parts) -> tuple:
@@ -330,6 +331,39 @@ def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
     return index_ready(provider.model, provider.dim)
 
 
+_means: dict[tuple, tuple[int, int, np.ndarray | None, float]] = {}
+
+
+def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
+    """The mean of the vectors of ``model`` in ``scopes`` (``(id, docs, length, version)``),
+    None where they hold none: per scope ``avg(vec)`` (half precision, as the index ranks),
+    read again when its version changed and the last reading is older than ``COUNT_MAX_AGE``
+    (the mean of a large scope moves little with a few documents, and reading it is a scan)."""
+    total, count = np.zeros(int(dim), dtype=np.float64), 0
+    now = time.monotonic()
+    for scope_id, _, _, version in scopes:
+        key = _db_key(scope_id, model)
+        with _counts_lock:
+            found = _means.get(key)
+        if found is None or (found[0] != version and now - found[3] > COUNT_MAX_AGE):
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT COUNT(*), avg({COLUMN})::text FROM {TABLE} "
+                    f"WHERE scope_id = %s AND model = %s AND {COLUMN} IS NOT NULL",
+                    [scope_id, model],
+                )
+                n, mean = cursor.fetchone()
+            found = (version, n, HalfVector.from_text(mean).to_numpy().astype(np.float64) if n else None, now)
+            with _counts_lock:
+                if len(_means) > 10_000:
+                    _means.clear()
+                _means[key] = found
+        if found[1] and found[2] is not None and len(found[2]) == int(dim):
+            total += found[2] * found[1]
+            count += found[1]
+    return total / count if count else None
+
+
 _counts: dict[tuple, tuple[int, int, float]] = {}
 _counts_lock = threading.Lock()
 COUNT_MAX_AGE = 30.0  # seconds a scope's count stands for its later versions (a count of a big scope is not free)
@@ -358,10 +392,19 @@ def embedded_count(scopes: list[tuple], model: str) -> int:
 
 
 def rank(
-    scope_ids: list[int], query_vector: np.ndarray, depth: int, *, model: str, dim: int
-) -> list[tuple[int, float]]:
-    """``(document id, cosine similarity)`` of the ``depth`` nearest documents of ``scope_ids``
-    (approximate: HNSW), best first, scored exactly from their float32 vectors."""
+    scope_ids: list[int],
+    query_vector: np.ndarray,
+    depth: int,
+    *,
+    model: str,
+    dim: int,
+    cosines: np.ndarray | None = None,
+) -> list[tuple]:
+    """``(document id, inner product)`` of the ``depth`` documents of ``scope_ids`` with the
+    highest inner product with ``query_vector`` (approximate: HNSW), best first, scored exactly
+    from their float32 vectors; the cosine similarity of normalised vectors. With ``cosines`` (a
+    query vector, where ``query_vector`` is what the engine ranks by: ``engine._ranking_vector``),
+    ``(document id, inner product, cosine similarity to cosines)``."""
     if not scope_ids or depth <= 0:
         return []
     dim = int(dim)
@@ -406,4 +449,7 @@ def rank(
     matrix = np.vstack([np.frombuffer(bytes(row[1]), dtype=DTYPE, count=dim) for row in found])
     sims = matrix @ np.asarray(query_vector, dtype=DTYPE)
     order = np.argsort(-sims, kind="stable")[:depth]
-    return [(int(ids[i]), float(sims[i])) for i in order]
+    if cosines is None:
+        return [(int(ids[i]), float(sims[i])) for i in order]
+    similarity = matrix[order] @ np.asarray(cosines, dtype=DTYPE)
+    return [(int(ids[i]), float(sims[i]), float(c)) for i, c in zip(order, similarity, strict=True)]

@@ -8,6 +8,7 @@ extension they are skipped, and the tests of what happens there run instead.
 """
 
 import io
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -217,6 +218,53 @@ def test_auto_ranks_small_searches_in_memory_and_large_ones_in_postgresql(pgvect
     settings.MEMORY_VECTOR_BACKEND = "numpy"
     engine.search(scopes=["global:__global__"], query="doc 3", limit=10, mode="dense")
     assert engine.vector_cache.bytes > 0
+
+
+def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings, monkeypatch):
+    """With a provider's ``hub_weight``, PostgreSQL ranks by the same rule as the in-memory path
+    (the query less that share of the scopes' mean vector: ``avg(vec)``, half precision), with the
+    same scores; the mean of a scope is read again once its version changed and the last reading
+    is older than ``COUNT_MAX_AGE``."""
+    monkeypatch.setattr(type(pgvector), "hub_weight", 0.5)
+    rng = np.random.default_rng(21)
+    dim = pgvector.dim
+    centres = rng.standard_normal((4, dim)).astype(np.float32) + 3 * rng.standard_normal(dim).astype(np.float32)
+    docs = _index("global:__global__", [f"doc {i}" for i in range(80)], "d")
+    matrix = _clustered(rng, len(docs), dim, centres)
+    _store(docs, matrix, pgvector.model)
+    scopes = _scope_rows("global:__global__")
+    mean = vectorstore.mean_vector(scopes, pgvector.model, dim)
+    assert np.allclose(mean, matrix.mean(axis=0), atol=2e-3)
+
+    def dense(query):
+        pending: Future = Future()
+        pending.set_result(query)
+        ranked, _ = engine.dense_rank(_scope_rows("global:__global__"), "q", 10, provider=pgvector, pending=pending)
+        return ranked
+
+    for query in _clustered(rng, 5, dim, centres):
+        settings.MEMORY_VECTOR_BACKEND = "numpy"
+        in_memory = dense(query)
+        settings.MEMORY_VECTOR_BACKEND = "pgvector"
+        engine.vector_cache.clear()
+        in_postgresql = dense(query)
+        assert engine.vector_cache.bytes == 0 and len(in_memory) == 10
+        assert [d for d, _ in in_postgresql[:5]] == [d for d, _ in in_memory[:5]]
+        assert [s for _, s in in_postgresql] == pytest.approx([s for _, s in in_memory], abs=2e-3)
+        # The plain query's scores differ: the correction is applied, not only computed.
+        monkeypatch.setattr(type(pgvector), "hub_weight", 0.0)
+        assert [s for _, s in dense(query)] != pytest.approx([s for _, s in in_postgresql], abs=2e-3)
+        monkeypatch.setattr(type(pgvector), "hub_weight", 0.5)
+
+    # New documents: within COUNT_MAX_AGE the mean read before stands for the new version.
+    more = _index("global:__global__", [f"more {i}" for i in range(80)], "m")
+    _store(more, -matrix, pgvector.model)
+    newer = _scope_rows("global:__global__")
+    assert newer[0][3] != scopes[0][3]
+    assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), mean)
+    monkeypatch.setattr(vectorstore, "COUNT_MAX_AGE", 0.0)
+    assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), 0.0, atol=2e-3)
+    assert vectorstore.mean_vector(_scope_rows("user:404"), pgvector.model, dim) is None
 
 
 @pytest.mark.django_db(transaction=True)
