@@ -332,25 +332,27 @@ def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
 
 
 _means: dict[tuple, tuple[int, int, np.ndarray | None, float]] = {}
+MEAN_SAMPLE = 5000  # a scope's newest vectors its mean is taken over (one bounded read by the scope's index)
 
 
 def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
-    """The mean of the vectors of ``model`` in ``scopes`` (``(id, docs, length, version)``),
-    None where they hold none: per scope ``avg(vec)`` (half precision, as the index ranks),
-    read again when its version changed and the last reading is older than ``COUNT_MAX_AGE``
-    (the mean of a large scope moves little with a few documents, and reading it is a scan)."""
-    total, count = np.zeros(int(dim), dtype=np.float64), 0
+    """The mean vector of ``model`` in ``scopes`` (``(id, docs, length, version)``), None where
+    they hold none: per scope ``avg(vec)`` of its newest ``MEAN_SAMPLE`` vectors (half precision,
+    as the index ranks; what a large scope's documents have in common shows in any few thousand
+    of them), weighted by the scope's documents; read again when the scope's version changed and
+    the last reading is older than ``COUNT_MAX_AGE``."""
+    total, weight = np.zeros(int(dim), dtype=np.float64), 0
     now = time.monotonic()
-    for scope_id, _, _, version in scopes:
+    for scope_id, docs, _, version in scopes:
         key = _db_key(scope_id, model)
         with _counts_lock:
             found = _means.get(key)
         if found is None or (found[0] != version and now - found[3] > COUNT_MAX_AGE):
             with connection.cursor() as cursor:
                 cursor.execute(
-                    f"SELECT COUNT(*), avg({COLUMN})::text FROM {TABLE} "
-                    f"WHERE scope_id = %s AND model = %s AND {COLUMN} IS NOT NULL",
-                    [scope_id, model],
+                    f"SELECT COUNT(*), avg({COLUMN})::text FROM (SELECT {COLUMN} FROM {TABLE} "
+                    f"WHERE scope_id = %s AND model = %s AND {COLUMN} IS NOT NULL ORDER BY id DESC LIMIT %s) AS newest",
+                    [scope_id, model, MEAN_SAMPLE],
                 )
                 n, mean = cursor.fetchone()
             found = (version, n, HalfVector.from_text(mean).to_numpy().astype(np.float64) if n else None, now)
@@ -358,10 +360,10 @@ def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
                 if len(_means) > 10_000:
                     _means.clear()
                 _means[key] = found
-        if found[1] and found[2] is not None and len(found[2]) == int(dim):
-            total += found[2] * found[1]
-            count += found[1]
-    return total / count if count else None
+        if found[2] is not None and len(found[2]) == int(dim):
+            total += found[2] * max(int(docs), 1)
+            weight += max(int(docs), 1)
+    return total / weight if weight else None
 
 
 _counts: dict[tuple, tuple[int, int, float]] = {}

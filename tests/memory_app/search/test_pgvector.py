@@ -224,7 +224,7 @@ def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings,
     """With a provider's ``hub_weight``, PostgreSQL ranks by the same rule as the in-memory path
     (the query less that share of the scopes' mean vector: ``avg(vec)``, half precision), with the
     same scores; the mean of a scope is read again once its version changed and the last reading
-    is older than ``COUNT_MAX_AGE``."""
+    is older than ``COUNT_MAX_AGE``, over its newest ``MEAN_SAMPLE`` vectors."""
     monkeypatch.setattr(type(pgvector), "hub_weight", 0.5)
     rng = np.random.default_rng(21)
     dim = pgvector.dim
@@ -264,6 +264,10 @@ def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings,
     assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), mean)
     monkeypatch.setattr(vectorstore, "COUNT_MAX_AGE", 0.0)
     assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), 0.0, atol=2e-3)
+    # A large scope's mean is that of its newest MEAN_SAMPLE vectors (one bounded read).
+    monkeypatch.setattr(vectorstore, "MEAN_SAMPLE", 80)
+    vectorstore.reset()
+    assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), -mean, atol=2e-3)
     assert vectorstore.mean_vector(_scope_rows("user:404"), pgvector.model, dim) is None
 
 
@@ -338,7 +342,8 @@ def test_vector_cache_is_bounded_in_bytes_and_reported(settings, alice, bob):
     # Each vector is held with its recipe: a stamp (8 bytes) beside its id, or on SQLite a key
     # with the text hash too.
     keys = 8 if connection.vendor == "postgresql" else 120
-    per_scope = 30 * (provider.dim * 4 + 8 + keys + engine.REF_BYTES)  # a ref per document too
+    # A ref per document too, and the sum of the scope's vectors (float64; the mean of "Hubs").
+    per_scope = 30 * (provider.dim * 4 + 8 + keys + engine.REF_BYTES) + provider.dim * 8
     settings.MEMORY_VECTOR_CACHE_BYTES = per_scope + per_scope // 2  # room for one scope, not two
     engine.search(scopes=["history:1"], query="text", limit=5, mode="dense")
     assert engine.vector_cache.bytes == per_scope
