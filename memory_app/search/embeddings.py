@@ -345,7 +345,9 @@ def language_direction(provider) -> np.ndarray:
         matrix = _background_matrix(provider)
         chinese = np.array([bool(_CHINESE.search(text)) for text in BACKGROUND_TEXTS])
         direction = matrix[chinese].mean(axis=0) - matrix[~chinese].mean(axis=0)
-        direction = (direction / np.linalg.norm(direction)).astype(DTYPE)
+        norm = float(np.linalg.norm(direction))
+        # A model that does not tell the two apart has no language direction: nothing to take out.
+        direction = (direction / norm if norm > 0 else np.zeros_like(direction)).astype(DTYPE)
         with _background_lock:
             _background[key] = direction
     return direction

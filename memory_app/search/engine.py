@@ -462,10 +462,16 @@ def dense_rank(
             query_vector, lambda: vectorstore.mean_vector(scopes, provider.model, provider.dim), provider
         )
         ranked = vectorstore.rank(
-            [s[0] for s in scopes], ranking_vector, depth, model=provider.model, dim=provider.dim, cosines=query_vector
+            [s[0] for s in scopes],
+            ranking_vector,
+            depth,
+            model=provider.model,
+            dim=provider.dim,
+            similar_to=query_vector,
+            above=_floor_of(query_vector, provider, floor),
         )
         missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
-        return _above_floor(ranked, query_vector, provider, floor), missing
+        return ranked, missing
     if n_docs > exact_vector_limit(provider.dim):
         return [], -1
     entries = [
@@ -480,29 +486,27 @@ def dense_rank(
         query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
     )
     sims = np.concatenate([entry.matrix @ ranking_vector for entry in entries])  # no copy of the matrices
-    k = min(depth, len(ids))
+    similar = sims
+    if ranking_vector is not query_vector:
+        similar = np.concatenate([entry.matrix @ query_vector for entry in entries])
+    # The floor first, then the best: a document below it never takes the place of one above.
+    matches = similar > _floor_of(query_vector, provider, floor)
+    k = min(depth, int(np.count_nonzero(matches)))
+    if not k:
+        return [], missing
+    sims = np.where(matches, sims, -np.inf)
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
-    if ranking_vector is query_vector:
-        cosines = sims[top]
-    else:  # the rows of the best ones, wherever they are in the scopes' matrices
-        starts = np.cumsum([0] + [len(entry.ids) for entry in entries])
-        owner = np.searchsorted(starts, top, side="right") - 1
-        rows = np.stack([entries[e].matrix[i - starts[e]] for e, i in zip(owner, top, strict=True)])
-        cosines = rows @ query_vector
-    ranked = [(int(ids[i]), float(sims[i]), float(c)) for i, c in zip(top, cosines, strict=True)]
-    return _above_floor(ranked, query_vector, provider, floor), missing
+    return [(int(ids[i]), float(sims[i])) for i in top], missing
 
 
-def _above_floor(
-    ranked: list[tuple[int, float, float]], query_vector, provider, floor: bool
-) -> list[tuple[int, float]]:
-    """``(id, score)`` of the ``(id, score, cosine similarity)`` whose similarity is above the
-    model's ``min_score`` (with ``floor``: also above the query's background plus ``match_floor``)."""
+def _floor_of(query_vector, provider, floor: bool) -> float:
+    """The cosine similarity a document must be above to match: the model's ``min_score``; with
+    ``floor``, also the query's background similarity plus ``match_floor``."""
     threshold = provider.min_score
     if floor:
         threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
-    return [(doc_id, score) for doc_id, score, cosine in ranked if cosine > threshold]
+    return threshold
 
 
 def rrf_fuse(rankings: list[list], *, k: int = RRF_K, weights: list[float] | None = None) -> list[tuple]:

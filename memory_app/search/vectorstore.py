@@ -339,30 +339,42 @@ def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
     """The mean vector of ``model`` in ``scopes`` (``(id, docs, length, version)``), None where
     they hold none: per scope ``avg(vec)`` of its newest ``MEAN_SAMPLE`` vectors (half precision,
     as the index ranks; what a large scope's documents have in common shows in any few thousand
-    of them), weighted by the scope's documents; read again when the scope's version changed and
-    the last reading is older than ``COUNT_MAX_AGE``."""
-    total, weight = np.zeros(int(dim), dtype=np.float64), 0
+    of them), weighted by the scope's vectors (its documents, where the sample is full). A scope
+    is read again when its version changed and its last reading is older than
+    ``COUNT_MAX_AGE``; the scopes to read are read in one statement."""
     now = time.monotonic()
-    for scope_id, docs, _, version in scopes:
-        key = _db_key(scope_id, model)
+    readings: dict[int, tuple] = {}
+    stale: list[tuple[int, int]] = []
+    for scope_id, _, _, version in scopes:
         with _counts_lock:
-            found = _means.get(key)
+            found = _means.get(_db_key(scope_id, model))
         if found is None or (found[0] != version and now - found[3] > COUNT_MAX_AGE):
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT COUNT(*), avg({COLUMN})::text FROM (SELECT {COLUMN} FROM {TABLE} "
-                    f"WHERE scope_id = %s AND model = %s AND {COLUMN} IS NOT NULL ORDER BY id DESC LIMIT %s) AS newest",
-                    [scope_id, model, MEAN_SAMPLE],
-                )
-                n, mean = cursor.fetchone()
-            found = (version, n, HalfVector.from_text(mean).to_numpy().astype(np.float64) if n else None, now)
-            with _counts_lock:
-                if len(_means) > 10_000:
-                    _means.clear()
-                _means[key] = found
-        if found[2] is not None and len(found[2]) == int(dim):
-            total += found[2] * max(int(docs), 1)
-            weight += max(int(docs), 1)
+            stale.append((scope_id, version))
+        else:
+            readings[scope_id] = found
+    if stale:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT s.id, COUNT(*), avg(newest.{COLUMN})::text FROM unnest(%s::bigint[]) AS s(id) "
+                f"CROSS JOIN LATERAL (SELECT d.{COLUMN} FROM {TABLE} AS d WHERE d.scope_id = s.id "
+                f"AND d.model = %s AND d.{COLUMN} IS NOT NULL ORDER BY d.id DESC LIMIT %s) AS newest GROUP BY s.id",
+                [[scope_id for scope_id, _ in stale], model, MEAN_SAMPLE],
+            )
+            read = {scope_id: (n, mean) for scope_id, n, mean in cursor.fetchall()}
+        with _counts_lock:
+            if len(_means) > 10_000:
+                _means.clear()
+            for scope_id, version in stale:
+                n, mean = read.get(scope_id, (0, None))
+                found = (version, n, HalfVector.from_text(mean).to_numpy().astype(np.float64) if n else None, now)
+                _means[_db_key(scope_id, model)] = readings[scope_id] = found
+    total, weight = np.zeros(int(dim), dtype=np.float64), 0
+    for scope_id, docs, _, _ in scopes:
+        _, n, mean, _ = readings[scope_id]
+        if mean is not None and len(mean) == int(dim):
+            share = n if n < MEAN_SAMPLE else max(int(docs), n)
+            total += mean * share
+            weight += share
     return total / weight if weight else None
 
 
@@ -400,13 +412,15 @@ def rank(
     *,
     model: str,
     dim: int,
-    cosines: np.ndarray | None = None,
-) -> list[tuple]:
-    """``(document id, inner product)`` of the ``depth`` documents of ``scope_ids`` with the
-    highest inner product with ``query_vector`` (approximate: HNSW), best first, scored exactly
-    from their float32 vectors; the cosine similarity of normalised vectors. With ``cosines`` (a
-    query vector, where ``query_vector`` is what the engine ranks by: ``engine._ranking_vector``),
-    ``(document id, inner product, cosine similarity to cosines)``."""
+    similar_to: np.ndarray | None = None,
+    above: float | None = None,
+) -> list[tuple[int, float]]:
+    """``(document id, inner product with query_vector)`` of the ``depth`` documents of
+    ``scope_ids`` that rank highest by it (approximate: HNSW), best first, scored exactly from
+    their float32 vectors: the cosine similarity for a normalised query. ``above``: only
+    documents whose similarity to ``similar_to`` (default: the query) is above it, before the
+    ``depth`` best are taken (the engine ranks by ``engine._ranking_vector`` and measures its
+    floors on the query's cosine)."""
     if not scope_ids or depth <= 0:
         return []
     dim = int(dim)
@@ -450,8 +464,8 @@ def rank(
     ids = np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))
     matrix = np.vstack([np.frombuffer(bytes(row[1]), dtype=DTYPE, count=dim) for row in found])
     sims = matrix @ np.asarray(query_vector, dtype=DTYPE)
-    order = np.argsort(-sims, kind="stable")[:depth]
-    if cosines is None:
-        return [(int(ids[i]), float(sims[i])) for i in order]
-    similarity = matrix[order] @ np.asarray(cosines, dtype=DTYPE)
-    return [(int(ids[i]), float(sims[i]), float(c)) for i, c in zip(order, similarity, strict=True)]
+    order = np.argsort(-sims, kind="stable")
+    if above is not None:
+        similarity = sims if similar_to is None else matrix @ np.asarray(similar_to, dtype=DTYPE)
+        order = order[similarity[order] > above]
+    return [(int(ids[i]), float(sims[i])) for i in order[:depth]]

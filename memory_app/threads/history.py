@@ -209,8 +209,8 @@ def _without_speakers(query: str, names: frozenset[str]) -> str:
 
 
 def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query: str) -> list[tuple[str, float]]:
-    """A question that names a speaker favours that speaker's turns: their score times
-    ``1 + SPEAKER_WEIGHT``. A turn's speaker is the ``name`` of its metadata (what a runtime
+    """A question that names a speaker favours that speaker's turns: their score raised by
+    ``SPEAKER_WEIGHT`` times its size (times ``1 + SPEAKER_WEIGHT`` for a positive score). A turn's speaker is the ``name`` of its metadata (what a runtime
     sends for a two-person or group chat), else, for the user's turns, the user's display name."""
     if not SPEAKER_WEIGHT:
         return ranked
@@ -221,7 +221,8 @@ def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query
         speaker = _speaker(rows.get(int(ref)))
         if speaker and speaker not in named:
             named[speaker] = _named(speaker, query, words)
-        out.append((ref, score * (1 + SPEAKER_WEIGHT) if speaker and named[speaker] else score))
+        # Scaled by its size, so a favour whatever the sign (a meaning score can be below 0).
+        out.append((ref, score + abs(score) * SPEAKER_WEIGHT if speaker and named[speaker] else score))
     return sorted(out, key=lambda pair: -pair[1])
 
 

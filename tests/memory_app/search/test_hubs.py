@@ -154,9 +154,41 @@ def test_the_mean_is_of_every_searched_scope_and_leaves_the_language_direction(s
         got = _rank(keys, query, scripted, depth=depth)
         refs = list(vectors)
         floor = scripted.min_score  # at or below it: no match, whatever the ranking score
-        best = np.argsort(-expected, kind="stable")[:depth]
-        assert [ref for ref, _ in got] == [refs[i] for i in best if float(matrix[i] @ query) > floor]
+        best = [i for i in np.argsort(-expected, kind="stable") if float(matrix[i] @ query) > floor][:depth]
+        assert [ref for ref, _ in got] == [refs[i] for i in best]  # the floor first, then the best
         for ref, score in got:
             assert score == pytest.approx(float(expected[refs.index(ref)]), abs=1e-5)
 
     check()
+
+
+def test_the_floor_comes_before_the_best_are_taken(scripted, monkeypatch):
+    """A document below the floor but far from the mean ranks high by the ranking score; it must
+    not take the place of one above the floor: at any depth, a filtering search returns as many
+    matches as there are, up to the depth."""
+    monkeypatch.setattr(_Scripted, "match_floor", 0.6)
+    chat = {f"hub{i}": _unit((0, 1.0), (1, 1.0), (2 + i, 0.1)) for i in range(6)}  # cosine ~0.70
+    chat["answer"] = _unit((0, 1.0), (1, 1.0))
+    chat.update({f"odd{i}": _unit((0, 0.57), (9 + i, 0.82)) for i in range(3)})  # cosine ~0.40
+    query = _unit((0, 1.0), (1, 1.0))
+    _scope("user:1", chat, scripted)
+    passing = {ref for ref, vector in chat.items() if float(vector @ query) > 0.6}
+    assert len(passing) == 7
+    for depth in range(1, 11):
+        ranked = _rank(["user:1"], query, scripted, depth=depth, floor=True)
+        assert len(ranked) == min(depth, 7) and {ref for ref, _ in ranked} <= passing, depth
+
+
+def test_a_named_speaker_is_favoured_whatever_the_sign_of_the_score():
+    from memory_app.threads import history
+
+    rows = {
+        1: {"speaker": "Mia", "display_name": "", "role": "assistant"},
+        2: {"speaker": "Leo", "display_name": "", "role": "assistant"},
+    }
+    favoured = history._speaker_aware([("2", -0.05), ("1", -0.08)], rows, "what did Mia adopt?")
+    assert favoured[0] == ("1", pytest.approx(-0.08 + 0.08 * history.SPEAKER_WEIGHT))
+    assert history._speaker_aware([("2", 0.4), ("1", 0.3)], rows, "what did Mia adopt?")[0] == (
+        "1",
+        pytest.approx(0.3 * (1 + history.SPEAKER_WEIGHT)),
+    )

@@ -271,6 +271,29 @@ def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings,
     assert vectorstore.mean_vector(_scope_rows("user:404"), pgvector.model, dim) is None
 
 
+def test_the_mean_of_several_scopes_weighs_each_by_its_vectors_in_one_statement(pgvector, django_assert_num_queries):
+    """Scopes of 30 and 90 documents, 60 of the second without a vector: the mean is that of the
+    60 vectors there are (as the in-memory path takes it), read for both scopes in one statement;
+    a scope with no vector counts for nothing."""
+    rng = np.random.default_rng(31)
+    dim = pgvector.dim
+    small = _index("history:1", [f"small {i}" for i in range(30)], "s")
+    large = _index("history:2", [f"large {i}" for i in range(90)], "l")
+    empty = _index("history:3", ["nothing embedded"], "e")
+    small_matrix = _clustered(rng, 30, dim, rng.standard_normal((1, dim)).astype(np.float32) * 2)
+    large_matrix = _clustered(rng, 90, dim, rng.standard_normal((1, dim)).astype(np.float32) * 2)
+    _store(small, small_matrix, pgvector.model)
+    _store(large, large_matrix, pgvector.model)
+    DocumentVector.objects.filter(pk__in=[d.pk for d in large[30:]] + [empty[0].pk]).update(vec=None)
+    scopes = [*_scope_rows("history:1"), *_scope_rows("history:2"), *_scope_rows("history:3")]
+    vectorstore.reset()
+    with django_assert_num_queries(1):
+        mean = vectorstore.mean_vector(scopes, pgvector.model, dim)
+    assert np.allclose(mean, np.vstack([small_matrix, large_matrix[:30]]).mean(axis=0), atol=2e-3)
+    with django_assert_num_queries(0):  # read once per version
+        assert np.allclose(vectorstore.mean_vector(scopes, pgvector.model, dim), mean)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_migration_adds_fills_and_indexes_the_column_and_backwards_drops_it():
     if not _has_pgvector():
