@@ -323,10 +323,6 @@ class _VectorCache:
     def refs(self, scope_id: int, version: int, model: str, dim: int) -> dict[int, str]:
         return self.entry(scope_id, version, model, dim).refs
 
-    def get(self, scope_id: int, version: int, model: str, dim: int):
-        entry = self.entry(scope_id, version, model, dim)
-        return entry.ids, entry.matrix
-
     def entry(self, scope_id: int, version: int, model: str, dim: int) -> _Entry:
         current = self.held(scope_id, version, model)
         if current is not None:

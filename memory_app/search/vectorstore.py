@@ -331,6 +331,12 @@ def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
     return index_ready(provider.model, provider.dim)
 
 
+def _outdated(version_read: int, read_at: float, version: int, now: float) -> bool:
+    """Whether a scope's reading (its count, its mean) must be made again: the scope has a new
+    version and the reading is older than ``COUNT_MAX_AGE`` (until then it stands for them)."""
+    return version_read != version and now - read_at > COUNT_MAX_AGE
+
+
 _means: dict[tuple, tuple[int, int, np.ndarray | None, float]] = {}
 MEAN_SAMPLE = 5000  # a scope's newest vectors its mean is taken over (one bounded read by the scope's index)
 
@@ -348,7 +354,7 @@ def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
     for scope_id, _, _, version in scopes:
         with _counts_lock:
             found = _means.get(_db_key(scope_id, model))
-        if found is None or (found[0] != version and now - found[3] > COUNT_MAX_AGE):
+        if found is None or _outdated(found[0], found[3], version, now):
             stale.append((scope_id, version))
         else:
             readings[scope_id] = found
@@ -393,7 +399,7 @@ def embedded_count(scopes: list[tuple], model: str) -> int:
         key = _db_key(scope_id, model)
         with _counts_lock:
             found = _counts.get(key)
-        if found is None or (found[0] != version and now - found[2] > COUNT_MAX_AGE):
+        if found is None or _outdated(found[0], found[2], version, now):
             with connection.cursor() as cursor:
                 cursor.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE scope_id = %s AND model = %s", [scope_id, model])
                 found = (version, cursor.fetchone()[0], now)

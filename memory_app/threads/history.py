@@ -210,8 +210,9 @@ def _without_speakers(query: str, names: frozenset[str]) -> str:
 
 def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query: str) -> list[tuple[str, float]]:
     """A question that names a speaker favours that speaker's turns: their score raised by
-    ``SPEAKER_WEIGHT`` times its size (times ``1 + SPEAKER_WEIGHT`` for a positive score). A turn's speaker is the ``name`` of its metadata (what a runtime
-    sends for a two-person or group chat), else, for the user's turns, the user's display name."""
+    ``SPEAKER_WEIGHT`` times its size (times ``1 + SPEAKER_WEIGHT`` for a positive score). A
+    turn's speaker is the ``name`` of its metadata (what a runtime sends for a two-person or group
+    chat), else, for the user's turns, the user's display name."""
     if not SPEAKER_WEIGHT:
         return ranked
     words = _speaker_names(query)

@@ -80,8 +80,8 @@ def test_a_process_that_holds_the_old_vector_serves_the_new_one_once_it_is_made_
 
     def held_vector():
         scope = SearchScope.objects.get(pk=_doc(second).scope_id)
-        ids, matrix = engine.vector_cache.get(scope.pk, scope.version, provider.model, provider.dim)
-        return matrix[list(ids).index(_doc(second).pk)]
+        entry = engine.vector_cache.entry(scope.pk, scope.version, provider.model, provider.dim)
+        return entry.matrix[list(entry.ids).index(_doc(second).pk)]
 
     assert np.allclose(held_vector(), history["pair"])
     cached = engine.vector_cache.held(
@@ -95,8 +95,8 @@ def test_a_process_that_holds_the_old_vector_serves_the_new_one_once_it_is_made_
     # The other turn's vector was reused, not read again, and is unchanged.
     first = _doc(history["first"])
     scope = SearchScope.objects.get(pk=first.scope_id)
-    ids, matrix = engine.vector_cache.get(scope.pk, scope.version, provider.model, provider.dim)
-    assert np.allclose(matrix[list(ids).index(first.pk)], from_bytes(first.vector, provider.dim))
+    entry = engine.vector_cache.entry(scope.pk, scope.version, provider.model, provider.dim)
+    assert np.allclose(entry.matrix[list(entry.ids).index(first.pk)], from_bytes(first.vector, provider.dim))
 
 
 def test_a_vector_of_another_model_is_pending_not_stale_and_an_edit_meanwhile_is_not_overwritten(history, monkeypatch):
