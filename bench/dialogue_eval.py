@@ -4,6 +4,7 @@
     .venv/bin/python bench/dialogue_eval.py                  # development set (6 conversations)
     .venv/bin/python bench/dialogue_eval.py --split heldout  # the held-out third: final figures only
     options: --split dev|heldout|all  --part history|memory|all  --json out.json  --provider e5|hashed
+             --speaker-key name|speaker|none (how each turn's speaker is sent; default name)
 
 Each conversation is one user's history: every session is a thread, its turns messages of the
 user (person A) and of the assistant role (person B), each with ``sent_at`` = the session's
@@ -125,8 +126,10 @@ def install_vector_cache():
 
 
 # --- loading -----------------------------------------------------------------------------------
-def write_conversation(svc, data: dict) -> dict[int, str]:
-    """Writes one conversation as its user's history; returns message id → turn id."""
+def write_conversation(svc, data: dict, speaker_key: str = "name") -> dict[int, str]:
+    """Writes one conversation as its user's history; returns message id → turn id. Each turn's
+    speaker goes in its metadata under ``speaker_key`` ("none": not sent, as a runtime that
+    sends only roles would write it)."""
     from memory_app.threads import services
 
     where = {}
@@ -139,7 +142,7 @@ def write_conversation(svc, data: dict) -> dict[int, str]:
                 conversation_id=thread.pk,
                 role="user" if turn["speaker"] == data["user"] else "assistant",
                 content=turn["text"],
-                metadata={"name": turn["speaker"]},
+                metadata={} if speaker_key == "none" else {speaker_key: turn["speaker"]},
                 sent_at=day + timedelta(minutes=t),
             )
             where[message.pk] = turn["id"]
@@ -399,7 +402,7 @@ def run(args) -> dict:
         for data in conversations:
             user = users_model.create_user(username=data["user"])
             users[data["user"]] = user.pk
-            positions.update(write_conversation(svc, data))
+            positions.update(write_conversation(svc, data, args.speaker_key))
     service = Api(f"Token {issue_token('dialogue-items', '--service')}")
     item_turns = {}
     if args.part in ("memory", "all"):
@@ -438,6 +441,12 @@ def main():
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--levers", default="", help="'all' or names of LEVERS, comma-separated (history only)")
     parser.add_argument("--lever-modes", default="hybrid")
+    parser.add_argument(
+        "--speaker-key",
+        choices=("name", "speaker", "none"),
+        default="name",
+        help="the metadata key each turn's speaker is sent under (none: not sent)",
+    )
     args = parser.parse_args()
 
     import django

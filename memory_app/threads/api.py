@@ -151,7 +151,15 @@ class MessageCreateInput(StrictInputMixin, serializers.Serializer):
     role = documented(StrictCharField, enum_schema(MessageRole.choices))
     type = documented(StrictCharField, enum_schema(MessageType.choices), required=False, default="text")
     content = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="")
-    metadata = documented(serializers.JSONField, JSON_OBJECT_OR_NULL, required=False, default=dict, allow_null=True)
+    metadata = documented(
+        serializers.JSONField,
+        JSON_OBJECT_OR_NULL,
+        required=False,
+        default=dict,
+        allow_null=True,
+        help_text="A JSON object. In a chat of more than one person, `name` (or `speaker`) says who said it: "
+        "history search favours the turns of a person the question names.",
+    )
     attachments = documented(serializers.JSONField, JSON_ARRAY_OR_NULL, required=False, default=list, allow_null=True)
     images = documented(serializers.JSONField, JSON_ARRAY_OR_NULL, required=False, default=list, allow_null=True)
     feedback = documented(serializers.JSONField, JSON_OBJECT_OR_NULL, required=False, default=dict, allow_null=True)

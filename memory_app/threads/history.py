@@ -134,18 +134,34 @@ def _named(name: str, query: str, words: set[str]) -> bool:
 
 
 def _speaker(row: dict | None) -> str:
-    """Who wrote a candidate row: its metadata's ``name``, else the user's display name for the
-    user's turns ("" if unknown)."""
+    """Who wrote a candidate row: its metadata's ``name``, else its ``speaker`` (the two keys chat
+    and dialogue formats name a turn's speaker by); for the user's turns without either, the
+    user's display name; "" if unknown."""
     if row is None:
         return ""
-    if isinstance(row["speaker"], str) and row["speaker"].strip():
-        return row["speaker"]
-    return (row["display_name"] or "") if row["role"] == MessageRole.USER else ""
+    return _metadata_speaker(row) or ((row["display_name"] or "") if row["role"] == MessageRole.USER else "")
+
+
+def _metadata_speaker(row: Mapping) -> str:
+    """The speaker a turn's metadata names (``_speaker_columns``), or ""."""
+    for key in ("speaker", "speaker_alt"):
+        if isinstance(row.get(key), str) and row[key].strip():
+            return row[key]
+    return ""
+
+
+def _speaker_columns() -> dict:
+    """The metadata keys a turn's speaker is read from (``_speaker``), as columns."""
+    return {
+        "speaker": KeyTextTransform("name", "metadata"),
+        "speaker_alt": KeyTextTransform("speaker", "metadata"),
+    }
 
 
 def _display_name(user_id: int) -> Subquery:
     """The user's display name, once for a statement (not a join through each row's thread owner:
-    every visible history message is the user's own)."""
+    every visible history message is the user's own). Not the username: an identifier ("admin",
+    "test") is no name a question would use for the person."""
     return Subquery(Profile.objects.filter(user_id=user_id).values("display_name")[:1])
 
 
@@ -157,21 +173,20 @@ _speakers_lock = threading.Lock()
 
 
 def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[str]:
-    """The names of the speakers of the user's visible history turns: each message's
-    ``metadata.name`` and the user's display name (``_speaker``; at most ``SPEAKERS_MAX``, names
-    of up to 100 characters as ``_named`` takes them). One statement, grouped by speaker. The
-    process remembers them with ``version``, the version of the user's history scope read just
-    before (``_remembered_speakers``)."""
+    """The names of the speakers of the user's visible history turns: each message's speaker as
+    its metadata names it and the user's display name (``_speaker``; at most ``SPEAKERS_MAX``
+    rows, names of up to 100 characters as ``_named`` takes them). One statement, grouped by
+    speaker. The process remembers them with ``version``, the version of the user's history
+    scope read just before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
-        .annotate(speaker=KeyTextTransform("name", "metadata"), display_name=_display_name(user_id))
-        .values_list("speaker", "display_name")
+        .annotate(**_speaker_columns(), display_name=_display_name(user_id))
+        .values("speaker", "speaker_alt", "display_name")
         .distinct()
-        .order_by("speaker", "display_name")[:SPEAKERS_MAX]
+        .order_by("speaker", "speaker_alt", "display_name")[:SPEAKERS_MAX]
     )
-    names = frozenset(
-        name.strip() for row in rows for name in row if isinstance(name, str) and 0 < len(name.strip()) <= 100
-    )
+    found = (name for row in rows for name in (_metadata_speaker(row), row["display_name"]))
+    names = frozenset(name.strip() for name in found if isinstance(name, str) and 0 < len(name.strip()) <= 100)
     with _speakers_lock:
         _speakers[user_id] = (version, names)
         _speakers.move_to_end(user_id)
@@ -294,7 +309,7 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             head=Left("content", SEARCH_SCORING_CHARS + 1),
             next_id=_next_turn_sql("id"),
             next_role=_next_turn_sql("role"),
-            speaker=KeyTextTransform("name", "metadata"),
+            **_speaker_columns(),
             display_name=_display_name(user_id),
         )
         .values(
@@ -307,6 +322,7 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             "next_id",
             "next_role",
             "speaker",
+            "speaker_alt",
             "display_name",
         )
         .order_by()  # read into a dict: no order needed

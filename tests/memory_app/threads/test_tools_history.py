@@ -383,25 +383,48 @@ def test_search_takes_a_bounded_number_of_statements(svc, alice, settings, mode)
         assert len(queries.captured_queries) <= 3, [q["sql"][:120] for q in queries.captured_queries]
 
 
-def _two_person_thread(svc, alice):
+def _two_person_thread(svc, alice, key="name"):
     thread = _thread(svc, alice, title="catching up")
-    mia = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia"})
-    _say(svc, thread, "How lovely!", role="assistant", metadata={"name": "Jon"})
-    _say(svc, thread, "Anything new with you?", metadata={"name": "Mia"})
-    jon = _say(svc, thread, "I flew to Lisbon for my sister's wedding too", role="assistant", metadata={"name": "Jon"})
+    mia = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={key: "Mia"})
+    _say(svc, thread, "How lovely!", role="assistant", metadata={key: "Jon"})
+    _say(svc, thread, "Anything new with you?", metadata={key: "Mia"})
+    jon = _say(svc, thread, "I flew to Lisbon for my sister's wedding too", role="assistant", metadata={key: "Jon"})
     return mia, jon
 
 
+@pytest.mark.parametrize("key", ["name", "speaker"])
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, mode):
+def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, mode, key):
+    """The speaker is the metadata's ``name``, else its ``speaker``."""
     from memory_app.threads.history import history_search
 
     settings.MEMORY_SEARCH_MODE = mode
-    mia, jon = _two_person_thread(svc, alice)
+    mia, jon = _two_person_thread(svc, alice, key)
     first = lambda query: history_search(user_id=alice.pk, query=query)["results"][0]["message_id"]  # noqa: E731
     assert first("Where did Mia fly for her sister's wedding?") == mia.pk
     assert first("Where did Jon fly for his sister's wedding?") == jon.pk
     assert first("where did mia fly for the wedding") == mia.pk  # any case
+
+
+def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc, alice, settings):
+    from memory_app.threads import history
+
+    settings.MEMORY_SEARCH_MODE = "lexical"
+    thread = _thread(svc, alice, title="catching up")
+    named = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia", "speaker": "Jon"})
+    _say(svc, thread, "I flew to Lisbon for my sister's wedding", role="assistant", metadata={"author": "Jon"})
+    rows = history._candidate_loader(alice.pk)([named.pk])
+    assert history._speaker(rows[named.pk]) == "Mia"
+    # Only the names a turn's speaker is read from: not the losing ``speaker``, not other keys.
+    assert history._history_speakers(alice.pk) == frozenset({"Mia"})
+    hits = history.history_search(user_id=alice.pk, query="Where did Jon fly for the wedding?")["results"]
+    # Nobody is Jon: no turn is favoured.
+    weight, history.SPEAKER_WEIGHT = history.SPEAKER_WEIGHT, 0.0
+    try:
+        plain = history.history_search(user_id=alice.pk, query="Where did Jon fly for the wedding?")["results"]
+    finally:
+        history.SPEAKER_WEIGHT = weight
+    assert [hit["message_id"] for hit in hits] == [hit["message_id"] for hit in plain]
 
 
 def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
