@@ -143,19 +143,16 @@ def _speaker(row: dict | None) -> str:
 
 
 def _metadata_speaker(row: Mapping) -> str:
-    """The speaker a turn's metadata names (``_speaker_columns``), or ""."""
+    """The speaker a turn's metadata names (``SPEAKER_KEYS``), or ""."""
     for key in ("speaker", "speaker_alt"):
         if isinstance(row.get(key), str) and row[key].strip():
             return row[key]
     return ""
 
 
-def _speaker_columns() -> dict:
-    """The metadata keys a turn's speaker is read from (``_speaker``), as columns."""
-    return {
-        "speaker": KeyTextTransform("name", "metadata"),
-        "speaker_alt": KeyTextTransform("speaker", "metadata"),
-    }
+# The metadata keys a turn's speaker is read from, first first (``_speaker``): the columns
+# ``speaker`` and ``speaker_alt`` of the statements that read them.
+SPEAKER_KEYS = ("name", "speaker")
 
 
 def _display_name(user_id: int) -> Subquery:
@@ -180,7 +177,11 @@ def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[
     scope read just before (``_remembered_speakers``)."""
     rows = (
         history_messages(user_id=user_id)
-        .annotate(**_speaker_columns(), display_name=_display_name(user_id))
+        .annotate(
+            speaker=KeyTextTransform(SPEAKER_KEYS[0], "metadata"),
+            speaker_alt=KeyTextTransform(SPEAKER_KEYS[1], "metadata"),
+            display_name=_display_name(user_id),
+        )
         .values("speaker", "speaker_alt", "display_name")
         .distinct()
         .order_by("speaker", "speaker_alt", "display_name")[:SPEAKERS_MAX]
@@ -309,7 +310,8 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             head=Left("content", SEARCH_SCORING_CHARS + 1),
             next_id=_next_turn_sql("id"),
             next_role=_next_turn_sql("role"),
-            **_speaker_columns(),
+            speaker=KeyTextTransform(SPEAKER_KEYS[0], "metadata"),
+            speaker_alt=KeyTextTransform(SPEAKER_KEYS[1], "metadata"),
             display_name=_display_name(user_id),
         )
         .values(
