@@ -150,8 +150,8 @@ def _metadata_speaker(row: Mapping) -> str:
     return ""
 
 
-# The metadata keys a turn's speaker is read from, first first (``_speaker``): the columns
-# ``speaker`` and ``speaker_alt`` of the statements that read them.
+# The metadata keys a turn's speaker is read from, the first one found wins (``_speaker``): the
+# columns ``speaker`` and ``speaker_alt`` of the statements that read them.
 SPEAKER_KEYS = ("name", "speaker")
 
 

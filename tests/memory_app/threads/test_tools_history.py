@@ -406,25 +406,18 @@ def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, m
     assert first("where did mia fly for the wedding") == mia.pk  # any case
 
 
-def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc, alice, settings):
+def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc, alice):
     from memory_app.threads import history
 
-    settings.MEMORY_SEARCH_MODE = "lexical"
     thread = _thread(svc, alice, title="catching up")
-    named = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia", "speaker": "Jon"})
-    _say(svc, thread, "I flew to Lisbon for my sister's wedding", role="assistant", metadata={"author": "Jon"})
-    rows = history._candidate_loader(alice.pk)([named.pk])
-    assert history._speaker(rows[named.pk]) == "Mia"
-    # Only the names a turn's speaker is read from: not the losing ``speaker``, not other keys.
-    assert history._history_speakers(alice.pk) == frozenset({"Mia"})
-    hits = history.history_search(user_id=alice.pk, query="Where did Jon fly for the wedding?")["results"]
-    # Nobody is Jon: no turn is favoured.
-    weight, history.SPEAKER_WEIGHT = history.SPEAKER_WEIGHT, 0.0
-    try:
-        plain = history.history_search(user_id=alice.pk, query="Where did Jon fly for the wedding?")["results"]
-    finally:
-        history.SPEAKER_WEIGHT = weight
-    assert [hit["message_id"] for hit in hits] == [hit["message_id"] for hit in plain]
+    both = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia", "speaker": "Jon"})
+    other = _say(svc, thread, "I flew to Lisbon", role="assistant", metadata={"author": "Jon", "name": " "})
+    alt = _say(svc, thread, "How lovely!", metadata={"name": "", "speaker": "Lena"})
+    rows = history._candidate_loader(alice.pk)([both.pk, other.pk, alt.pk])
+    assert [history._speaker(rows[m.pk]) for m in (both, other, alt)] == ["Mia", "", "Lena"]
+    # The names searches look for are the ones turns are read as: not the losing ``speaker``,
+    # not another key, not a blank name.
+    assert history._history_speakers(alice.pk) == frozenset({"Mia", "Lena"})
 
 
 def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
