@@ -323,17 +323,65 @@ class _VectorCache:
     def refs(self, scope_id: int, version: int, model: str, dim: int) -> dict[int, str]:
         return self.entry(scope_id, version, model, dim).refs
 
-    def entry(self, scope_id: int, version: int, model: str, dim: int) -> _Entry:
-        current = self.held(scope_id, version, model)
-        if current is not None:
-            return current
-        cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
-        with self._lock:
-            entry = self._data.get(cache_key)
-        # Vectors already held are reused by document id where ids are never reused
-        # (PostgreSQL sequences): only the id list is read, and only new ids are loaded. SQLite
-        # may hand out an id again after a rollback, so there the text hash is part of the key.
-        reuse_by_id = connection.vendor == "postgresql"
+    def _read_by_id(self, scope_id: int, model: str, dim: int, entry: _Entry | None, held_entry: _Entry | None):
+        """A scope's new version where document ids are never handed out again (PostgreSQL
+        sequences): a document's vector then changes only with its recipe (a new text is a new
+        document), and its ref never. One narrow statement reads the scope's id list with each
+        document's recipe and whether its vector is of ``model``; the refs only of documents above
+        the highest one held (a document below it that is not held, committed late, is read with
+        its ref by a second statement); only the new vectors are loaded. When nothing held went
+        (the usual case: a message more) the new rows are appended to the held ones and the sum
+        of the vectors is the held sum plus theirs. ``(ids, matrix, stamps, refs, total)``."""
+        known = entry.refs if entry is not None else {}
+        above = max(known, default=-1)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, recipe, model = %s, CASE WHEN id > %s THEN ref END FROM {_table(SearchDocument)}"
+                " WHERE scope_id = %s ORDER BY id",
+                [model, above, scope_id],
+            )
+            rows = cursor.fetchall()
+            ids_col, recipes_col, ours_col, refs_col = zip(*rows, strict=True) if rows else ((), (), (), ())
+            present = set(ids_col)
+            refs = {doc_id: ref for doc_id, ref in known.items() if doc_id in present}
+            refs.update((doc_id, ref) for doc_id, ref in zip(ids_col, refs_col, strict=True) if ref is not None)
+            if late := list(present - refs.keys()):
+                cursor.execute(f"SELECT id, ref FROM {_table(SearchDocument)} WHERE id = ANY(%s)", [late])
+                refs.update(cursor.fetchall())  # one gone meanwhile has no ref: not a hit to name
+        ours = np.fromiter(ours_col, dtype=bool, count=len(rows))
+        wanted_ids = np.fromiter(ids_col, dtype=np.int64, count=len(rows))[ours]
+        wanted = _stamps(wanted_ids, np.fromiter(recipes_col, dtype=np.int64, count=len(rows))[ours])
+        if held_entry is not None and held_entry.stamps is not None:
+            keep = np.isin(held_entry.stamps, wanted)
+            if keep.all():  # nothing held went: no copy
+                old_ids, old_matrix, old_stamps = held_entry.ids, held_entry.matrix, held_entry.stamps
+                old_total = held_entry.total
+            else:
+                old_ids, old_matrix = held_entry.ids[keep], held_entry.matrix[keep]
+                old_stamps, old_total = held_entry.stamps[keep], None
+        else:
+            old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+            old_stamps, old_total = np.zeros(0, dtype=np.int64), np.zeros(dim, dtype=np.float64)
+        new_ids, new_recipes, new_rows = [], [], []
+        for doc_id, recipe, raw in self._load(np.setdiff1d(wanted_ids, old_ids).tolist(), model):
+            if raw is not None and len(raw) == dim * 4:
+                new_ids.append(doc_id)
+                new_recipes.append(recipe)
+                new_rows.append(np.frombuffer(bytes(raw), dtype=DTYPE))
+        if not new_rows:
+            matrix, added = old_matrix, np.zeros(dim, dtype=np.float64)
+        else:
+            added_rows = np.vstack(new_rows)
+            matrix, added = np.vstack([old_matrix, added_rows]), added_rows.sum(axis=0, dtype=np.float64)
+        total = old_total + added if old_total is not None else matrix.sum(axis=0, dtype=np.float64)
+        ids = np.concatenate([old_ids, np.asarray(new_ids, dtype=np.int64)])
+        stamps = np.concatenate([old_stamps, _stamps(new_ids, new_recipes)])
+        return ids, matrix, stamps, refs, total
+
+    def _read_by_key(self, scope_id: int, model: str, dim: int, held_entry: _Entry | None):
+        """A scope's new version where an id may be handed out again (SQLite, after a rollback):
+        every document's id, text hash, ref, model and recipe are read, and vectors already held
+        are reused by (id, text hash, recipe). ``(ids, matrix, keys, refs)``."""
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT id, text_hash, ref, model, recipe FROM {_table(SearchDocument)} WHERE scope_id = %s ORDER BY id",
@@ -341,41 +389,34 @@ class _VectorCache:
             )
             everything = [_ScopeRow(*row) for row in cursor.fetchall()]
         refs = {row.id: row.ref for row in everything}
-        fetched = [row for row in everything if row.model == model]
+        keys = [(row.id, row.text_hash, row.recipe) for row in everything if row.model == model]
+        held = dict(zip(held_entry.keys, held_entry.matrix, strict=True)) if held_entry and held_entry.keys else {}
+        missing = [key for key in keys if key not in held]
+        wanted_keys = set(missing)
+        for doc_id, recipe, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
+            key = (doc_id, digest, recipe)
+            if key in wanted_keys and raw is not None and len(raw) == dim * 4:
+                held[key] = np.frombuffer(bytes(raw), dtype=DTYPE)
+        keys = [key for key in keys if key in held]
+        matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
+        ids = np.asarray([key[0] for key in keys], dtype=np.int64)
+        return ids, matrix, keys, refs
+
+    def entry(self, scope_id: int, version: int, model: str, dim: int) -> _Entry:
+        current = self.held(scope_id, version, model)
+        if current is not None:
+            return current
+        cache_key = (connection.alias, connection.settings_dict.get("NAME"), scope_id)
+        with self._lock:
+            entry = self._data.get(cache_key)
         held_entry = entry if entry is not None and entry.model == model else None
-        stamps = None
-        if reuse_by_id:
-            wanted = np.fromiter((row.id for row in fetched), dtype=np.int64, count=len(fetched))
-            if held_entry is not None and held_entry.stamps is not None:
-                keep = np.isin(held_entry.stamps, _stamps(wanted, [row.recipe for row in fetched]))
-                old_ids, old_matrix = held_entry.ids[keep], held_entry.matrix[keep]
-                old_stamps = held_entry.stamps[keep]
-            else:
-                old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-                old_stamps = np.zeros(0, dtype=np.int64)
-            new_ids, new_recipes, new_rows = [], [], []
-            for doc_id, recipe, raw in self._load(np.setdiff1d(wanted, old_ids).tolist(), model):
-                if raw is not None and len(raw) == dim * 4:
-                    new_ids.append(doc_id)
-                    new_recipes.append(recipe)
-                    new_rows.append(np.frombuffer(bytes(raw), dtype=DTYPE))
-            ids = np.concatenate([old_ids, np.asarray(new_ids, dtype=np.int64)])
-            stamps = np.concatenate([old_stamps, _stamps(new_ids, new_recipes)])
-            matrix = np.vstack([old_matrix, *new_rows]) if new_rows else old_matrix
+        if connection.vendor == "postgresql":
+            ids, matrix, stamps, refs, total = self._read_by_id(scope_id, model, dim, entry, held_entry)
             keys = None
         else:
-            keys = [(row.id, row.text_hash, row.recipe) for row in fetched]
-            held = dict(zip(held_entry.keys, held_entry.matrix, strict=True)) if held_entry and held_entry.keys else {}
-            missing = [key for key in keys if key not in held]
-            wanted_keys = set(missing)
-            for doc_id, recipe, digest, raw in self._load([k[0] for k in missing], model, with_hash=True):
-                key = (doc_id, digest, recipe)
-                if key in wanted_keys and raw is not None and len(raw) == dim * 4:
-                    held[key] = np.frombuffer(bytes(raw), dtype=DTYPE)
-            keys = [key for key in keys if key in held]
-            matrix = np.vstack([held[key] for key in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
-            ids = np.asarray([key[0] for key in keys], dtype=np.int64)
-        entry = _Entry(version, model, ids, matrix, keys, stamps, refs, matrix.sum(axis=0, dtype=np.float64))
+            ids, matrix, keys, refs = self._read_by_key(scope_id, model, dim, held_entry)
+            stamps, total = None, matrix.sum(axis=0, dtype=np.float64)
+        entry = _Entry(version, model, ids, matrix, keys, stamps, refs, total)
         limit = self.max_bytes if self.max_bytes is not None else vector_cache_bytes()
         with self._lock:
             self._data[cache_key] = entry
