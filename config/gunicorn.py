@@ -47,6 +47,20 @@ if os.environ.get("LOG_FORMAT") == "json":
     }
 
 
+def post_worker_init(worker):
+    """Django is set up in this process now: load what its first request would otherwise wait
+    for (``SERVER_WARMUPS``: the search's tables and model). A failure is logged, never fatal:
+    the first request then loads it, as without the warm-up."""
+    from django.conf import settings  # noqa: PLC0415 - the master process loads no Django code
+    from django.utils.module_loading import import_string  # noqa: PLC0415
+
+    for path in getattr(settings, "SERVER_WARMUPS", []):
+        try:
+            import_string(path)()
+        except Exception:  # a warm-up is an optimisation: the worker serves without it
+            worker.log.exception("warm-up %s failed", path)
+
+
 def child_exit(server, worker):
     """Prometheus multi-process mode: a finished process's live gauges go with it."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

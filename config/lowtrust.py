@@ -313,6 +313,12 @@ def _prototypes() -> dict[str, str]:
     return table
 
 
+def load_tables() -> None:
+    """Read the confusables table now (a server process before its first request) rather than
+    on the first text that needs it."""
+    _prototypes()
+
+
 def _skeleton_char(char: str) -> str:
     """One character of the skeleton view (before case folding)."""
     if char.isascii():

@@ -306,6 +306,9 @@ if MEMORY_EMBEDDING_PROVIDER not in ("e5", "hashed", "openai"):
 # CPU threads of the e5 model per process. One is the default: with several threads, a busy
 # machine (other requests, other processes) made one query take seconds instead of ~30 ms.
 MEMORY_EMBEDDING_THREADS = env_int("MEMORY_EMBEDDING_THREADS", 1)
+# What a server process loads before its first request (config/gunicorn.py, post_worker_init):
+# dotted paths of functions without arguments. SERVER_WARMUP=0 leaves it to the first requests.
+SERVER_WARMUPS = ["memory_app.search.warmup.warm"] if env_bool("SERVER_WARMUP", True) else []
 # Embed new documents in a background thread of the process that wrote them (off the request
 # path); the worker and `refresh_embeddings` catch up whatever a restart left behind.
 MEMORY_EMBED_IN_BACKGROUND = env_bool("MEMORY_EMBED_IN_BACKGROUND", True)

@@ -131,6 +131,14 @@ def test_log_lines_are_json_objects_that_carry_request_ids(server):
     assert any(line.get("check_id") == "security.W008" for line in lines)  # check --deploy at start
 
 
+def test_each_server_process_warms_up_before_its_first_request(server):
+    """``post_worker_init`` runs ``SERVER_WARMUPS`` in each of the two processes."""
+    lines = [json.loads(line) for line in server.log_lines() if line.startswith("{")]
+    warmed = [line["message"] for line in lines if line["logger"] == "memory_app.search.warmup"]
+    assert all(re.fullmatch(r"process \d+ warmed up in \d+ ms \(embeddings: hashed-ngram\)", m) for m in warmed), warmed
+    assert len({m.split()[1] for m in warmed}) == 2, warmed
+
+
 def test_a_backup_taken_while_serving_restores_into_a_new_database_and_volume(server, tmp_path):
     alice = f"Token {server.keys['alice']}"
     notes = {"content": "- Prefers short answers\n- 偏好简短的回答\n"}
