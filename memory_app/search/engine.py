@@ -278,6 +278,30 @@ class _ScopeRow(NamedTuple):
     recipe: int
 
 
+def _vectors_of(doc_ids: np.ndarray, model: str, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, recipes, matrix)`` of those of ``doc_ids`` that have a vector of ``model`` (PostgreSQL),
+    in one statement whose results come back in binary: the vectors' bytes as stored, where
+    Django's cursors (parameters bound on the client) get them as hex text to decode. A user's
+    10,000 vectors took ~45 ms this way against ~300 ms through the ORM (docs/search.md)."""
+    if not len(doc_ids):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=DTYPE)
+    import psycopg  # noqa: PLC0415 - only where PostgreSQL is the database
+
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(
+            f"SELECT id, recipe, vector FROM {_table(SearchDocument)}"
+            " WHERE id = ANY(%s::bigint[]) AND model = %s AND octet_length(vector) = %s ORDER BY id",
+            [doc_ids.tolist(), model, dim * np.dtype(DTYPE).itemsize],
+            binary=True,
+        )
+        rows = cursor.fetchall()
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    recipes = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=DTYPE).reshape(len(rows), dim)
+    return ids, recipes, matrix
+
+
 class _VectorCache:
     """Per-process ``scope id → _Entry`` (version, model, document ids, matrix, keys, refs), least
     recently used out once the entries hold more than ``MEMORY_VECTOR_CACHE_BYTES`` (ids, vectors,
@@ -362,19 +386,13 @@ class _VectorCache:
         else:
             old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
             old_stamps, old_total = np.zeros(0, dtype=np.int64), np.zeros(dim, dtype=np.float64)
-        new_ids, new_recipes, new_rows = [], [], []
-        for doc_id, recipe, raw in self._load(np.setdiff1d(wanted_ids, old_ids).tolist(), model):
-            if raw is not None and len(raw) == dim * 4:
-                new_ids.append(doc_id)
-                new_recipes.append(recipe)
-                new_rows.append(np.frombuffer(bytes(raw), dtype=DTYPE))
-        if not new_rows:
+        new_ids, new_recipes, added_rows = _vectors_of(np.setdiff1d(wanted_ids, old_ids), model, dim)
+        if not len(new_ids):
             matrix, added = old_matrix, np.zeros(dim, dtype=np.float64)
         else:
-            added_rows = np.vstack(new_rows)
             matrix, added = np.vstack([old_matrix, added_rows]), added_rows.sum(axis=0, dtype=np.float64)
         total = old_total + added if old_total is not None else matrix.sum(axis=0, dtype=np.float64)
-        ids = np.concatenate([old_ids, np.asarray(new_ids, dtype=np.int64)])
+        ids = np.concatenate([old_ids, new_ids])
         stamps = np.concatenate([old_stamps, _stamps(new_ids, new_recipes)])
         return ids, matrix, stamps, refs, total
 
