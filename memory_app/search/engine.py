@@ -294,6 +294,7 @@ def _vectors_of(doc_ids: np.ndarray, model: str, dim: int) -> tuple[np.ndarray, 
             " WHERE id = ANY(%s::bigint[]) AND model = %s AND octet_length(vector) = %s ORDER BY id",
             [doc_ids.tolist(), model, dim * np.dtype(DTYPE).itemsize],
             binary=True,
+            prepare=False,  # no named statement left on the connection (a transaction pooler's)
         )
         rows = cursor.fetchall()
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
