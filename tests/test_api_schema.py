@@ -239,7 +239,9 @@ def test_integers_are_not_coerced_and_bounds_are_documented(schema, api, svc, al
 
 def test_message_json_fields_are_documented_as_the_service_takes_them(schema, api, svc, alice):
     body = request_schema(schema, "/api/conversations/{conversation_id}/messages/", "post")
-    assert body["properties"]["metadata"] == {"type": "object", "additionalProperties": {}, "nullable": True}
+    metadata = dict(body["properties"]["metadata"])
+    assert "`name` (or `speaker`)" in metadata.pop("description")  # who said it: history search reads it
+    assert metadata == {"type": "object", "additionalProperties": {}, "nullable": True}
     assert body["properties"]["tool_calls"]["items"]["required"] == ["name"]
     client = api(svc)
     conversation = client.post("/api/conversations", {"user": "alice"}, format="json").json()
