@@ -16,9 +16,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Subquery
+from django.db.models import BooleanField, Subquery, TextField
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
 
 from config.budgets import truncate_json_text, utf8_len
@@ -143,16 +142,30 @@ def _speaker(row: dict | None) -> str:
 
 
 def _metadata_speaker(row: Mapping) -> str:
-    """The speaker a turn's metadata names (``SPEAKER_KEYS``), or ""."""
-    for key in ("speaker", "speaker_alt"):
-        if isinstance(row.get(key), str) and row[key].strip():
-            return row[key]
-    return ""
+    """The speaker a turn's metadata names (the ``speaker`` column, ``_speaker_sql``), or ""."""
+    speaker = row.get("speaker")
+    return speaker.strip() if isinstance(speaker, str) else ""
 
 
-# The metadata keys a turn's speaker is read from, the first one found wins (``_speaker``): the
-# columns ``speaker`` and ``speaker_alt`` of the statements that read them.
+# The metadata keys a turn's speaker is read from; the first that holds a JSON string with more
+# than spaces wins (``_speaker_sql``).
 SPEAKER_KEYS = ("name", "speaker")
+
+
+def _speaker_sql() -> RawSQL:
+    """The speaker a ``Message`` row's metadata names: the first of ``SPEAKER_KEYS`` whose value
+    is a JSON string with more than spaces, trimmed; NULL if none is. Any other JSON type (a
+    number, ``true``, ``null``, an object) names nobody, the same on both databases (reading
+    the keys as text would give PostgreSQL ``"42"`` and SQLite ``"null"``). One column, so that
+    the speakers a statement groups are names, not pairs of keys."""
+    column = f"{connection.ops.quote_name(Message._meta.db_table)}.{connection.ops.quote_name('metadata')}"
+    if connection.vendor == "postgresql":
+        one = f"CASE WHEN jsonb_typeof({column} -> %s) = 'string' THEN NULLIF(btrim({column} ->> %s), '') END"
+        params = [key for key in SPEAKER_KEYS for _ in range(2)]
+    else:
+        one = f"CASE WHEN json_type({column}, %s) = 'text' THEN NULLIF(trim(json_extract({column}, %s)), '') END"
+        params = [f'$."{key}"' for key in SPEAKER_KEYS for _ in range(2)]
+    return RawSQL(f"COALESCE({', '.join([one] * len(SPEAKER_KEYS))})", params, output_field=TextField())
 
 
 def _display_name(user_id: int) -> Subquery:
@@ -178,13 +191,12 @@ def _history_speakers(user_id: int, *, version: int | None = None) -> frozenset[
     rows = (
         history_messages(user_id=user_id)
         .annotate(
-            speaker=KeyTextTransform(SPEAKER_KEYS[0], "metadata"),
-            speaker_alt=KeyTextTransform(SPEAKER_KEYS[1], "metadata"),
+            speaker=_speaker_sql(),
             display_name=_display_name(user_id),
         )
-        .values("speaker", "speaker_alt", "display_name")
+        .values("speaker", "display_name")
         .distinct()
-        .order_by("speaker", "speaker_alt", "display_name")[:SPEAKERS_MAX]
+        .order_by("speaker", "display_name")[:SPEAKERS_MAX]
     )
     found = (name for row in rows for name in (_metadata_speaker(row), row["display_name"]))
     names = frozenset(name.strip() for name in found if isinstance(name, str) and 0 < len(name.strip()) <= 100)
@@ -310,8 +322,7 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             head=Left("content", SEARCH_SCORING_CHARS + 1),
             next_id=_next_turn_sql("id"),
             next_role=_next_turn_sql("role"),
-            speaker=KeyTextTransform(SPEAKER_KEYS[0], "metadata"),
-            speaker_alt=KeyTextTransform(SPEAKER_KEYS[1], "metadata"),
+            speaker=_speaker_sql(),
             display_name=_display_name(user_id),
         )
         .values(
@@ -324,7 +335,6 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             "next_id",
             "next_role",
             "speaker",
-            "speaker_alt",
             "display_name",
         )
         .order_by()  # read into a dict: no order needed

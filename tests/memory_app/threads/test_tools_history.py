@@ -420,6 +420,43 @@ def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc
     assert history._history_speakers(alice.pk) == frozenset({"Mia", "Lena"})
 
 
+@pytest.mark.parametrize(
+    ("metadata", "speaker"),
+    [
+        ({"name": 42, "speaker": "Lena"}, "Lena"),
+        ({"name": None, "speaker": "Lena"}, "Lena"),
+        ({"name": True}, ""),
+        ({"name": {"first": "Mia"}, "speaker": ["Jon"]}, ""),
+        ({"name": "  Mia  ", "speaker": "Jon"}, "Mia"),
+        ({"speaker": 3.5}, ""),
+        ({"name": "null"}, "null"),  # a string is a name, whatever it says
+    ],
+)
+def test_only_a_json_string_names_a_speaker_on_every_database(svc, alice, metadata, speaker):
+    """A number, ``true``, ``null``, an object or a list names nobody: read as text, PostgreSQL
+    would call ``42`` a speaker and SQLite would call ``null`` one (and then take the number
+    out of the question the model embeds)."""
+    from memory_app.threads import history
+
+    message = _say(svc, _thread(svc, alice, title="types"), "I flew to Porto", metadata=metadata)
+    rows = history._candidate_loader(alice.pk)([message.pk])
+    assert history._speaker(rows[message.pk]) == speaker
+    assert history._history_speakers(alice.pk) == (frozenset({speaker}) if speaker else frozenset())
+
+
+def test_the_speakers_a_history_has_are_counted_by_name(svc, alice, monkeypatch):
+    """``SPEAKERS_MAX`` bounds names, not the pairs of keys that spell them: many turns whose
+    losing ``speaker`` key differs still leave room for the next name."""
+    from memory_app.threads import history
+
+    monkeypatch.setattr(history, "SPEAKERS_MAX", 4)
+    thread = _thread(svc, alice, title="group")
+    for n in range(6):
+        _say(svc, thread, f"turn {n}", metadata={"name": "Ann", "speaker": f"member-{n}"})
+    _say(svc, thread, "hello", metadata={"name": "Zoe"})
+    assert history._history_speakers(alice.pk) == frozenset({"Ann", "Zoe"})
+
+
 def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
     from identity_app.models import Profile
     from memory_app.threads.history import history_search
