@@ -4,7 +4,7 @@
     .venv/bin/python bench/dialogue_eval.py                  # development set (6 conversations)
     .venv/bin/python bench/dialogue_eval.py --split heldout  # the held-out third: final figures only
     options: --split dev|heldout|all  --part history|memory|all  --json out.json  --provider e5|hashed
-             --speaker-key name|speaker|none (how each turn's speaker is sent; default name)
+             --speaker-key name|speaker|none|content (how each turn's speaker is sent; default name)
 
 Each conversation is one user's history: every session is a thread, its turns messages of the
 user (person A) and of the assistant role (person B), each with ``sent_at`` = the session's
@@ -129,7 +129,8 @@ def install_vector_cache():
 def write_conversation(svc, data: dict, speaker_key: str = "name") -> dict[int, str]:
     """Writes one conversation as its user's history; returns message id → turn id. Each turn's
     speaker goes in its metadata under ``speaker_key`` ("none": not sent, as a runtime that
-    sends only roles would write it)."""
+    sends only roles would write it; "content": not in the metadata but written before the text,
+    ``Mia: …``, as some runtimes format a transcript)."""
     from memory_app.threads import services
 
     where = {}
@@ -141,8 +142,8 @@ def write_conversation(svc, data: dict, speaker_key: str = "name") -> dict[int, 
                 actor=svc,
                 conversation_id=thread.pk,
                 role="user" if turn["speaker"] == data["user"] else "assistant",
-                content=turn["text"],
-                metadata={} if speaker_key == "none" else {speaker_key: turn["speaker"]},
+                content=f"{turn['speaker']}: {turn['text']}" if speaker_key == "content" else turn["text"],
+                metadata={} if speaker_key in ("none", "content") else {speaker_key: turn["speaker"]},
                 sent_at=day + timedelta(minutes=t),
             )
             where[message.pk] = turn["id"]
@@ -443,9 +444,9 @@ def main():
     parser.add_argument("--lever-modes", default="hybrid")
     parser.add_argument(
         "--speaker-key",
-        choices=("name", "speaker", "none"),
+        choices=("name", "speaker", "none", "content"),
         default="name",
-        help="the metadata key each turn's speaker is sent under (none: not sent)",
+        help="the metadata key each turn's speaker is sent under (none: not sent; content: 'Mia: …')",
     )
     args = parser.parse_args()
 
