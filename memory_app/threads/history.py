@@ -331,6 +331,7 @@ def _candidate_loader(user_id: int) -> Callable[[Collection[int]], dict[int, dic
             "conversation__title",
             "role",
             "created_at",
+            "sent_at",
             "head",
             "next_id",
             "next_role",
@@ -469,6 +470,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
                 "message_id": row["id"],
                 "role": row["role"],
                 "created_at": row["created_at"].isoformat(),
+                "sent_at": _said_at(row),
                 "score": round(score, 4),
                 "snippet": snippet,
                 "truncated": cut,
@@ -484,6 +486,12 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
         response["results"].pop()
         response["truncated"] = True
     return response
+
+
+def _said_at(row: Mapping) -> str:
+    """When a message was said: its ``sent_at`` (a transcript imported later, a message queued
+    offline), else when it was stored. What a "when did…" question is answered from."""
+    return (row["sent_at"] or row["created_at"]).isoformat()
 
 
 def _tool_call_item(call: Mapping[str, Any], budget: int) -> tuple[dict, int]:
@@ -547,7 +555,7 @@ def history_read(
     rows = list(
         messages.annotate(head=Left("content", READ_MESSAGE_BYTES + 1))
         .order_by("-created_at", "-id")
-        .values("id", "role", "created_at", "head")[: limit + 1]
+        .values("id", "role", "created_at", "sent_at", "head")[: limit + 1]
     )
     has_more = len(rows) > limit
     rows = list(reversed(rows[:limit]))
@@ -568,6 +576,7 @@ def history_read(
                 "id": row["id"],
                 "role": row["role"],
                 "created_at": row["created_at"].isoformat(),
+                "sent_at": _said_at(row),
                 "content": text,
                 "truncated": cut,
             }

@@ -167,13 +167,32 @@ def test_read_shows_only_visible_messages(run_api, make_run, alice, leaky_histor
             assert marker not in body, marker
     data = json.loads(body)
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
-    assert set(data["messages"][0]) == {"id", "role", "created_at", "content", "truncated"}
+    assert set(data["messages"][0]) == {"id", "role", "created_at", "sent_at", "content", "truncated"}
     if include_tools:
         assert [set(call) for call in data["tool_calls"]] == [
             {"id", "name", "input", "output", "status", "error", "truncated", "omitted"}
         ]
     else:
         assert "tool_calls" not in data
+
+
+def test_hits_and_read_messages_say_when_each_was_said(run_api, make_run, svc, alice):
+    """A transcript imported later keeps its dates: a hit and a read message carry ``sent_at``
+    (when it was said), and a message given none is said when it was stored."""
+    from datetime import UTC, datetime
+
+    thread = _thread(svc, alice, title="trip")
+    said = datetime(2023, 5, 7, 19, 0, tzinfo=UTC)
+    old = _say(svc, thread, "I went to the pottery class with my sister", sent_at=said)
+    new = _say(svc, thread, "The pottery bowl came out of the kiln today", role="assistant")
+    handle = make_run(alice)
+    hits = {hit["message_id"]: hit for hit in json.loads(_search(run_api, handle, "pottery").content)["results"]}
+    assert set(hits) == {old.pk, new.pk}
+    assert hits[old.pk]["sent_at"] == said.isoformat() != hits[old.pk]["created_at"]
+    new.refresh_from_db()
+    assert hits[new.pk]["sent_at"] == hits[new.pk]["created_at"] == new.created_at.isoformat()
+    read = json.loads(_read(run_api, handle, thread.pk).content)["messages"]
+    assert [(m["id"], m["sent_at"]) for m in read] == [(old.pk, said.isoformat()), (new.pk, new.created_at.isoformat())]
 
 
 def test_hidden_threads_cannot_be_read(run_api, make_run, alice, leaky_history):
