@@ -237,6 +237,7 @@ LEVERS = {
     "speaker 0.5 + coverage^2": {("engine", "COVERAGE_POWER"): 2.0, ("history", "SPEAKER_WEIGHT"): 0.5},
     "speaker 0.5 + lexical weight 0.5": {("history", "LEXICAL_WEIGHT"): 0.5, ("history", "SPEAKER_WEIGHT"): 0.5},
     "no hub correction": {("e5", "hub_weight"): 0.0},
+    "no proper names out of the meaning query": {("history", "PROPER_NAMES_OUT_OF_MEANING"): 0},
     "hub 0.25": {("e5", "hub_weight"): 0.25},
     "hub 0.75": {("e5", "hub_weight"): 0.75},
     "language in the hub mean": {("engine", "LANGUAGE_OUT_OF_MEAN"): False},

@@ -44,6 +44,9 @@ WINDOW_SOURCES = 20  # the best dense hits whose previous turn shares their rank
 NAMES_OUT_OF_COVERAGE = True
 SPEAKERS_OUT_OF_MEANING = True  # the meaning ranking embeds the question without the speakers it names
 SPEAKERS_OUT_OF_WORDS = False  # and the word ranking leaves their names out (measured: not kept)
+# The meaning ranking also embeds the question without the capitalised words inside a sentence
+# that look like names in a hybrid search (``_without_proper_names``): at most this many, else none.
+PROPER_NAMES_OUT_OF_MEANING = 2
 SPEAKER_WEIGHT = 0.5  # a named speaker's turns: score × (1 + this)
 LEXICAL_WEIGHT = 1.0  # weight of the word ranking in the fusion (the meaning ranking's is 1)
 READ_MAX_MESSAGES = 20
@@ -236,6 +239,35 @@ def _without_speakers(query: str, names: frozenset[str]) -> str:
     return out if query_terms(out) else query
 
 
+# A word in title case ("Mia", "Porto", "Zoë") after a word, a comma, a semicolon or a colon
+# and a space: not at the start of a sentence, where every word is capitalised.
+_PROPER_NAME = re.compile(r"(?<=[^\W_][ \t]|[,;:][ \t])[^\W\d_a-z](?:[^\W\d_A-Z])+(?:['’]s)?(?![^\W_])")
+
+
+def _without_proper_names(query: str) -> str:
+    """The question without the words that look like names (``_PROPER_NAME``), for the meaning
+    ranking: the names of people the history does not know as speakers (a runtime that sends
+    none), places, products. A small model's vector of a short question is mostly its name, and
+    the turns that say the name (the other side's "Mia, that's huge!") outrank the answer, while
+    the word ranking, which keeps the question whole, finds a rare name exactly. Only when there
+    are at most ``PROPER_NAMES_OUT_OF_MEANING`` and they are under a third of the words: a
+    language that capitalises its nouns, or a question in title case, keeps them. The question
+    itself if nothing searchable would be left."""
+    found = _PROPER_NAME.findall(query)
+    if not found or len(found) > PROPER_NAMES_OUT_OF_MEANING or 3 * len(found) > len(query.split()):
+        return query
+    out = re.sub(r"\s+", " ", _PROPER_NAME.sub(" ", query)).strip()
+    return out if query_terms(out) else query
+
+
+def _meaning_query(query: str, names: frozenset[str], mode: str) -> str:
+    """What the meaning ranking of a search in ``mode`` embeds: the question without the
+    speakers' names it holds (``_without_speakers``), then, in ``hybrid`` (where the word
+    ranking keeps them), without the other words that look like names."""
+    out = _without_speakers(query, names)
+    return _without_proper_names(out) if mode == "hybrid" else out
+
+
 def _speaker_aware(ranked: list[tuple[str, float]], rows: dict[int, dict], query: str) -> list[tuple[str, float]]:
     """A question that names a speaker favours that speaker's turns: their score raised by
     ``SPEAKER_WEIGHT`` times its size (times ``1 + SPEAKER_WEIGHT`` for a positive score). A
@@ -393,7 +425,7 @@ def _ranked(
         # scope); should the question then name another one of them, the rankings are made
         # again (rare: someone new spoke, and is asked about, since this process last looked).
         remembered = _remembered_speakers(user_id)
-        dense_query = _without_speakers(query, remembered[1] if remembered else _history_speakers(user_id))
+        dense_query = _meaning_query(query, remembered[1] if remembered else _history_speakers(user_id), mode)
         words = dense_query if SPEAKERS_OUT_OF_WORDS else query
         current: list[frozenset[str]] = []
 
@@ -406,7 +438,7 @@ def _ranked(
         rankings = engine.rank(
             scopes=scopes, query=words, depth=depth, mode=mode, dense_query=dense_query, meanwhile=meanwhile
         )
-        if current and (exact := _without_speakers(query, current[0])) != dense_query:
+        if current and (exact := _meaning_query(query, current[0], mode)) != dense_query:
             words = exact if SPEAKERS_OUT_OF_WORDS else query
             rankings = engine.rank(scopes=scopes, query=words, depth=depth, mode=mode, dense_query=exact)
     load = loader[0] if loader else _candidate_loader(user_id)
@@ -433,7 +465,8 @@ def history_search_early(*, user_id: int, query) -> bool:
     process can tell without a statement what the search will embed: the question without the
     speakers it remembers for the user. The search then takes the vector under way
     (``embeddings.embed_query_soon``). Nothing is read or returned; False when not started."""
-    if not _meaning_without_speakers(engine.default_mode()) or not isinstance(query, str):
+    mode = engine.default_mode()
+    if not _meaning_without_speakers(mode) or not isinstance(query, str):
         return False
     try:
         query = _search_query(query)
@@ -442,7 +475,7 @@ def history_search_early(*, user_id: int, query) -> bool:
     remembered = _remembered_speakers(user_id)
     if remembered is None or not query_terms(query):
         return False
-    return engine.embed_query_early(_without_speakers(query, remembered[1]))
+    return engine.embed_query_early(_meaning_query(query, remembered[1], mode))
 
 
 def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) -> dict:
