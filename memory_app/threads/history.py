@@ -239,24 +239,33 @@ def _without_speakers(query: str, names: frozenset[str]) -> str:
     return out if query_terms(out) else query
 
 
-# A word in title case ("Mia", "Porto", "Zoë") after a word, a comma, a semicolon or a colon
-# and a space: not at the start of a sentence, where every word is capitalised.
-_PROPER_NAME = re.compile(r"(?<=[^\W_][ \t]|[,;:][ \t])[^\W\d_a-z](?:[^\W\d_A-Z])+(?:['’]s)?(?![^\W_])")
+# A word after a word, a comma, a semicolon or a colon and a space (not at the start of a
+# sentence, where every word is capitalised), with its possessive; a name if in title case.
+_INNER_WORD = re.compile(r"(?<=[^\W_][ \t]|[,;:][ \t])([^\W\d_]+)(?:['’]s)?(?![^\W_])")
+
+
+def _title_case(word: str) -> bool:
+    """ "Mia", "Zoë", "Émile"; not "I", "LGBTQ", "PostgreSQL", "élan" or a CJK run."""
+    return len(word) > 1 and word[0].isupper() and word[1:].islower()
 
 
 def _without_proper_names(query: str) -> str:
-    """The question without the words that look like names (``_PROPER_NAME``), for the meaning
-    ranking: the names of people the history does not know as speakers (a runtime that sends
-    none), places, products. A small model's vector of a short question is mostly its name, and
-    the turns that say the name (the other side's "Mia, that's huge!") outrank the answer, while
-    the word ranking, which keeps the question whole, finds a rare name exactly. Only when there
-    are at most ``PROPER_NAMES_OUT_OF_MEANING`` and they are under a third of the words: a
-    language that capitalises its nouns, or a question in title case, keeps them. The question
-    itself if nothing searchable would be left."""
-    found = _PROPER_NAME.findall(query)
+    """The question without the words that look like names (a word in title case inside a
+    sentence, ``_INNER_WORD``), for the meaning ranking: the names of people the history does
+    not know as speakers (a runtime that sends none), places, products. A small model's vector
+    of a short question is mostly its name, and the turns that say the name (the other side's
+    "Mia, that's huge!") outrank the answer, while the word ranking, which keeps the question
+    whole, finds a rare name exactly. Only when there are at most
+    ``PROPER_NAMES_OUT_OF_MEANING`` and they are under a third of the words: a question in title
+    case keeps them, as does one with more such words (a language that capitalises its nouns
+    often has). The question itself if nothing searchable would be left."""
+    found = [match for match in _INNER_WORD.finditer(query) if _title_case(match.group(1))]
     if not found or len(found) > PROPER_NAMES_OUT_OF_MEANING or 3 * len(found) > len(query.split()):
         return query
-    out = re.sub(r"\s+", " ", _PROPER_NAME.sub(" ", query)).strip()
+    out = query
+    for match in reversed(found):
+        out = out[: match.start()] + " " + out[match.end() :]
+    out = re.sub(r"\s+", " ", out).strip()
     return out if query_terms(out) else query
 
 

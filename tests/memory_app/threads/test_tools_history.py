@@ -717,6 +717,9 @@ def test_words_that_look_like_names_leave_the_question_the_model_embeds():
     )
     assert _without_proper_names("What Did Mia Say About The Wedding") == "What Did Mia Say About The Wedding"
     assert _without_proper_names("did Ann, Bob and Cy go to Rome") == "did Ann, Bob and Cy go to Rome"
+    # Only letters with a case: a lower-case word with an accent, a CJK run after a space.
+    assert _without_proper_names("what about élan and the Émile letter") == "what about élan and the letter"
+    assert _without_proper_names("我的 姐姐在哪里 结婚") == "我的 姐姐在哪里 结婚"
     # Nothing searchable would be left: the question.
     assert _without_proper_names("and Mia?") == "and Mia?"
     # A speaker's name goes first, then the rest; a lower-case name is left to the speakers' rule.
