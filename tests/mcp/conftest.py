@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from identity_app.models import Role
 from identity_app.services import token_issue
@@ -80,6 +80,20 @@ def shared_db(transactional_db):
         return
     # SQLite: the test database is a file (tests/settings.py); a transactional test commits to it.
     yield {"SQLITE_PATH": str(connection.settings_dict["NAME"])}
+
+
+def closing_its_connections(coroutine_function):
+    """An async scenario whose own ORM queries (``DJANGO_ALLOW_ASYNC_UNSAFE``) open connections
+    of its own context (Django keeps them per async context, not per thread): closed when it
+    ends, or the test database could not be dropped at the end of the session."""
+
+    async def scenario():
+        try:
+            await coroutine_function()
+        finally:
+            connections.close_all()
+
+    return scenario
 
 
 def server_env(shared: dict, workspace_root, **extra) -> dict:

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
-from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
+from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
 from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused
 from tests.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
 
@@ -127,6 +127,7 @@ def test_http_transport(http_url, world, alice, bob, svc, workspace_root, monkey
     bob_headers = {"Authorization": f"Token {key_for(bob)}"}
     service_headers = {"Authorization": f"Token {key_for(svc)}", "X-Memory-User": "alice"}
 
+    @closing_its_connections
     async def scenario():
         async with http_client(http_url, alice_headers) as client:
             assert {tool.name for tool in (await client.list_tools()).tools} == USER_TOOLS

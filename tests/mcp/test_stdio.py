@@ -13,7 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 from identity_app.models import ApiToken
 from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
-from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, key_for, server_env
+from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
 from tests.mcp.test_tools import USER_TOOLS
 
 TIMEOUT = 120
@@ -75,6 +75,7 @@ def test_stdio_sessions(shared_db, world, alice, bob, svc, workspace_root, monke
     alice_env = server_env(shared_db, workspace_root, MEMORY_API_TOKEN=key_for(alice))
     bob_env = server_env(shared_db, workspace_root, MEMORY_API_TOKEN=key_for(bob))
 
+    @closing_its_connections
     async def alice_session():
         async with stdio_client(alice_env) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
