@@ -137,11 +137,35 @@ def _named(name: str, query: str, words: set[str]) -> bool:
 
 def _speaker(row: dict | None) -> str:
     """Who wrote a candidate row: its metadata's ``name``, else its ``speaker`` (the two keys chat
-    and dialogue formats name a turn's speaker by); for the user's turns without either, the
+    and dialogue formats name a turn's speaker by); else the name its text starts with, as a
+    transcript writes it ("Mia: …", ``_written_speaker``); for the user's turns without any, the
     user's display name; "" if unknown."""
     if row is None:
         return ""
-    return _metadata_speaker(row) or ((row["display_name"] or "") if row["role"] == MessageRole.USER else "")
+    return (
+        _metadata_speaker(row)
+        or _written_speaker(row.get("head") or "")
+        or ((row["display_name"] or "") if row["role"] == MessageRole.USER else "")
+    )
+
+
+# The name a transcript writes before a turn's text: up to three words, then a colon and a
+# space (or a full-width colon).
+_WRITTEN_SPEAKER = re.compile(r"([^\W\d_]+(?: [^\W\d_]+){0,2})(?:: |：)")
+
+
+def _written_speaker(text: str) -> str:
+    """The speaker's name a turn's text starts with, "Mia: …", "Mia Chen: …", "小雨：…": words
+    in title case (``_title_case``), or two to four CJK characters, so "note: …", "TODO: …" or
+    "I think: …" name nobody; "" if none."""
+    match = _WRITTEN_SPEAKER.match(text)
+    if match is None:
+        return ""
+    name = match.group(1)
+    runs = list(text_runs(name))
+    if all(_title_case(word) for word in name.split()) or (len(runs) == 1 and runs[0][0] and 2 <= len(name) <= 4):
+        return name
+    return ""
 
 
 def _metadata_speaker(row: Mapping) -> str:

@@ -476,6 +476,54 @@ def test_the_speakers_a_history_has_are_counted_by_name(svc, alice, monkeypatch)
     assert history._history_speakers(alice.pk) == frozenset({"Ann", "Zoe"})
 
 
+def test_a_transcripts_written_speaker_names_the_turn_when_the_metadata_does_not(svc, alice):
+    """A name written before the text, "Mia: …" (title case, up to three words) or "小雨：…" (two
+    to four CJK characters), names the speaker; the metadata wins over it, and it over the user's display name.
+    "note: …", "TODO: …", "I think: …" or a long Chinese clause before a colon name nobody."""
+    from identity_app.models import Profile
+    from memory_app.threads import history
+
+    Profile.objects.update_or_create(user=alice, defaults={"display_name": "Alice"})
+    thread = _thread(svc, alice, title="transcript")
+    said = {
+        "Mia: My sister is tying the knot": "Mia",
+        "Mia Chen: Back from Porto": "Mia Chen",
+        "小雨：我姐姐下个月结婚": "小雨",
+        "Zoë: salut": "Zoë",
+        "note: buy milk": "Alice",
+        "TODO: call the vet": "Alice",
+        "I think: maybe": "Alice",
+        "我觉得这个问题很难：是的": "Alice",
+        "Mia:no space": "Alice",
+        "A B C D: four words": "Alice",
+    }
+    messages = {text: _say(svc, thread, text) for text in said}
+    named = _say(svc, thread, "Jon: hello", metadata={"name": "Mia"})
+    reply = _say(svc, thread, "note: nothing", role="assistant")
+    rows = history._candidate_loader(alice.pk)([m.pk for m in [*messages.values(), named, reply]])
+    assert {text: history._speaker(rows[m.pk]) for text, m in messages.items()} == said
+    assert history._speaker(rows[named.pk]) == "Mia" and history._speaker(rows[reply.pk]) == ""
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_question_naming_a_written_speaker_favours_their_turns(svc, alice, settings, mode):
+    from memory_app.threads.history import history_search
+
+    settings.MEMORY_SEARCH_MODE = mode
+    thread = _thread(svc, alice, title="catching up")
+    # Each turn holds both names; only who wrote it tells them apart.
+    mia = _say(svc, thread, "Mia: Jon, I flew to Porto for my sister's wedding")
+    _say(svc, thread, "Kai: How lovely", role="assistant")  # the turn after each shares its words' score
+    jon = _say(svc, thread, "Jon: Mia, I flew to Lisbon for my sister's wedding", role="assistant")
+    _say(svc, thread, "Kai: Lovely too")
+
+    def first(query):
+        return history_search(user_id=alice.pk, query=query)["results"][0]["message_id"]
+
+    assert first("Where did Jon fly for his sister's wedding?") == jon.pk
+    assert first("Where did Mia fly for her sister's wedding?") == mia.pk
+
+
 def test_the_users_display_name_names_the_users_turns(svc, alice, settings):
     from identity_app.models import Profile
     from memory_app.threads.history import history_search
