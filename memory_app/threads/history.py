@@ -27,7 +27,7 @@ from config.validation import clean_text, json_size
 from identity_app.models import Profile
 from memory_app.search import engine
 from memory_app.search.analysis import STOP_WORDS, match_spans, normalize, query_terms, text_runs
-from memory_app.threads.indexing import HISTORY_ROLES, history_scope
+from memory_app.threads.indexing import HISTORY_ROLES, SPEAKER_KEYS, history_scope
 from memory_app.threads.models import Message, MessageRole, MessageType, ToolCall
 from memory_app.threads.selectors import history_messages, history_threads
 
@@ -172,11 +172,6 @@ def _metadata_speaker(row: Mapping) -> str:
     """The speaker a turn's metadata names (the ``speaker`` column, ``_speaker_sql``), or ""."""
     speaker = row.get("speaker")
     return speaker.strip() if isinstance(speaker, str) else ""
-
-
-# The metadata keys a turn's speaker is read from; the first that holds a JSON string with more
-# than spaces wins (``_speaker_sql``).
-SPEAKER_KEYS = ("name", "speaker")
 
 
 def _speaker_sql() -> RawSQL:

@@ -8,7 +8,7 @@ text with the turn before it, so a short answer ("Yes, the blue one") carries wh
 and a stated fact is not blurred by the small talk before it.
 """
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import JSONField, OuterRef, Subquery
 from django.db.models.functions import Right
 
 from memory_app.search import documents, embedder
@@ -20,8 +20,12 @@ SOURCE = "message"
 HISTORY_ROLES = (MessageRole.USER, MessageRole.ASSISTANT)
 CONTEXT_CHARS = 600
 # What ``_texts`` gives to embed, by version: 0 the turn with the one before it; 1 also the turn
-# alone (the mean of the two vectors). Vectors of 0 are made again by the worker (embed_stale).
-MESSAGE_VECTOR_RECIPE = 1
+# alone (the mean of the two vectors); 2 each text after its speaker's name where the metadata
+# names one ("Mia: …"). Older vectors are made again by the worker (embed_stale).
+MESSAGE_VECTOR_RECIPE = 2
+# The metadata keys a turn's speaker is read from; the first that holds a JSON string with more
+# than spaces wins (``metadata_speaker``; history search reads them the same way in SQL).
+SPEAKER_KEYS = ("name", "speaker")
 BATCH = 500
 
 
@@ -50,29 +54,53 @@ def on_user_deleted(sender, instance, **kwargs) -> None:
     documents.drop_scopes([history_scope(instance.pk)])
 
 
+def metadata_speaker(metadata) -> str:
+    """The speaker a message's metadata names: the first of ``SPEAKER_KEYS`` holding a string with
+    more than spaces, stripped; "" if none does (a number, ``true``, an object name nobody)."""
+    if isinstance(metadata, dict):
+        for key in SPEAKER_KEYS:
+            value = metadata.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return ""
+
+
+def _said_by(text: str, metadata) -> str:
+    """The text as its speaker said it, "Mia: …", where the metadata names one and the text does
+    not start with that name already (a transcript that writes it, docs/runs.md)."""
+    speaker = metadata_speaker(metadata)
+    if not speaker or text.startswith((f"{speaker}: ", f"{speaker}：")):
+        return text
+    return f"{speaker}: {text}"
+
+
 def _texts(refs: list[str]) -> dict[str, tuple[str, embedder.ToEmbed]]:
     """A message's indexed text and what its vector is made of: its own text and, after the
     first turn of a thread, the text with the end of the turn before it (the mean of the two
     vectors: the turn alone keeps a stated fact sharp, the pair keeps what a short answer refers
-    to; bench/message_vectors_eval.py)."""
+    to; bench/message_vectors_eval.py); each text after its speaker's name where the metadata
+    names one, so a question about Mia finds Mia's own turns, which rarely say her name
+    (docs/search.md, "A speaker written before the text")."""
     ids = [int(ref) for ref in refs if ref.isdigit()]
-    previous = (
-        Message.objects.filter(
-            conversation_id=OuterRef("conversation_id"),
-            role__in=HISTORY_ROLES,
-            type=MessageType.TEXT,
-            id__lt=OuterRef("id"),
-        )
-        .order_by("-created_at", "-id")
-        .annotate(tail=Right("content", CONTEXT_CHARS))
-        .values("tail")[:1]
-    )
+    previous = Message.objects.filter(
+        conversation_id=OuterRef("conversation_id"),
+        role__in=HISTORY_ROLES,
+        type=MessageType.TEXT,
+        id__lt=OuterRef("id"),
+    ).order_by("-created_at", "-id")
     rows = (
-        Message.objects.filter(pk__in=ids).annotate(context=Subquery(previous)).values_list("id", "content", "context")
+        Message.objects.filter(pk__in=ids)
+        .annotate(
+            context=Subquery(previous.annotate(tail=Right("content", CONTEXT_CHARS)).values("tail")[:1]),
+            context_metadata=Subquery(previous.values("metadata")[:1], output_field=JSONField()),
+        )
+        .values_list("id", "content", "metadata", "context", "context_metadata")
     )
-    return {
-        str(pk): (content, (content, f"{context}\n{content}") if context else content) for pk, content, context in rows
-    }
+    out: dict[str, tuple[str, embedder.ToEmbed]] = {}
+    for pk, content, metadata, context, context_metadata in rows:
+        own = _said_by(content, metadata)
+        out[str(pk)] = (content, (own, f"{_said_by(context, context_metadata)}\n{own}") if context else own)
+    return out
 
 
 embedder.register_source(SOURCE, _texts, recipe=MESSAGE_VECTOR_RECIPE)

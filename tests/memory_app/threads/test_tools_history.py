@@ -642,6 +642,40 @@ def test_a_messages_vector_is_the_mean_of_its_own_and_of_the_pair_with_the_turn_
     assert np.linalg.norm(stored(second)) < 1.0
 
 
+def test_a_named_speakers_turns_are_embedded_after_their_name(svc, alice, settings):
+    """Where the metadata names the speaker, each text the vector is made of starts with the
+    name ("Mia: …"): a question about Mia finds Mia's own turns, which rarely say her name. A
+    text that starts with that name already is not given it twice; a turn whose metadata names
+    nobody (no key, a number) is embedded as it is."""
+    import numpy as np
+
+    from memory_app.search.embeddings import from_bytes, get_provider
+    from memory_app.search.models import SearchDocument
+
+    thread = _thread(svc, alice)
+    first = _say(svc, thread, "We adopted a beagle", metadata={"name": "Mia"})
+    second = _say(svc, thread, "What is its name?", role="assistant", metadata={"speaker": " Jon "})
+    third = _say(svc, thread, "Mia: Biscuit!", metadata={"name": "Mia"})
+    fourth = _say(svc, thread, "Lovely", role="assistant", metadata={"name": 42})
+    provider = get_provider()
+
+    def stored(message):
+        doc = SearchDocument.objects.get(source="message", ref=str(message.pk))
+        return from_bytes(doc.vector, provider.dim)
+
+    def mean(alone: str, pair: str):
+        return provider.embed([alone, pair]).mean(axis=0)
+
+    assert np.allclose(stored(first), provider.embed(["Mia: We adopted a beagle"])[0], atol=1e-6)
+    assert np.allclose(
+        stored(second), mean("Jon: What is its name?", "Mia: We adopted a beagle\nJon: What is its name?"), atol=1e-6
+    )
+    assert np.allclose(stored(third), mean("Mia: Biscuit!", "Jon: What is its name?\nMia: Biscuit!"), atol=1e-6)
+    assert np.allclose(stored(fourth), mean("Lovely", "Mia: Biscuit!\nLovely"), atol=1e-6)
+    fifth = _say(svc, thread, "小雨：好可爱", metadata={"name": "小雨"})
+    assert np.allclose(stored(fifth), mean("小雨：好可爱", "Lovely\n小雨：好可爱"), atol=1e-6)
+
+
 def test_a_window_never_reaches_across_threads_or_users(svc, alice, bob, settings):
     settings.MEMORY_SEARCH_MODE = "dense"
     earlier = _thread(svc, alice, title="earlier")
