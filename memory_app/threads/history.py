@@ -176,16 +176,18 @@ def _metadata_speaker(row: Mapping) -> str:
 
 def _speaker_sql() -> RawSQL:
     """The speaker a ``Message`` row's metadata names: the first of ``SPEAKER_KEYS`` whose value
-    is a JSON string with more than spaces, trimmed; NULL if none is. Any other JSON type (a
+    is a JSON string with more than blanks, trimmed; NULL if none is. Any other JSON type (a
     number, ``true``, ``null``, an object) names nobody, the same on both databases (reading
     the keys as text would give PostgreSQL ``"42"`` and SQLite ``"null"``). One column, so that
     the speakers a statement groups are names, not pairs of keys."""
     column = f"{connection.ops.quote_name(Message._meta.db_table)}.{connection.ops.quote_name('metadata')}"
+    # Trimmed of spaces, tabs and line breaks, as ``indexing.metadata_speaker`` reads them too.
     if connection.vendor == "postgresql":
-        one = f"CASE WHEN jsonb_typeof({column} -> %s) = 'string' THEN NULLIF(btrim({column} ->> %s), '') END"
+        blank = "chr(32) || chr(9) || chr(10) || chr(13)"
+        one = f"CASE WHEN jsonb_typeof({column} -> %s) = 'string' THEN NULLIF(btrim({column} ->> %s, {blank}), '') END"
         params = [key for key in SPEAKER_KEYS for _ in range(2)]
     else:
-        one = f"CASE WHEN json_type({column}, %s) = 'text' THEN NULLIF(trim(json_extract({column}, %s)), '') END"
+        one = f"CASE WHEN json_type({column}, %s) = 'text' THEN NULLIF(trim(json_extract({column}, %s), char(32, 9, 10, 13)), '') END"
         params = [f'$."{key}"' for key in SPEAKER_KEYS for _ in range(2)]
     return RawSQL(f"COALESCE({', '.join([one] * len(SPEAKER_KEYS))})", params, output_field=TextField())
 

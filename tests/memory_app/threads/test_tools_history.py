@@ -447,6 +447,7 @@ def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc
         ({"name": True}, ""),
         ({"name": {"first": "Mia"}, "speaker": ["Jon"]}, ""),
         ({"name": "  Mia  ", "speaker": "Jon"}, "Mia"),
+        ({"name": "\t\n ", "speaker": "Jon"}, "Jon"),  # blanks name nobody, as the vectors read it
         ({"speaker": 3.5}, ""),
         ({"name": "null"}, "null"),  # a string is a name, whatever it says
     ],
@@ -455,11 +456,12 @@ def test_only_a_json_string_names_a_speaker_on_every_database(svc, alice, metada
     """A number, ``true``, ``null``, an object or a list names nobody: read as text, PostgreSQL
     would call ``42`` a speaker and SQLite would call ``null`` one (and then take the number
     out of the question the model embeds)."""
-    from memory_app.threads import history
+    from memory_app.threads import history, indexing
 
     message = _say(svc, _thread(svc, alice, title="types"), "I flew to Porto", metadata=metadata)
     rows = history._candidate_loader(alice.pk)([message.pk])
     assert history._speaker(rows[message.pk]) == speaker
+    assert indexing.metadata_speaker(metadata) == speaker  # the vectors read the same name
     assert history._history_speakers(alice.pk) == (frozenset({speaker}) if speaker else frozenset())
 
 
