@@ -266,7 +266,8 @@ _INNER_WORD = re.compile(r"(?<=[^\W_][ \t]|[,;:][ \t])([^\W\d_]+)(?:['’]s)?(?!
 
 
 def _title_case(word: str) -> bool:
-    """ "Mia", "Zoë", "Émile"; not "I", "LGBTQ", "PostgreSQL", "élan" or a CJK run."""
+    """Whether a word is in title case: "Mia", "Zoë", "Émile"; not "I", "LGBTQ", "PostgreSQL",
+    "élan" or a CJK run."""
     return len(word) > 1 and word[0].isupper() and word[1:].islower()
 
 
