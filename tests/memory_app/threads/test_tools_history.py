@@ -782,30 +782,38 @@ def test_speakers_names_leave_the_question_the_model_embeds():
     assert _without_speakers("Where did the doctor go?", doctor) == "Where did go?"
 
 
-def test_words_that_look_like_names_leave_the_question_the_model_embeds():
-    """A name the history does not know as a speaker's (a runtime that sends none, a place, a
-    product) leaves the embedded question too: the word ranking keeps it."""
-    from memory_app.threads.history import _meaning_query, _without_proper_names
-
-    assert _without_proper_names("Which family celebration did Mia travel for?") == (
-        "Which family celebration did travel for?"
-    )
-    assert _without_proper_names("what did I say about Porto and Zoë's cat") == "what did I say about and cat"
-    assert _without_proper_names("Hey, Émile: where is it") == "Hey, : where is it"
+# (question, what the meaning ranking embeds of it in hybrid when no speaker is known)
+PROPER_NAME_CASES = [
+    ("Which family celebration did Mia travel for?", "Which family celebration did travel for?"),
+    ("what did I say about Porto and Zoë's cat", "what did I say about and cat"),
+    ("Hey, Émile: where is it", "Hey, : where is it"),
     # At the start of a sentence every word is capitalised; "I", acronyms and camel case are no
     # names; a question in title case, or one with more than two such words, keeps them all.
-    assert _without_proper_names("Porto or Lisbon, which one?") == "Porto or , which one?"
-    assert _without_proper_names("Did I tell you? Mia left.") == "Did I tell you? Mia left."
-    assert _without_proper_names("when did I join the LGBTQ group at PostgreSQL") == (
-        "when did I join the LGBTQ group at PostgreSQL"
-    )
-    assert _without_proper_names("What Did Mia Say About The Wedding") == "What Did Mia Say About The Wedding"
-    assert _without_proper_names("did Ann, Bob and Cy go to Rome") == "did Ann, Bob and Cy go to Rome"
+    ("Porto or Lisbon, which one?", "Porto or , which one?"),
+    ("Did I tell you? Mia left.", "Did I tell you? Mia left."),
+    ("when did I join the LGBTQ group at PostgreSQL", "when did I join the LGBTQ group at PostgreSQL"),
+    ("What Did Mia Say About The Wedding", "What Did Mia Say About The Wedding"),
+    ("did Ann, Bob and Cy go to Rome", "did Ann, Bob and Cy go to Rome"),
     # Only letters with a case: a lower-case word with an accent, a CJK run after a space.
-    assert _without_proper_names("what about élan and the Émile letter") == "what about élan and the letter"
-    assert _without_proper_names("我的 姐姐在哪里 结婚") == "我的 姐姐在哪里 结婚"
+    ("what about élan and the Émile letter", "what about élan and the letter"),
+    ("我的 姐姐在哪里 结婚", "我的 姐姐在哪里 结婚"),
     # Nothing searchable would be left: the question.
-    assert _without_proper_names("and Mia?") == "and Mia?"
+    ("and Mia?", "and Mia?"),
+]
+
+
+@pytest.mark.parametrize(("query", "embedded"), PROPER_NAME_CASES)
+def test_words_that_look_like_names_leave_the_question_the_model_embeds(query, embedded):
+    """A name the history does not know as a speaker's (a runtime that sends none, a place, a
+    product) leaves the embedded question too: the word ranking keeps it."""
+    from memory_app.threads.history import _without_proper_names
+
+    assert _without_proper_names(query) == embedded
+
+
+def test_the_meaning_query_takes_out_the_speakers_then_in_hybrid_the_other_names():
+    from memory_app.threads.history import _meaning_query
+
     # A speaker's name goes first, then the rest; a lower-case name is left to the speakers' rule.
     assert _meaning_query("did Mia fly to Porto with jon", frozenset({"Jon"}), "hybrid") == "did fly to with"
     # In dense mode nothing else keeps the question's other names: only the speakers go.
