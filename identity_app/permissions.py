@@ -140,6 +140,35 @@ def reach_allows_project(actor: User, project_id) -> bool:
     )
 
 
+def may_act_for_user(actor: User, user_id) -> bool:
+    """May ``actor`` read and write the own memories (the user tier) of the user ``user_id``?
+    The user itself, through a key within its own reach; or a service principal whose token
+    may act for that user (``reach_allows_user``) and carries no project limit: a user's own
+    memories belong to no project, as a chat belongs to none (docs/integrations.md)."""
+    if not (actor and actor.is_authenticated and actor.is_active) or user_id is None:
+        return False
+    if not reach_allows_user(actor, user_id):
+        return False
+    if actor.pk == user_id:
+        return True
+    reach = token_reach(actor)
+    return is_service_principal(actor) and (reach is None or reach.project_ids is None)
+
+
+def acting_for_users_q(actor: User, *, user_field: str) -> Q:
+    """``may_act_for_user`` as a filter: the rows (of users, ``user_field``) whose user ``actor``
+    may act for."""
+    if not (actor and actor.is_authenticated and actor.is_active):
+        return Q(pk__in=[])
+    reach = token_reach(actor)
+    itself = Q(**{user_field: actor.pk}) if reach_allows_user(actor, actor.pk) else Q(pk__in=[])
+    if not is_service_principal(actor) or (reach is not None and reach.project_ids is not None):
+        return itself
+    if reach is None or reach.user_ids is None:
+        return Q()
+    return Q(**{f"{user_field}__in": sorted(reach.user_ids)})
+
+
 def reach_require_project(actor: User, project_id) -> None:
     """For work that a service principal starts for a user (a conversation, a run): inside a
     project of the token's reach. A project outside it is answered like a missing one."""

@@ -14,6 +14,7 @@ from identity_app.models import ApiToken, Invitation, InvitationStatus, Membersh
 from identity_app.permissions import (
     MANAGE,
     READ,
+    may_act_for_user,
     project_ids_with_permission,
     project_require_permission,
     reach_allows_user,
@@ -81,6 +82,19 @@ def user_get_acting(*, actor: User, username) -> User:
     A user outside that reach gets exactly the answer of one who does not exist."""
     user = user_get_active(username=username)
     if not reach_allows_user(actor, user.pk):
+        raise _unknown_user(username)
+    return user
+
+
+def user_get_subject(*, actor: User, username) -> User:
+    """The user whose own memories a call is about (the mem0-compatible API's ``user_id``, the
+    ``("users", <name>)`` namespace of the store): the caller itself, named by its own username,
+    or a user a service principal may act for (``may_act_for_user``). Any other name is answered
+    exactly like a user that does not exist: 404 ``unknown_user``."""
+    if not isinstance(username, str) or not username:
+        raise InvalidInput("user_id must be a username.", code="unknown_user")
+    user = actor if username == actor.get_username() else user_find_active(username=username)
+    if user is None or not user.is_active or not may_act_for_user(actor, user.pk):
         raise _unknown_user(username)
     return user
 

@@ -146,6 +146,12 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     # When the statement stops being true; null: it does not expire (docs/tiers.md, "Expiry").
     expires_at = models.DateTimeField(null=True, blank=True, verbose_name=_("expires at"))
+    # The key-value view of memories (docs/integrations.md, "The store"): a namespace below the
+    # tier's own (labels each followed by "."; "" for none) and a key the writer chose, unique
+    # among the active versions of one scope, so two writers of one key make one memory and its
+    # corrections, never two. Empty key: addressed by its id only (every memory not written so).
+    store_namespace = models.CharField(max_length=300, blank=True, default="", verbose_name=_("store namespace"))
+    store_key = models.CharField(max_length=200, blank=True, default="", verbose_name=_("store key"))
 
     class Meta:
         verbose_name = _("memory")
@@ -188,6 +194,11 @@ class Memory(models.Model):
                         scope_id=GLOBAL_SCOPE_ID,
                     )
                 ),
+            ),
+            models.UniqueConstraint(
+                fields=["scope_type", "scope_id", "store_namespace", "store_key"],
+                condition=Q(status=Status.ACTIVE) & ~Q(store_key=""),
+                name="memory_store_key_unique",
             ),
             models.CheckConstraint(name="memory_kind_valid", condition=Q(kind__in=Kind.values)),
             models.CheckConstraint(name="memory_status_valid", condition=Q(status__in=Status.values)),

@@ -5,7 +5,7 @@ from django.db.models import Q, QuerySet
 from config.errors import NotFound
 from identity_app.chat_reach import ALL_CHATS, chat_keys_reachable
 from identity_app.models import ChatBinding, User
-from identity_app.permissions import READ, project_ids_with_permission, project_require_permission
+from identity_app.permissions import READ, acting_for_users_q, project_ids_with_permission, project_require_permission
 from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, live_q
 
 IDENTITY_CONTEXT_LIMIT = 5
@@ -74,6 +74,28 @@ def user_memory_get(*, user: User, memory_id: str) -> Memory:
 
 def project_memory_get(*, user: User, project_id: str, memory_id: str) -> Memory:
     memory = project_memories(user=user, project_id=project_id).filter(pk=memory_id).first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return memory
+
+
+def memories_of_users(*, actor: User, users) -> QuerySet[Memory]:
+    """The own memories (user tier) of ``users`` that ``actor`` may reach: each user's own key,
+    or a service acting for them (``identity_app.permissions.may_act_for_user``)."""
+    return Memory.objects.filter(
+        acting_for_users_q(actor, user_field="owner"), scope_type=Tier.USER, owner__in=list(users)
+    ).select_related("owner")
+
+
+def memory_of_users_get(*, actor: User, memory_id) -> Memory:
+    """One own memory (user tier) of any user ``actor`` may act for, by id; anything else —
+    another tier, a user out of reach, no such id — is 404 alike."""
+    memory = (
+        Memory.objects.filter(acting_for_users_q(actor, user_field="owner"), scope_type=Tier.USER)
+        .select_related("owner")
+        .filter(pk=str(memory_id)[:40])
+        .first()
+    )
     if memory is None:
         raise NotFound("Memory not found.")
     return memory

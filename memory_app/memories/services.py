@@ -1,10 +1,12 @@
 """Every write to tiered memories goes through these functions."""
 
 import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -18,11 +20,13 @@ from identity_app.permissions import (
     CREATE_TASK,
     global_write_require,
     is_service_principal,
+    may_act_for_user,
     may_write_global,
     project_require_permission,
     staff_may,
 )
 from memory_app.memories import derived
+from memory_app.memories.keys import STORE_EVIDENCE, store_namespace_encode, validate_store_key
 from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
     IDENTITY_KINDS,
@@ -127,18 +131,22 @@ def _older_versions_q(*, actor: User, memory: Memory) -> Q:
     return rule
 
 
-def _require_write(*, actor: User, memory: Memory, staff_review: bool = False, action: str = "change") -> None:
+def _require_write(
+    *, actor: User, memory: Memory, staff_review: bool = False, action: str = "change", for_user: User | None = None
+) -> None:
     """The write rule (docs/tiers.md). Hidden rows are 404; visible but not writable rows are 403.
 
     ``action`` names the change (``forget``, ``supersede``, or any other): it matters only for
-    chat items, which the user the chat is bound to may forget and correct."""
+    chat items, which the user the chat is bound to may forget and correct. ``for_user``: the
+    call is about that user's own memories (``may_act_for_user``), not the caller's."""
     if staff_review:
         if not staff_may_review_memories(actor):
             raise PermissionDenied("Only staff with the change_memory permission may review memories.")
         return
     tier = memory.scope_type
     if tier == Tier.USER:
-        if memory.owner_id != actor.pk:
+        owner = actor if for_user is None else for_user
+        if memory.owner_id != owner.pk or (for_user is not None and not may_act_for_user(actor, for_user.pk)):
             raise NotFound("Memory not found.")
     elif tier == Tier.PROJECT:
         project_require_permission(user=actor, project_id=memory.project_id or "", permission=CREATE_TASK)
@@ -160,9 +168,12 @@ def _require_write(*, actor: User, memory: Memory, staff_review: bool = False, a
         global_write_require(actor)
 
 
-def _scope_for_create(*, actor, tier: str, project_id, scope_id) -> dict:
+def _scope_for_create(*, actor, tier: str, project_id, scope_id, for_user: User | None = None) -> dict:
     if tier == Tier.USER:
-        return {"scope_id": str(actor.pk), "owner": actor, "project": None}
+        if for_user is not None and not may_act_for_user(actor, for_user.pk):
+            raise NotFound(f"No active user named {for_user.get_username()!r}.", code="unknown_user")
+        owner = actor if for_user is None else for_user
+        return {"scope_id": str(owner.pk), "owner": owner, "project": None}
     if tier == Tier.PROJECT:
         if not project_id:
             raise InvalidInput("project_id is required for the project tier.", code="invalid_project")
@@ -201,10 +212,17 @@ def memory_create(
     source_thread_id: str = "",
     expires_at: datetime | str | None = None,
     source_chat_key: str = "",
+    for_user: User | None = None,
+    content_guard: Callable[[str], None] | None = None,
 ) -> Memory:
     """``source_chat_key``: the typed chat a chat/global item was learned in (only the scoped
-    services set it, from the session key)."""
+    services set it, from the session key). ``for_user``: a user-tier memory of that user
+    rather than of ``actor`` (``may_act_for_user``: a service principal acting for them).
+    ``content_guard(content)`` may refuse the text (an adapter's secret guard) before anything
+    is written."""
     content = validate_content(content)
+    if content_guard is not None:
+        content_guard(content)
     kind = _validate_kind(kind, tier)
     expires_at = validate_expires_at(expires_at)
     metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
@@ -212,7 +230,7 @@ def memory_create(
     if origin not in Origin.values:
         raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
     with transaction.atomic():
-        scope = _scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id)
+        scope = _scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id, for_user=for_user)
         memory = Memory(
             scope_type=tier,
             kind=kind,
@@ -260,6 +278,8 @@ def memory_supersede(
     source_chat_key: str | None = None,
     staff_review: bool = False,
     expires_at: datetime | str | None = KEEP_EXPIRY,
+    for_user: User | None = None,
+    content_guard: Callable[[str], None] | None = None,
 ) -> Memory:
     """Replace an active memory by a new row; the old row becomes ``superseded`` → new.
 
@@ -270,9 +290,12 @@ def memory_supersede(
     another tier or project is a 404. Two concurrent supersedes of one row: the row lock
     serializes them and the second sees a non-active row → 409.
     ``staff_review=True`` (the admin only) replaces the tier write rule by
-    ``staff_may_review_memories``.
+    ``staff_may_review_memories``. ``for_user``, ``content_guard``: as ``memory_create``'s.
+    The new version keeps the old one's store namespace and key.
     """
     content = validate_content(content)
+    if content_guard is not None:
+        content_guard(content)
     keep_expiry = isinstance(expires_at, str) and expires_at == KEEP_EXPIRY
     new_expiry = None if keep_expiry else validate_expires_at(expires_at)
     metadata = (
@@ -283,36 +306,69 @@ def memory_supersede(
     )
     with transaction.atomic():
         old = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=old, staff_review=staff_review, action="supersede")
-        if old.status != Status.ACTIVE:
-            raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
-        now = timezone.now()
-        if old.is_expired(now):
-            raise Conflict("Memory has expired; only active memories can be superseded.", code="not_active")
-        new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
-        new = Memory(
-            scope_type=old.scope_type,
-            scope_id=old.scope_id,
-            owner_id=old.owner_id,
-            project_id=old.project_id,
-            kind=new_kind,
+        _require_write(actor=actor, memory=old, staff_review=staff_review, action="supersede", for_user=for_user)
+        return _supersede_locked(
+            actor=actor,
+            old=old,
+            kind=kind,
             content=content,
             origin=origin,
-            metadata=metadata if metadata is not None else old.metadata,
-            evidence=evidence if evidence is not None else old.evidence,
-            source_thread_id=(source_thread_id if source_thread_id is not None else old.source_thread_id)[:64],
-            source_chat_key=source_chat_key if source_chat_key is not None else old.source_chat_key,
-            created_by=actor if actor and actor.is_authenticated else None,
+            metadata=metadata,
+            evidence=evidence,
+            source_thread_id=source_thread_id,
+            source_chat_key=source_chat_key,
             expires_at=old.expires_at if keep_expiry else new_expiry,
         )
-        new.save(force_insert=True)
-        # Conditional update as a second guard: exactly one supersede can move the row.
-        moved = Memory.objects.filter(pk=old.pk, status=Status.ACTIVE).update(
-            status=Status.SUPERSEDED, superseded_by=new, updated_at=now
-        )
-        if moved != 1:
-            raise Conflict("Memory was superseded concurrently.", code="not_active")
-        derived.on_memories_written(created=[new], changed=[old.pk])
+
+
+def _supersede_locked(
+    *,
+    actor: User,
+    old: Memory,
+    kind: str | None,
+    content: str,
+    origin: str,
+    metadata: dict | None,
+    evidence: dict | None,
+    source_thread_id: str | None,
+    source_chat_key: str | None,
+    expires_at: datetime | None,
+) -> Memory:
+    """The supersede of ``old`` (locked, its write rule checked), with validated values."""
+    if old.status != Status.ACTIVE:
+        raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
+    now = timezone.now()
+    if old.is_expired(now):
+        raise Conflict("Memory has expired; only active memories can be superseded.", code="not_active")
+    new_kind = _validate_kind(kind if kind is not None else old.kind, old.scope_type)
+    new = Memory(
+        scope_type=old.scope_type,
+        scope_id=old.scope_id,
+        owner_id=old.owner_id,
+        project_id=old.project_id,
+        kind=new_kind,
+        content=content,
+        origin=origin,
+        metadata=metadata if metadata is not None else old.metadata,
+        evidence=evidence if evidence is not None else old.evidence,
+        source_thread_id=(source_thread_id if source_thread_id is not None else old.source_thread_id)[:64],
+        source_chat_key=source_chat_key if source_chat_key is not None else old.source_chat_key,
+        created_by=actor if actor and actor.is_authenticated else None,
+        expires_at=expires_at,
+        store_namespace=old.store_namespace,
+        store_key=old.store_key,
+    )
+    # Conditional update as a second guard: exactly one supersede can move the row. The old row
+    # leaves ``active`` before the new one is written, so a version that keeps the store key never
+    # meets its predecessor in the key's unique constraint (the reference to the new row is
+    # checked at commit).
+    moved = Memory.objects.filter(pk=old.pk, status=Status.ACTIVE).update(
+        status=Status.SUPERSEDED, superseded_by_id=new.pk, updated_at=now
+    )
+    if moved != 1:
+        raise Conflict("Memory was superseded concurrently.", code="not_active")
+    new.save(force_insert=True)
+    derived.on_memories_written(created=[new], changed=[old.pk])
     return new
 
 
@@ -341,17 +397,18 @@ def memory_forget(
     tier: str | None = None,
     project_id: str | None = None,
     staff_review: bool = False,
+    for_user: User | None = None,
 ) -> list[str]:
     """Physically delete a memory **and the older versions it replaced**.
 
     Older versions hold the same fact in older words, so forgetting a memory forgets its
     history too. Later versions (if ``memory_id`` is itself superseded) stay, and nothing
     is left pointing at a deleted row, so every remaining chain stays consistent.
-    Returns the deleted ids.
+    Returns the deleted ids. ``for_user``: as ``memory_create``'s.
     """
     with transaction.atomic():
         memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
-        _require_write(actor=actor, memory=memory, staff_review=staff_review, action="forget")
+        _require_write(actor=actor, memory=memory, staff_review=staff_review, action="forget", for_user=for_user)
         older = (
             Q(scope_type=memory.scope_type, scope_id=memory.scope_id)
             if staff_review
@@ -367,11 +424,12 @@ def memory_forget(
 MAX_FORGET_MANY = 500
 
 
-def memory_forget_many(*, actor: User, memory_ids: list[str]) -> list[str]:
+def memory_forget_many(*, actor: User, memory_ids: list[str], for_user: User | None = None) -> list[str]:
     """Forget several memories at once, each as ``memory_forget`` would (the write rule, older
     versions along, derived rows and vectors too), in one transaction: all or nothing. An id
     that is missing, hidden or not the caller's to forget refuses the whole call (404/403) and
-    nothing is deleted. At most ``MAX_FORGET_MANY`` ids. Returns the deleted ids."""
+    nothing is deleted. At most ``MAX_FORGET_MANY`` ids. Returns the deleted ids.
+    ``for_user``: as ``memory_create``'s."""
     ids = list(dict.fromkeys(str(memory_id)[:40] for memory_id in memory_ids))
     if len(ids) > MAX_FORGET_MANY:
         raise TooLarge(f"At most {MAX_FORGET_MANY} memories can be forgotten at once.")
@@ -389,7 +447,7 @@ def memory_forget_many(*, actor: User, memory_ids: list[str]) -> list[str]:
             scopes.setdefault((memory.scope_type, memory.scope_id, shared_from), memory)
         in_scopes = Q(pk__in=[])
         for memory in scopes.values():
-            _require_write(actor=actor, memory=memory, action="forget")
+            _require_write(actor=actor, memory=memory, action="forget", for_user=for_user)
             in_scopes |= _older_versions_q(actor=actor, memory=memory)
         doomed = _with_older_versions(ids, within=in_scopes)
         derived.on_memories_deleted(doomed)
@@ -482,3 +540,189 @@ def memory_rescope(*, actor: User, memory_id: str, from_scope: tuple[str, str], 
         derived.on_memories_written(created=[], changed=moving)
         memory.refresh_from_db()
     return memory
+
+
+# --- the store: memories addressed by namespace and key (docs/integrations.md) ---------------
+KEYED_CREATED, KEYED_REPLACED, KEYED_UNCHANGED, KEYED_REFRESHED = "created", "replaced", "unchanged", "refreshed"
+KEYED_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class KeyedWrite:
+    memory: Memory
+    outcome: str  # KEYED_CREATED, KEYED_REPLACED, KEYED_UNCHANGED or KEYED_REFRESHED
+
+
+def _store_evidence(evidence: dict, *, first: Memory | None) -> dict:
+    """What a keyed version records of its key: when the key was first written (its first
+    version's time, carried from version to version)."""
+    kept = dict(evidence.get(STORE_EVIDENCE) or {}) if isinstance(evidence.get(STORE_EVIDENCE), dict) else {}
+    if first is not None:
+        previous = first.evidence.get(STORE_EVIDENCE) if isinstance(first.evidence, dict) else None
+        since = previous.get("created_at") if isinstance(previous, dict) else None
+        kept["created_at"] = since if isinstance(since, str) else first.created_at.isoformat()
+    return {**evidence, STORE_EVIDENCE: kept} if kept else evidence
+
+
+def memory_put_keyed(
+    *,
+    actor: User,
+    tier: str,
+    namespace: Sequence[str],
+    key: str,
+    content: str,
+    kind: str,
+    metadata: dict | None = None,
+    evidence: dict | None = None,
+    expires_at: datetime | str | None = None,
+    project_id: str | None = None,
+    scope_id: str | None = None,
+    for_user: User | None = None,
+    origin: str = Origin.API,
+    content_guard: Callable[[str], None] | None = None,
+    adopt_id: str | None = None,
+) -> KeyedWrite:
+    """Write the memory a scope holds under ``namespace`` and ``key``: created when the key is
+    new (or its memory has expired: that one is forgotten first), a correction (a new version,
+    the key kept) when its content, kind or metadata changes, its expiry set in place when only
+    that changes, nothing when nothing does. The create and write rules are those of
+    ``memory_create`` and ``memory_supersede``. Two writers of one new key make one memory: the
+    key's unique constraint refuses the second insert, which then corrects the first.
+    ``adopt_id``: when the key is new, a memory of the scope written without a key (addressed by
+    its id until now) is the one corrected, and its new version takes the key."""
+    encoded = store_namespace_encode(namespace)
+    key = validate_store_key(key)
+    content = validate_content(content)
+    if content_guard is not None:
+        content_guard(content)
+    kind = _validate_kind(kind, tier)
+    expiry = validate_expires_at(expires_at)
+    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
+    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
+    if origin not in Origin.values:
+        raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
+    # Each refused insert means another writer of the key committed first: take turns until
+    # this write lands on the version they left (bounded; one writer commits per round).
+    for attempt in range(1, KEYED_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                return _put_keyed_locked(
+                    actor=actor,
+                    tier=tier,
+                    encoded=encoded,
+                    key=key,
+                    values={"content": content, "kind": kind, "metadata": metadata, "expires_at": expiry},
+                    evidence=evidence,
+                    origin=origin,
+                    scope=_scope_for_create(
+                        actor=actor, tier=tier, project_id=project_id, scope_id=scope_id, for_user=for_user
+                    ),
+                    for_user=for_user,
+                    adopt_id=adopt_id,
+                )
+        except IntegrityError:
+            if attempt == KEYED_ATTEMPTS:
+                raise Conflict("The key was written concurrently; try again.", code="conflict") from None
+    raise AssertionError("unreachable")
+
+
+def _put_keyed_locked(
+    *,
+    actor: User,
+    tier: str,
+    encoded: str,
+    key: str,
+    values: dict,
+    evidence: dict,
+    origin: str,
+    scope: dict,
+    for_user: User | None,
+    adopt_id: str | None,
+) -> KeyedWrite:
+    in_scope = Q(scope_type=tier, scope_id=scope["scope_id"])
+    existing = (
+        Memory.objects.select_for_update()
+        .filter(in_scope, store_namespace=encoded, store_key=key, status=Status.ACTIVE)
+        .first()
+    )
+    if existing is None and adopt_id:
+        existing = (
+            Memory.objects.select_for_update()
+            .filter(in_scope, pk=adopt_id, store_namespace="", store_key="", status=Status.ACTIVE)
+            .first()
+        )
+    now = timezone.now()
+    if existing is not None and existing.is_expired(now):
+        # An expired key is gone for its reader: the new write starts it again.
+        _require_write(actor=actor, memory=existing, action="forget", for_user=for_user)
+        doomed = _with_older_versions([existing.pk], within=in_scope)
+        derived.on_memories_deleted(doomed)
+        Memory.objects.filter(pk__in=doomed).delete()
+        existing = None
+    if existing is None:
+        memory = Memory(
+            scope_type=tier,
+            origin=origin,
+            evidence=_store_evidence(evidence, first=None),
+            created_by=actor if actor and actor.is_authenticated else None,
+            store_namespace=encoded,
+            store_key=key,
+            **values,
+            **scope,
+        )
+        memory.save(force_insert=True)
+        derived.on_memories_written(created=[memory])
+        return KeyedWrite(memory=memory, outcome=KEYED_CREATED)
+    _require_write(actor=actor, memory=existing, action="supersede", for_user=for_user)
+    same = all(getattr(existing, name) == values[name] for name in ("content", "kind", "metadata"))
+    if same and existing.expires_at == values["expires_at"]:
+        return KeyedWrite(memory=existing, outcome=KEYED_UNCHANGED)
+    if same:
+        # Only the expiry moved (a time to live written again): the same version, in place.
+        Memory.objects.filter(pk=existing.pk).update(expires_at=values["expires_at"], updated_at=now)
+        existing.expires_at, existing.updated_at = values["expires_at"], now
+        return KeyedWrite(memory=existing, outcome=KEYED_REFRESHED)
+    new = _supersede_locked(
+        actor=actor,
+        old=existing,
+        kind=values["kind"],
+        content=values["content"],
+        origin=origin,
+        metadata=values["metadata"],
+        evidence=_store_evidence(evidence, first=existing),
+        source_thread_id=None,
+        source_chat_key=None,
+        expires_at=values["expires_at"],
+    )
+    if (new.store_namespace, new.store_key) != (encoded, key):  # an adopted memory takes the key
+        Memory.objects.filter(pk=new.pk).update(store_namespace=encoded, store_key=key)
+        new.store_namespace, new.store_key = encoded, key
+    return KeyedWrite(memory=new, outcome=KEYED_REPLACED)
+
+
+def memories_expiry_extend(*, actor: User, memories: Sequence[Memory], minutes_of: Callable[[Memory], float | None]):
+    """Move the expiry of ``memories`` to now plus ``minutes_of(memory)`` minutes, in place (a
+    time to live refreshed by reading, docs/integrations.md), for the rows ``actor`` may change;
+    the others, and rows whose ``minutes_of`` is None, stay as they are. One statement per
+    distinct time to live."""
+    now = timezone.now()
+    by_minutes: dict[float, list[str]] = {}
+    allowed: dict[tuple[str, str], bool] = {}
+    for memory in memories:
+        minutes = minutes_of(memory)
+        if minutes is None or memory.status != Status.ACTIVE or memory.is_expired(now):
+            continue
+        scope = (memory.scope_type, memory.scope_id)
+        if scope not in allowed:
+            try:
+                _require_write(actor=actor, memory=memory, action="supersede", for_user=memory.owner)
+                allowed[scope] = True
+            except (NotFound, PermissionDenied):
+                allowed[scope] = False
+        if allowed[scope]:
+            by_minutes.setdefault(float(minutes), []).append(memory.pk)
+    for minutes, ids in by_minutes.items():
+        Memory.objects.filter(pk__in=ids, status=Status.ACTIVE).update(
+            expires_at=now + timedelta(minutes=minutes), updated_at=now
+        )
+    return sum(len(ids) for ids in by_minutes.values())

@@ -5,6 +5,7 @@ Written by service principals on behalf of a user; a user reads their own.
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
@@ -73,6 +74,9 @@ class Conversation(models.Model):
     # "Don't remember this chat": its runs get no memory of any kind, nothing is extracted from
     # them, and the history tools of other chats never return its messages (docs/runs.md).
     no_memory = models.BooleanField(default=False, verbose_name=_("don't remember this chat"))
+    # The runtime's own name for this conversation (an OpenAI Agents SDK session id): unique per
+    # user, so another process finds the same conversation again (docs/integrations.md).
+    external_id = models.CharField(max_length=200, blank=True, default="", verbose_name=_("external ID"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -82,6 +86,11 @@ class Conversation(models.Model):
         ordering = ["-updated_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "status", "-updated_at"], name="conv_owner_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "external_id"], condition=~Q(external_id=""), name="conversation_external_id_unique"
+            ),
         ]
 
     def __str__(self):
