@@ -1,7 +1,7 @@
 """Conversations and their messages over REST (``/api/conversations/...``): written by service
 principals for a user, read by their owner."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -50,6 +50,7 @@ class ConversationOutput(serializers.ModelSerializer):
             "parent_id",
             "session_key",
             "no_memory",
+            "external_id",
             "created_at",
             "updated_at",
         ]
@@ -64,6 +65,12 @@ class ConversationCreateInput(StrictInputMixin, serializers.Serializer):
     session_key = StrictCharField(max_length=200, required=False, allow_null=True, allow_blank=True, default=None)
     # "Don't remember this chat" (docs/runs.md): its runs get no memory, nothing is extracted.
     no_memory = StrictBooleanField(required=False, default=False)
+    external_id = StrictCharField(
+        max_length=200,
+        required=False,
+        help_text="The runtime's own id for this conversation (e.g. an OpenAI Agents SDK session id), unique "
+        "per user: when that user has a conversation with it, it is returned (200) instead of a new one.",
+    )
 
 
 class ToolCallOutput(serializers.ModelSerializer):
@@ -190,11 +197,19 @@ class ConversationListView(generics.ListAPIView):
         conversations = selectors.conversations_visible(user=self.request.user)
         return conversations.select_related(None).select_related("owner").order_by("-updated_at", "-id")
 
-    @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput})
+    @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput, 200: ConversationOutput})
     def post(self, request):
         data = validated(ConversationCreateInput, request)
-        conversation = services.conversation_create(actor=request.user, username=data.pop("user"), **data)
-        return Response(ConversationOutput(conversation).data, status=status.HTTP_201_CREATED)
+        username = data.pop("user")
+        if "external_id" in data:
+            conversation, created = services.conversation_for_external_id(
+                actor=request.user, username=username, external_id=data.pop("external_id"), **data
+            )
+        else:
+            conversation, created = services.conversation_create(actor=request.user, username=username, **data), True
+        return Response(
+            ConversationOutput(conversation).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
@@ -218,16 +233,59 @@ class ConversationDetailView(APIView):
         return Response(ConversationOutput(conversation).data)
 
 
+LIST_ORDERINGS = ("created_at", "-created_at")
+
+
+def _message_list_params(request) -> tuple[bool, str]:
+    """``fields=full`` (whole messages, as their detail gives them) and ``ordering``."""
+    fields = request.query_params.get("fields", "")
+    ordering = request.query_params.get("ordering", "created_at")
+    if fields not in ("", "full"):
+        raise serializers.ValidationError({"fields": ["Must be full (or left out)."]})
+    if ordering not in LIST_ORDERINGS:
+        raise serializers.ValidationError({"ordering": [f"Must be one of {', '.join(LIST_ORDERINGS)}."]})
+    return fields == "full", ordering
+
+
 class MessageListView(generics.ListAPIView):
     serializer_class = MessageListOutput
     pagination_class = ListPagination
 
+    def get_serializer_class(self):
+        if not is_schema_generation(self) and _message_list_params(self.request)[0]:
+            return MessageOutput
+        return MessageListOutput
+
     def get_queryset(self):
         if is_schema_generation(self):
             return Message.objects.none()
+        full, ordering = _message_list_params(self.request)
+        order = ("created_at", "id") if ordering == "created_at" else ("-created_at", "-id")
+        if full:
+            messages = selectors.conversation_messages(
+                user=self.request.user, conversation_id=self.kwargs["conversation_id"]
+            )
+            return messages.order_by(*order)
         return selectors.conversation_message_list(
             user=self.request.user, conversation_id=self.kwargs["conversation_id"], content_chars=LIST_TEXT_BYTES + 1
-        )
+        ).order_by(*order)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("fields", str, enum=["full"], description="full: whole messages, as their detail."),
+            OpenApiParameter("ordering", str, enum=list(LIST_ORDERINGS), description="Oldest first by default."),
+        ]
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        responses=inline_serializer("MessagesForgotten", {"forgotten": serializers.IntegerField()}),
+    )
+    def delete(self, request, conversation_id):
+        """Forget every message of the conversation (with their index entries and reads)."""
+        forgotten = services.messages_forget(actor=request.user, conversation_id=conversation_id)
+        return Response({"forgotten": len(forgotten)})
 
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
     def post(self, request, conversation_id):
@@ -244,6 +302,12 @@ class MessageDetailView(APIView):
             user=request.user, conversation_id=conversation_id, message_id=message_id
         )
         return Response(MessageOutput(message).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, conversation_id, message_id):
+        """Forget the message (the turn after it is indexed again without it)."""
+        services.messages_forget(actor=request.user, conversation_id=conversation_id, message_id=int(message_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 CONV = r"(?P<conversation_id>[\w-]+)"

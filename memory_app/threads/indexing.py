@@ -50,6 +50,22 @@ def on_message_created(message: Message, conversation: Conversation) -> None:
         )
 
 
+def on_messages_deleted(message_ids: list[int], followers: list[Message]) -> None:
+    """Forgotten messages leave the index with their vectors; the turns that followed them are
+    indexed again, since their vectors were made with the forgotten text as context."""
+    documents.remove(SOURCE, [str(pk) for pk in message_ids])
+    if followers:
+        documents.remove(SOURCE, [str(m.pk) for m in followers])
+        documents.sync(
+            SOURCE,
+            [
+                Row(ref=str(m.pk), scope=history_scope(m.conversation.owner_id), text=m.content)
+                for m in followers
+                if is_indexed(m, m.conversation)
+            ],
+        )
+
+
 def on_user_deleted(sender, instance, **kwargs) -> None:
     documents.drop_scopes([history_scope(instance.pk)])
 

@@ -6,16 +6,19 @@ Every write owns its transaction; a new history message is indexed in it (``inde
 import json
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.budgets import utf8_len
-from config.errors import InvalidInput, NotFound, TooLarge
+from config.errors import Conflict, InvalidInput, NotFound, TooLarge
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
 from identity_app.chat_reach import chat_require_reach
 from identity_app.models import User
 from identity_app.permissions import READ, project_require_permission, reach_require_project, require_service_principal
 from identity_app.selectors import user_get_acting
+from memory_app.reads.models import ItemKind
+from memory_app.reads.services import reads_forget
 from memory_app.threads import indexing
 from memory_app.threads.models import (
     Conversation,
@@ -33,6 +36,7 @@ MAX_MESSAGE_JSON_BYTES = 16 * 1024
 SENT_AT_MAX_AHEAD = timedelta(minutes=5)  # clock skew of a runtime
 MAX_TOOL_CALLS_PER_MESSAGE = 50
 MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
+MAX_FORGET_MESSAGES = 10_000
 
 
 def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
@@ -58,6 +62,7 @@ def conversation_create(
     parent_id: str | None = None,
     session_key: str | None = None,
     no_memory: bool = False,
+    external_id: str = "",
 ) -> Conversation:
     require_service_principal(actor)
     owner = user_get_acting(actor=actor, username=username)
@@ -86,11 +91,74 @@ def conversation_create(
         parent=parent,
         session_key=session_key,
         no_memory=no_memory,
+        external_id=_short_text(external_id, "external_id", 200),
     )
-    conversation.full_clean()
+    conversation.full_clean(validate_constraints=False)  # the database holds the external id's
     with transaction.atomic(durable=True):
         conversation.save(force_insert=True)
     return conversation
+
+
+def conversation_for_external_id(
+    *, actor: User, username: str, external_id: str, **fields
+) -> tuple[Conversation, bool]:
+    """The conversation of ``username`` that the runtime calls ``external_id`` (an OpenAI Agents
+    SDK session id), created with ``fields`` when there is none yet: (conversation, created).
+    Found again from any process; two processes creating it at once make one (the external id
+    is unique per user)."""
+    require_service_principal(actor)
+    owner = user_get_acting(actor=actor, username=username)
+    external_id = _short_text(external_id, "external_id", 200, required=True)
+    visible = conversations_visible(user=actor).filter(owner=owner, external_id=external_id)
+    found = visible.first()
+    if found is not None:
+        return found, False
+    if Conversation.objects.filter(owner=owner, external_id=external_id).exists():
+        # Another conversation of this user holds the id, outside this token's reach.
+        raise Conflict("external_id is taken by a conversation this token may not use.", code="conflict")
+    try:
+        return conversation_create(actor=actor, username=username, external_id=external_id, **fields), True
+    except IntegrityError:
+        found = visible.first()  # created by a concurrent request meanwhile
+        if found is None:
+            raise
+        return found, False
+
+
+def messages_forget(*, actor: User, conversation_id: str, message_id: int | None = None) -> list[int]:
+    """Forget one message of a conversation, or (``message_id`` None) all of them: deleted with
+    their tool calls, index entries, vectors and reads; the turn after a forgotten one is
+    indexed again. Service principals within reach, and the conversation's owner."""
+    with transaction.atomic(durable=True):
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        if conversation.owner_id != actor.pk:
+            require_service_principal(actor)
+        doomed = conversation.messages.all()
+        if message_id is not None:
+            doomed = doomed.filter(pk=message_id)
+        ids = list(doomed.order_by("created_at", "id").values_list("pk", flat=True)[: MAX_FORGET_MESSAGES + 1])
+        if message_id is not None and not ids:
+            raise NotFound("Message not found.")
+        if len(ids) > MAX_FORGET_MESSAGES:
+            raise TooLarge(f"At most {MAX_FORGET_MESSAGES} messages are forgotten at once; call again.")
+        followers = [] if message_id is None else _follower(conversation, ids)
+        indexing.on_messages_deleted(ids, followers)
+        reads_forget(item_kind=ItemKind.MESSAGE, refs=[str(pk) for pk in ids])
+        Message.objects.filter(pk__in=ids).delete()
+        conversation.save(update_fields=["updated_at"])
+    return ids
+
+
+def _follower(conversation: Conversation, ids: list[int]) -> list[Message]:
+    """The message after a forgotten one (none when it was the last)."""
+    gone = Message.objects.get(pk=ids[0])
+    after = Q(created_at__gt=gone.created_at) | Q(created_at=gone.created_at, pk__gt=gone.pk)
+    following = conversation.messages.filter(after).select_related("conversation").order_by("created_at", "id").first()
+    return [following] if following is not None else []
 
 
 def message_create(
