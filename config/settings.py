@@ -437,6 +437,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # PATCH validates like PUT here (no partial serializers), so it documents the same fields.
     "COMPONENT_SPLIT_PATCH": False,
+    "PREPROCESSING_HOOKS": ["config.api.schema.only_api_paths"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.schema_error_responses",

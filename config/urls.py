@@ -27,7 +27,10 @@ urlpatterns = [
     *account.urlpatterns,
     re_path(r"^api/schema/?$", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^api/docs/?$", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
+    path("api/mem0/", include((memory_urls.compat_urlpatterns, "mem0"), namespace="mem0")),
     path("api/", include("identity_app.api.urls")),
     path("api/", include(memory_urls.api_urlpatterns)),
+    # mem0's clients call its paths at the host's root (docs/integrations.md).
+    path("", include((memory_urls.compat_urlpatterns, "mem0-root"), namespace="mem0-root")),
     path("", include((memory_urls.web_urlpatterns, "web"), namespace="web")),
 ]

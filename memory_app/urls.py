@@ -1,12 +1,14 @@
 """Every route of the app, collected from the packages that own them.
 
 ``api_urlpatterns`` are mounted under ``/api/``; ``web_urlpatterns`` at the site root in the
-``web`` namespace (the pages of ``identity_app`` share that namespace).
+``web`` namespace (the pages of ``identity_app`` share that namespace); ``compat_urlpatterns``
+(the mem0-compatible API) both at the site root and under ``/api/mem0/``.
 """
 
 from identity_app.web import views as identity_web
 from memory_app.automemory import api as automemory_api
 from memory_app.automemory import web as automemory_web
+from memory_app.compat import api as compat_api
 from memory_app.context import api as context_api
 from memory_app.home import api as home_api
 from memory_app.home import web as home_web
@@ -19,6 +21,7 @@ from memory_app.runs import api as runs_api
 from memory_app.runs import web as runs_web
 from memory_app.scoped import api as scoped_api
 from memory_app.scoped import web as scoped_web
+from memory_app.store import api as store_api
 from memory_app.threads import api as threads_api
 
 api_urlpatterns = [
@@ -31,6 +34,7 @@ api_urlpatterns = [
     *scoped_api.urlpatterns,
     *ops_api.urlpatterns,
     *home_api.urlpatterns,
+    *store_api.urlpatterns,
 ]
 
 web_urlpatterns = [
@@ -42,3 +46,5 @@ web_urlpatterns = [
     *automemory_web.urlpatterns,
     *scoped_web.urlpatterns,
 ]
+
+compat_urlpatterns = [*compat_api.urlpatterns]

@@ -107,10 +107,14 @@ def _view_name(callback) -> str:
     return f"{target.__module__}.{getattr(target, '__qualname__', target)}"
 
 
+# The mem0-compatible API is also served at the site root, at mem0's own paths.
+COMPAT_ROOT = ("v1/", "v2/", "v3/")
+
+
 def _kind(pattern: str) -> str:
     if pattern.startswith("admin/"):
         return "admin"
-    if pattern.startswith("api/"):
+    if pattern.startswith(("api/", *COMPAT_ROOT)):
         return "api"
     return "web"
 
@@ -333,7 +337,8 @@ MAY_READ = {
     "main": set(MARKERS),
     "bob": {"project"},
     "vera": {"project"},
-    "svc": {"thread", "chat"},
+    # ... and, acting for her (the mem0-compatible API, the store), her own memories.
+    "svc": {"thread", "chat", "user"},
     "root": set(MARKERS),
 }
 

@@ -70,6 +70,41 @@ pytestmark = pytest.mark.django_db
 
 # --- the API -------------------------------------------------------------------------------
 
+# The mem0-compatible API, under /api/mem0/ (``mem0``) and at the site root (``mem0-root``): a
+# user's own memories, for the user's own key or a service acting for them; API keys only (a
+# run token is no credential here); another user named is 404, as one that does not exist.
+MEM0_ROWS = """
+{ns}:mem0-ping             GET    -       401  401    401  401 401  200   200 200     200  200 200
+{ns}:mem0-add              POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-list             POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-search           POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-delete-all       DELETE -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-memory           GET    -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-memory           PUT    -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-memory           DELETE -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-history          GET    -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-entities         GET    -       401  401    401  401 401  200   200 200     200  200 200
+{ns}:mem0-entity           DELETE -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-batch            PUT    -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-batch            DELETE -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-unsupported-v1   GET    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v1   POST   -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v1   PUT    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v1   PATCH  -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v1   DELETE -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v2   GET    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v2   POST   -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v2   PUT    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v2   PATCH  -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-v2   DELETE -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-orgs GET    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-orgs POST   -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-orgs PUT    -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-orgs PATCH  -       401  401    401  401 401  400   400 400     400  400 400
+{ns}:mem0-unsupported-orgs DELETE -       401  401    401  401 401  400   400 400     400  400 400
+"""
+MEM0_NAMESPACES = ("mem0", "mem0-root")
+
 API = parse_table(
     """
 route                     method target  anon forged frun sub main alice bob mallory vera svc lsvc
@@ -140,6 +175,11 @@ conversation-detail       PATCH  session 401  401    401  401 401  400   400 400
 conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201 404
 conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200 404
+# forgetting messages: the conversation's owner, or a service principal within reach
+conversation-messages     DELETE -       401  401    401  401 401  200   404 404     404  200 404
+conversation-message      DELETE -       401  401    401  401 401  204   404 404     404  204 404
+# a conversation found again by the runtime's own id (an Agents SDK session): created for alice
+conversations             POST   session 401  401    401  401 401  403   403 403     403  201 404
 runs                      GET    -       401  401    401  401 401  200   200 200     200  200 200
 runs                      POST   -       401  401    401  401 401  403   403 403     403  201 404
 run-detail                GET    -       401  401    401  401 401  200   404 404     404  200 404
@@ -220,10 +260,16 @@ memory-home-forget-all    POST   typo    401  401    401  401 401  400   400 400
 my-export                 GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-export-markdown        GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-import                 POST   -       401  401    401  401 401  200   200 200     200  200 200
+# the store (LangGraph): alice's own memory by its id in her namespace; a service acting for her
+store-batch               POST   -       401  401    401  401 401  200   404 404     404  200 404
+store-batch               POST   project 401  401    401  401 401  200   200 404     200  404 404
+store-batch               POST   chat    401  401    401  401 401  200   404 404     404  200 404
+store-batch               POST   put     401  401    401  401 401  200   404 404     404  200 404
+{mem0}
 # public: the schema and its docs page (a forged token is still refused)
 schema                    GET    -       200  401    200  200 200  200   200 200     200  200 200
 api-docs                  GET    -       200  401    200  200 200  200   200 200     200  200 200
-""",
+""".replace("{mem0}", MEM0_ROWS.format(ns="mem0") + MEM0_ROWS.format(ns="mem0-root")),
     API_PERSONAS,
 )
 
@@ -246,6 +292,32 @@ API_CODES = {
     **{("chat-bindings", "POST", target, "lsvc"): "token_limited" for target in ("-", "unbound")},
     ("conversations", "POST", "-", "lsvc"): "unknown_user",
     ("runs", "POST", "-", "lsvc"): "unknown_user",
+    ("conversations", "POST", "session", "lsvc"): "unknown_user",
+    **{("store-batch", "POST", target, "lsvc"): "unknown_user" for target in ("-", "put")},
+    **{
+        ("store-batch", "POST", target, who): "unknown_user"
+        for target in ("-", "put")
+        for who in ("bob", "mallory", "vera")
+    },
+    **{
+        (f"{ns}:{route}", method, "-", who): "unknown_user"
+        for ns in MEM0_NAMESPACES
+        for route, method in (
+            ("mem0-add", "POST"),
+            ("mem0-list", "POST"),
+            ("mem0-search", "POST"),
+            ("mem0-delete-all", "DELETE"),
+            ("mem0-entity", "DELETE"),
+        )
+        for who in ("bob", "mallory", "vera", "lsvc")
+    },
+    **{
+        (f"{ns}:mem0-unsupported-{what}", method, "-", who): "unsupported"
+        for ns in MEM0_NAMESPACES
+        for what in ("v1", "v2", "orgs")
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+        for who in ("alice", "bob", "mallory", "vera", "svc", "lsvc")
+    },
 }
 for (route, method, target, persona), code in API_CODES.items():
     API[route, method, target][persona] = Expect(f"{API[route, method, target][persona].text}:{code}")
@@ -471,7 +543,61 @@ def _sub_run(w):
     return {"run_id": w.sub_run.pk}
 
 
+MEM0_UNSUPPORTED_URLS = {"v1": "v1/exports/", "v2": "v2/profiles/settings/", "orgs": "api/v1/orgs/organizations/x/"}
+
+
+def _mem0_prefix(ns: str) -> str:
+    return "/api/mem0/" if ns == "mem0" else "/"
+
+
+def _store_ops(op: dict) -> Callable[[World], dict]:
+    def built(w: World, value):
+        if callable(value):
+            return value(w)
+        if isinstance(value, list):
+            return [built(w, item) for item in value]
+        return value
+
+    return lambda w: {"ops": [{key: built(w, value) for key, value in op.items()}]}
+
+
 TARGETS: dict[tuple[str, str], Target] = {
+    **{(f"{ns}:mem0-memory", "-"): Target(_user_item) for ns in MEM0_NAMESPACES},
+    **{(f"{ns}:mem0-history", "-"): Target(_user_item) for ns in MEM0_NAMESPACES},
+    **{
+        (f"{ns}:mem0-entity", "-"): Target(lambda w: {"entity_type": "user", "name": "alice"}) for ns in MEM0_NAMESPACES
+    },
+    **{
+        (f"{ns}:mem0-delete-all", "-"): Target(url=lambda w, ns=ns: _mem0_prefix(ns) + "v1/memories/?user_id=alice")
+        for ns in MEM0_NAMESPACES
+    },
+    **{
+        (f"{ns}:mem0-unsupported-{what}", "-"): Target(url=lambda w, ns=ns, url=url: _mem0_prefix(ns) + url)
+        for ns in MEM0_NAMESPACES
+        for what, url in MEM0_UNSUPPORTED_URLS.items()
+    },
+    ("store-batch", "-"): Target(
+        body=_store_ops({"op": "get", "namespace": ["users", "alice"], "key": lambda w: w.user_memory.pk})
+    ),
+    ("store-batch", "project"): Target(
+        body=_store_ops(
+            {"op": "get", "namespace": ["projects", lambda w: w.project.pk], "key": lambda w: w.project_memory.pk}
+        )
+    ),
+    ("store-batch", "chat"): Target(
+        body=_store_ops({"op": "search", "namespace_prefix": ["chats", CHAT_KEY], "query": "allergic"})
+    ),
+    ("store-batch", "put"): Target(
+        body=_store_ops(
+            {
+                "op": "put",
+                "namespace": ["users", "alice", "prefs"],
+                "key": "tea",
+                "value": {"content": "Likes green tea"},
+            }
+        )
+    ),
+    ("conversations", "session"): Target(body=lambda w: {"user": "alice", "title": "new", "external_id": "session-1"}),
     **{(route, "chat"): Target(_chat_item) for route in HOME_ITEM_ROUTES},
     **{(route, "project"): Target(_project_item) for route in HOME_ITEM_ROUTES},
     **{(route, "-"): Target(_user_item) for route in HOME_ITEM_ROUTES},
@@ -622,6 +748,24 @@ TARGETS: dict[tuple[str, str], Target] = {
 
 # What each write sends: a valid request, so that a refusal is about who asks, not what.
 BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
+    **{
+        (f"{ns}:mem0-add", "POST"): {"messages": "I like oolong tea", "user_id": "alice", "infer": False}
+        for ns in MEM0_NAMESPACES
+    },
+    **{(f"{ns}:mem0-list", "POST"): {"filters": {"user_id": "alice"}} for ns in MEM0_NAMESPACES},
+    **{
+        (f"{ns}:mem0-search", "POST"): {"query": "plush desk", "filters": {"user_id": "alice"}}
+        for ns in MEM0_NAMESPACES
+    },
+    **{(f"{ns}:mem0-memory", "PUT"): {"text": "I keep two plush toys on my desk"} for ns in MEM0_NAMESPACES},
+    **{
+        (f"{ns}:mem0-batch", "PUT"): lambda w: {"memories": [{"memory_id": w.user_memory.pk, "text": "Two plush toys"}]}
+        for ns in MEM0_NAMESPACES
+    },
+    **{
+        (f"{ns}:mem0-batch", "DELETE"): lambda w: {"memories": [{"memory_id": w.user_memory.pk}]}
+        for ns in MEM0_NAMESPACES
+    },
     ("profile", "PUT"): {"display_name": "Renamed"},
     ("project-list", "POST"): {"name": "Hermes"},
     ("project-detail", "PUT"): {"description": "Moon"},

@@ -12,7 +12,7 @@ from django.views.defaults import bad_request, page_not_found, permission_denied
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from config.api.routes import is_api_request
+from config.api.routes import is_api_request, is_compat_request
 from config.errors import DomainError
 from config.logs import current_request_id
 from config.throttling import unauthenticated_throttled
@@ -98,7 +98,10 @@ class ApiNotFoundMiddleware:
             try:
                 get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
             except Resolver404:
-                return JsonResponse(error_body("not_found", "Not found."), status=404)
+                body = error_body("not_found", "Not found.")
+                if is_compat_request(request):
+                    body["detail"] = "Not found."  # what mem0's clients read
+                return JsonResponse(body, status=404)
         return self.get_response(request)
 
 

@@ -60,3 +60,9 @@ def schema_error_responses(result, generator, request, public):
                     response["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
                 operation["responses"].setdefault(status, response)
     return result
+
+
+def only_api_paths(endpoints):
+    """The schema documents the API under ``/api/``: the same views mounted elsewhere (the
+    mem0-compatible API at the site root) are described once, under ``/api/mem0/``."""
+    return [endpoint for endpoint in endpoints if endpoint[0].startswith("/api/")]

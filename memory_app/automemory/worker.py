@@ -30,11 +30,11 @@ from identity_app.permissions import CREATE_TASK, project_require_permission
 from memory_app.automemory.gates import GateInputs, GateResult, first_stop, no_memory_gate
 from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, AutoMemoryOutcome, AutoMemorySettings
 from memory_app.automemory.selectors import auto_memory_settings_get, effective_flags
-from memory_app.distill.extraction import MAX_CANDIDATE_CHARS, Candidate, Extractor, get_extractor, normalize_key
+from memory_app.distill.extraction import Candidate, Extractor, clean_candidates, get_extractor, normalize_key
 from memory_app.distill.redaction import redact
 from memory_app.distill.timebound import expiry_details, with_expiry
 from memory_app.memories import services
-from memory_app.memories.models import IDENTITY_KINDS, Memory, Origin, Tier, live_q
+from memory_app.memories.models import Memory, Origin, Tier, live_q
 from memory_app.memories.timing import user_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
@@ -374,26 +374,6 @@ def _write_memories(*, run_id: str, token: str, candidates: list[Candidate], ext
     return result
 
 
-def _clean_candidates(candidates: list[Candidate], *, contact_info: bool) -> list[Candidate]:
-    """Identity kinds only, redacted once more, one per target (the last statement wins)."""
-    by_key: dict[str, Candidate] = {}
-    for candidate in candidates:
-        if candidate.kind not in IDENTITY_KINDS or not candidate.subject_key:
-            continue
-        content = candidate.content.replace("\x00", "")[:MAX_CANDIDATE_CHARS]
-        content = redact(content, contact_info=contact_info).text.strip()
-        if len(content) < 4:
-            continue
-        by_key.pop(candidate.subject_key, None)
-        by_key[candidate.subject_key] = Candidate(
-            kind=candidate.kind,
-            content=content,
-            subject_key=candidate.subject_key,
-            confidence=candidate.confidence,
-        )
-    return list(by_key.values())
-
-
 # --- one run, one round --------------------------------------------------------------------
 def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, now: datetime) -> RunResult:
     run = AgentRun.objects.select_related("user", "conversation").get(pk=run_id)
@@ -459,7 +439,7 @@ def run_process(*, run_id: str, token: str, attempt: int, extractor: Extractor, 
         raw = extractor.extract(redacted.text, max_items=MAX_CANDIDATES)
     except Exception as exc:
         return _run_failed(run_id=run_id, token=token, attempt=attempt, exc=exc)
-    candidates = _clean_candidates(raw, contact_info=user_settings.redact_contact_info)
+    candidates = clean_candidates(raw, contact_info=user_settings.redact_contact_info)
     # "this week", "到周五为止": relative to when the run's conversation happened, in the user's zone.
     candidates = with_expiry(candidates, now=run.finished_at or now, zone=user_zone(run.user))
     try:

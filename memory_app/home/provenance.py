@@ -208,6 +208,10 @@ def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
         text = _("An operator moved it here")
     elif memory.origin == Origin.MANUAL:
         text = _("%(who)s wrote it by hand") % {"who": _capital(who)}
+    elif _evidence_value(memory, "via") == "mem0":
+        text = _("%(who)s saved it through the mem0-compatible API") % {"who": _capital(who)} + where
+    elif _evidence_value(memory, "via") == "store":
+        text = _("%(who)s saved it through the store API (LangGraph)") % {"who": _capital(who)} + where
     else:
         text = _("%(who)s saved it through the API") % {"who": _capital(who)} + where
         if prov.chat_key and not where:

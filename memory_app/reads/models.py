@@ -29,6 +29,8 @@ class ReadPath(models.TextChoices):
     MCP_IDENTITY = "mcp_identity", _("MCP: identity context")
     MCP_CHAT_SEARCH = "mcp_chat_search", _("MCP: search a chat's memories")
     API_SEARCH = "api_search", _("API: memory search")
+    MEM0 = "mem0", _("mem0-compatible API")
+    STORE = "store", _("store API (LangGraph)")
 
 
 class MemoryRead(models.Model):

@@ -73,3 +73,52 @@ def live(tmp_path_factory):
         server.stop()
         if name:
             _drop(name)
+
+
+INTEGRATIONS_SEED = """
+import json
+from django.contrib.auth import get_user_model
+from identity_app.chat_bindings import chat_binding_create
+from identity_app.models import Membership, Role
+from identity_app.services import project_create, token_issue, user_grant_service
+
+User = get_user_model()
+users = {name: User.objects.create_user(name) for name in ("alice", "bob", "carol")}
+svc = User.objects.create_user("svc")
+user_grant_service(user=svc)
+svc = User.objects.get(pk=svc.pk)
+project = project_create(actor=users["alice"], name="Apollo")
+Membership.objects.create(project=project, user=users["bob"], role=Role.MEMBER)
+chat_binding_create(actor=svc, chat_key="milky:private:10001", username="alice")
+keys = {name: token_issue(user=user)[1] for name, user in users.items()}
+keys["svc"] = token_issue(user=svc)[1]
+keys["lsvc"] = token_issue(user=svc, only_users=["bob"])[1]
+keys["project"] = project.pk
+print(json.dumps(keys))
+"""
+
+
+@pytest.fixture(scope="session")
+def integrations(tmp_path_factory):
+    """A server for the integration tests (mem0, LangGraph, the Agents SDK, LangChain), whose
+    rate limits are off so that a library's quick run of calls is never throttled: keys of
+    alice (a project owner), bob, carol, svc (a service principal) and lsvc (svc limited to
+    bob); ``keys["project"]`` is alice's project."""
+    folder = tmp_path_factory.mktemp("integrations-server")
+    overrides = {"WEB_CONCURRENCY": "1", "GUNICORN_THREADS": "8", "SERVE_WORKER": "0", "WORKER_EXPECTED": "0"}
+    name = None
+    if os.environ.get("DATABASE_URL"):
+        name = (os.environ.get("DATABASE_TEST_NAME") or "test_memsvc") + "_integrations"
+        _drop(name)
+        with psycopg.connect(_admin_url(), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        overrides["DATABASE_URL"] = _database_url(name)
+    server = start(serve_env(folder, **overrides), folder)
+    try:
+        server.wait_ready()
+        server.keys = json.loads(server.manage("shell", "-c", INTEGRATIONS_SEED).strip().splitlines()[-1])
+        yield server
+    finally:
+        server.stop()
+        if name:
+            _drop(name)

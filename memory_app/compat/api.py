@@ -1,0 +1,442 @@
+"""The mem0-compatible API (docs/integrations.md): the endpoints ``mem0ai``'s ``MemoryClient``
+calls, served at the site root (``/v1/…``, ``/v2/…``, ``/v3/…``) and under ``/api/mem0/``, so that
+``MemoryClient(api_key=<key>, host=<this service>)`` works unchanged.
+
+Every answer is what mem0's client reads; every error is this API's error shape with mem0's
+``detail`` beside it, at the status that makes the client raise its own typed exception (400
+``ValidationError``, 401/403 ``AuthenticationError``, 404 ``MemoryNotFoundError``, 413
+``MemoryQuotaExceededError``, 429 ``RateLimitError``). A field or filter this service does not
+support is a 400 that names it, never ignored.
+"""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api.inputs import (
+    JSONObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictInputMixin,
+    StrictIntegerField,
+    validated,
+)
+from config.api.pagination import DefaultPagination
+from config.api.routes import compat_route
+from config.errors import InvalidInput
+from identity_app.authentication import ApiTokenAuthentication
+from identity_app.models import ApiToken
+from memory_app.compat import output, query, selectors, services
+from memory_app.memories.models import MAX_CONTENT_CHARS
+from memory_app.memories.selectors import memory_chain, memory_of_users_get
+from memory_app.reads import recorder as reads
+from memory_app.reads.models import ItemKind, ReadPath
+from memory_app.search.engine import default_mode
+
+ANY_JSON = {"description": "Any JSON value."}
+PING_ORG, PING_PROJECT = "memory-service", "default"
+ENTITY = {"type": "string", "maxLength": query.MAX_VALUE_CHARS, "nullable": True}
+
+
+class Mem0View(APIView):
+    """API keys only; every error carries mem0's ``detail`` (its client's exception message)."""
+
+    authentication_classes = [ApiTokenAuthentication]
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        error = response.data.get("error") if isinstance(response.data, dict) else None
+        if isinstance(error, dict):
+            response.data["detail"] = error.get("message", "")
+        return response
+
+    def read(self, memories, path: str) -> None:
+        """Who read what (docs/home.md): the text of ``memories`` went to this key."""
+        token = self.request.auth if isinstance(self.request.auth, ApiToken) else None
+        by_owner: dict[int, list[str]] = {}
+        for memory in memories:
+            by_owner.setdefault(memory.owner_id, []).append(memory.pk)
+        for owner_id, refs in by_owner.items():
+            reads.record(
+                item_kind=ItemKind.MEMORY,
+                refs=refs,
+                path=path,
+                user_id=owner_id,
+                principal_id=self.request.user.pk,
+                token_id=token.pk if token else None,
+            )
+
+
+def refuse_fields(data, unsupported: tuple[str, ...]) -> None:
+    """mem0 fields this service does not do: a 400 naming them (unknown fields are refused by
+    the input serializers)."""
+    if isinstance(data, dict):
+        named = sorted(name for name in data if name in unsupported)
+        if named:
+            raise InvalidInput(
+                f"Not supported by this service: {', '.join(named)} (docs/integrations.md).", code="unsupported"
+            )
+
+
+def entity_filters(data: dict) -> dict | None:
+    """The filter a request means: its ``filters`` and any entity ids given beside them."""
+    given = [{name: data[name]} for name in query.ENTITY_FIELDS if data.get(name) is not None]
+    if data.get("metadata"):
+        given.append({"metadata": data["metadata"]})
+    if data.get("filters"):
+        given.append(data["filters"])
+    return {"AND": given} if given else None
+
+
+class Mem0Input(StrictInputMixin, serializers.Serializer):
+    user_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
+    agent_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
+    run_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
+    app_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
+    filters = JSONObjectField(required=False, allow_null=True)
+    version = StrictCharField(max_length=10, required=False)
+    output_format = StrictCharField(max_length=10, required=False)
+
+
+# --- who is calling ----------------------------------------------------------------------
+class PingView(Mem0View):
+    @extend_schema(
+        tags=["mem0-compatible"],
+        responses=inline_serializer(
+            "Mem0Ping",
+            {
+                "status": serializers.CharField(),
+                "user_id": serializers.CharField(),
+                "user_email": serializers.CharField(),
+            },
+        ),
+    )
+    def get(self, request):
+        # mem0's client needs an organisation and a project to start; this service has one of
+        # each per deployment (its project operations answer 400, unsupported).
+        return Response(
+            {
+                "status": "ok",
+                "user_id": request.user.get_username(),
+                "user_email": request.user.email or None,
+                "org_id": PING_ORG,
+                "project_id": PING_PROJECT,
+            }
+        )
+
+
+# --- add -----------------------------------------------------------------------------------
+ADD_UNSUPPORTED = (
+    "custom_categories",
+    "custom_instructions",
+    "agent_custom_instructions",
+    "structured_data_schema",
+    "timestamp",
+    "includes",
+    "excludes",
+    "enable_graph",
+    "categories",
+)
+
+
+class Mem0AddInput(Mem0Input):
+    messages = serializers.JSONField(help_text="A string, a message {role, content}, or a list of messages.")
+    metadata = JSONObjectField(required=False, allow_null=True)
+    infer = StrictBooleanField(required=False, default=True)
+    expiration_date = StrictCharField(max_length=40, required=False, allow_null=True)
+    async_mode = StrictBooleanField(required=False, help_text="Accepted; every add is done before it answers.")
+    immutable = StrictBooleanField(required=False)
+
+
+class AddView(Mem0View):
+    @extend_schema(
+        tags=["mem0-compatible"],
+        request=Mem0AddInput,
+        responses={
+            200: inline_serializer("Mem0Events", {"results": serializers.ListField(child=serializers.DictField())})
+        },
+    )
+    def post(self, request):
+        refuse_fields(request.data, ADD_UNSUPPORTED)
+        data = validated(Mem0AddInput, request)
+        if data.get("immutable"):
+            raise InvalidInput("Not supported by this service: immutable (docs/integrations.md).", code="unsupported")
+        named = query.parse(entity_filters({k: data.get(k) for k in (*query.ENTITY_FIELDS, "filters")}))
+        given_tags = {name: services.tag_text(name, data.get(name)) for name in services.ENTITY_TAGS}
+        tags = {**_equal_tags(data.get("filters")), **{k: v for k, v in given_tags.items() if v}}
+        subjects = services.subjects_for(actor=request.user, named=named.user_ids)
+        if len(subjects) != 1:
+            raise InvalidInput("An add is for one user.", code="invalid")
+        events = services.memories_add(
+            actor=request.user,
+            subject=subjects[0],
+            messages=services.messages_text(data["messages"]),
+            tags=tags,
+            metadata=data.get("metadata"),
+            infer=data["infer"],
+            expires_at=services.expiry_of(data.get("expiration_date")),
+        )
+        return Response({"results": [output.event_out(event) for event in events]})
+
+
+def _equal_tags(given) -> dict:
+    """The entity tags an add's ``filters`` gives (equalities only: an add writes one set)."""
+    tags: dict = {}
+    for name, value in (given or {}).items():
+        if name == "user_id":
+            continue
+        if name not in services.ENTITY_TAGS or not isinstance(value, str) or value == query.WILDCARD:
+            raise InvalidInput(
+                "filters of an add name user_id, agent_id, run_id and app_id, each equal to one string.",
+                code="unsupported_filter",
+            )
+        tags[name] = services.tag_text(name, value)
+    return tags
+
+
+# --- read ----------------------------------------------------------------------------------
+READ_UNSUPPORTED = ("categories", "reference_date", "enable_graph")
+
+
+class Mem0ListInput(Mem0Input):
+    fields = serializers.ListField(  # type: ignore[assignment]  # mem0's name for the output fields wanted
+        child=serializers.ChoiceField(choices=output.MEMORY_FIELDS),
+        required=False,
+        max_length=len(output.MEMORY_FIELDS),
+    )
+    start_date = StrictCharField(max_length=40, required=False, allow_null=True)
+    end_date = StrictCharField(max_length=40, required=False, allow_null=True)
+    show_expired = StrictBooleanField(required=False, default=False)
+    latest_only = StrictBooleanField(required=False, help_text="Accepted: only the current versions are ever listed.")
+    metadata = JSONObjectField(required=False, allow_null=True)
+
+
+class Mem0SearchInput(Mem0ListInput):
+    query = StrictCharField(max_length=1000)
+    top_k = StrictIntegerField(min_value=1, max_value=100, required=False, default=10)
+    limit = StrictIntegerField(min_value=1, max_value=100, required=False)
+    threshold = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
+    rerank = StrictBooleanField(required=False, help_text="Accepted; the ranking is always hybrid (words and meaning).")
+    keyword_search = StrictBooleanField(required=False, default=False)
+
+
+def _read_scope(request, data: dict) -> tuple[list, query.Parsed]:
+    if data.get("show_expired"):
+        raise InvalidInput(
+            "show_expired: expired memories leave every agent's reads here (docs/tiers.md, Expiry).",
+            code="unsupported",
+        )
+    wanted = entity_filters(data)
+    dates = [
+        {"created_at": {op: data[key]}} for key, op in (("start_date", "gte"), ("end_date", "lte")) if data.get(key)
+    ]
+    if dates:
+        wanted = {"AND": [*(wanted["AND"] if wanted else []), *dates]}
+    parsed = query.parse(wanted)
+    return services.subjects_for(actor=request.user, named=parsed.user_ids), parsed
+
+
+class ListView(Mem0View):
+    pagination_class = DefaultPagination
+
+    @extend_schema(
+        tags=["mem0-compatible"],
+        request=Mem0ListInput,
+        parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses=inline_serializer(
+            "Mem0Page",
+            {
+                "count": serializers.IntegerField(),
+                "next": serializers.CharField(allow_null=True),
+                "previous": serializers.CharField(allow_null=True),
+                "results": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )
+    def post(self, request):
+        refuse_fields(request.data, READ_UNSUPPORTED)
+        data = validated(Mem0ListInput, request)
+        subjects, parsed = _read_scope(request, data)
+        rows = selectors.memories_listed(actor=request.user, subjects=subjects, condition=parsed.q)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self) or []
+        self.read(page, ReadPath.MEM0)
+        return paginator.get_paginated_response([output.memory_out(m, fields=data.get("fields")) for m in page])
+
+
+class SearchView(Mem0View):
+    throttle_scopes = ("search",)
+
+    @extend_schema(
+        tags=["mem0-compatible"],
+        request=Mem0SearchInput,
+        responses=inline_serializer("Mem0Search", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
+    def post(self, request):
+        refuse_fields(request.data, READ_UNSUPPORTED)
+        data = validated(Mem0SearchInput, request)
+        subjects, parsed = _read_scope(request, data)
+        hits = selectors.memories_searched(
+            actor=request.user,
+            subjects=subjects,
+            query=data["query"].strip(),
+            condition=parsed.q,
+            narrowed=parsed.conditions > len(parsed.user_ids),
+            top_k=data.get("limit") or data["top_k"],
+            threshold=data.get("threshold"),
+            mode="lexical" if data["keyword_search"] else default_mode(),
+        )
+        self.read([hit.memory for hit in hits], ReadPath.MEM0)
+        return Response(
+            {"results": [output.memory_out(hit.memory, score=hit.score, fields=data.get("fields")) for hit in hits]}
+        )
+
+
+class Mem0UpdateInput(StrictInputMixin, serializers.Serializer):
+    text = StrictCharField(max_length=MAX_CONTENT_CHARS, required=False)
+    data = StrictCharField(max_length=MAX_CONTENT_CHARS, required=False, help_text="mem0's older name of text.")
+    metadata = JSONObjectField(required=False, allow_null=True)
+    expiration_date = StrictCharField(max_length=40, required=False, allow_null=True)
+
+
+class MemoryView(Mem0View):
+    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    def get(self, request, memory_id):
+        memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
+        self.read([memory], ReadPath.MEM0)
+        return Response(output.memory_out(memory))
+
+    @extend_schema(tags=["mem0-compatible"], request=Mem0UpdateInput, responses=serializers.DictField())
+    def put(self, request, memory_id):
+        refuse_fields(request.data, ("timestamp", "immutable"))
+        data = validated(Mem0UpdateInput, request)
+        expiry = (
+            services.expiry_of(data["expiration_date"])
+            if "expiration_date" in data
+            else services.memory_services.KEEP_EXPIRY
+        )
+        old, new = services.memory_update(
+            actor=request.user,
+            memory_id=memory_id,
+            text=data.get("text", data.get("data")),
+            metadata=data.get("metadata"),
+            expires_at=expiry,
+        )
+        return Response({**output.memory_out(new), "previous_id": old.pk, "message": "Memory updated successfully!"})
+
+    @extend_schema(
+        tags=["mem0-compatible"],
+        parameters=[OpenApiParameter("delete_linked", bool)],
+        responses=serializers.DictField(),
+    )
+    def delete(self, request, memory_id):
+        forgotten = services.memory_delete(actor=request.user, memory_id=memory_id)
+        return Response({"message": "Memory deleted successfully!", "deleted": forgotten})
+
+
+class HistoryView(Mem0View):
+    @extend_schema(tags=["mem0-compatible"], responses=serializers.ListField(child=serializers.DictField()))
+    def get(self, request, memory_id):
+        memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
+        chain = memory_chain(memory=memory)
+        self.read(chain, ReadPath.MEM0)
+        return Response(output.history_out(chain))
+
+
+class DeleteAllView(Mem0View):
+    @extend_schema(
+        tags=["mem0-compatible"],
+        parameters=[OpenApiParameter(name, str) for name in query.ENTITY_FIELDS],
+        responses=serializers.DictField(),
+    )
+    def delete(self, request):
+        params = request.query_params
+        unknown = sorted(set(params) - set(query.ENTITY_FIELDS))
+        if unknown:
+            raise InvalidInput(
+                f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).", code="unsupported"
+            )
+        subjects = services.subjects_for(actor=request.user, named=[params["user_id"]] if params.get("user_id") else [])
+        tags = {name: services.tag_text(name, params.get(name)) for name in services.ENTITY_TAGS}
+        forgotten, left = services.memories_delete_all(actor=request.user, subjects=subjects, tags=tags)
+        return Response({"message": "Memories deleted successfully!", "deleted": len(forgotten), "remaining": left})
+
+
+class EntitiesView(Mem0View):
+    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    def get(self, request):
+        found = selectors.entities(actor=request.user)
+        return Response({"count": len(found), "results": found})
+
+
+class EntityView(Mem0View):
+    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    def delete(self, request, entity_type, name):
+        forgotten, left = services.entity_delete(actor=request.user, kind=entity_type, name=name)
+        return Response({"message": "Entity deleted successfully.", "deleted": len(forgotten), "remaining": left})
+
+
+class Mem0BatchInput(StrictInputMixin, serializers.Serializer):
+    memories = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=services.MAX_BATCH)
+
+
+class BatchView(Mem0View):
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=serializers.DictField())
+    def put(self, request):
+        changes = validated(Mem0BatchInput, request)["memories"]
+        for change in changes:
+            refuse_fields(change, ("timestamp", "immutable"))
+            unknown = set(change) - {"memory_id", "text", "metadata"}
+            if unknown or not isinstance(change.get("memory_id"), str):
+                raise InvalidInput("Each change is {memory_id, text?, metadata?}.", code="invalid")
+        done = services.memories_batch_update(actor=request.user, changes=changes)
+        return Response(
+            {
+                "message": f"Successfully updated {len(done)} memories",
+                "results": [output.memory_out(new) for _, new in done],
+            }
+        )
+
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=serializers.DictField())
+    def delete(self, request):
+        items = validated(Mem0BatchInput, request)["memories"]
+        if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):
+            raise InvalidInput("Each item is {memory_id}.", code="invalid")
+        forgotten = services.memories_batch_delete(actor=request.user, memory_ids=[item["memory_id"] for item in items])
+        return Response({"message": f"Successfully deleted {len(items)} memories", "deleted": forgotten})
+
+
+class UnsupportedView(Mem0View):
+    """mem0 endpoints this service does not offer: a 400 that says so (mem0's client raises its
+    ``ValidationError`` with this message), not a 404 that reads like a missing memory."""
+
+    def _refuse(self, request, *args, **kwargs):
+        raise InvalidInput(
+            f"{request.path} is not supported by this service (docs/integrations.md).", code="unsupported"
+        )
+
+    get = post = put = patch = delete = _refuse
+
+
+MEM = r"(?P<memory_id>[\w-]{1,40})"
+
+urlpatterns = [
+    compat_route(r"v1/ping", PingView.as_view(), "mem0-ping"),
+    compat_route(r"v3/memories/add", AddView.as_view(), "mem0-add"),
+    compat_route(r"v3/memories", ListView.as_view(), "mem0-list"),
+    compat_route(r"v3/memories/search", SearchView.as_view(), "mem0-search"),
+    compat_route(r"v1/memories", DeleteAllView.as_view(), "mem0-delete-all"),
+    compat_route(rf"v1/memories/{MEM}", MemoryView.as_view(), "mem0-memory"),
+    compat_route(rf"v1/memories/{MEM}/history", HistoryView.as_view(), "mem0-history"),
+    compat_route(r"v1/entities", EntitiesView.as_view(), "mem0-entities"),
+    compat_route(
+        r"v2/entities/(?P<entity_type>[a-z]{1,10})/(?P<name>[^/]{1,200})", EntityView.as_view(), "mem0-entity"
+    ),
+    compat_route(r"v1/batch", BatchView.as_view(), "mem0-batch"),
+    compat_route(
+        r"v1/(?:exports(?:/get)?|summary|feedback|events?(?:/[^/]+)?)", UnsupportedView.as_view(), "mem0-unsupported-v1"
+    ),
+    compat_route(r"v2/(?:profiles/.*|entities/user/[^/]+/profile)", UnsupportedView.as_view(), "mem0-unsupported-v2"),
+    compat_route(r"api/v1/(?:orgs|webhooks)/.*", UnsupportedView.as_view(), "mem0-unsupported-orgs"),
+]

@@ -1,0 +1,97 @@
+"""The reads of the mem0-compatible API (docs/integrations.md): search, lists and entities over
+the own memories of the users a key may act for (``memories_of_users``), and nothing else."""
+
+from dataclasses import dataclass
+
+from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+
+from identity_app.models import User
+from identity_app.permissions import acting_for_users_q
+from memory_app.compat.query import EVIDENCE_KEY
+from memory_app.memories.derived import scope_key
+from memory_app.memories.models import Memory, Tier, live_q
+from memory_app.memories.selectors import memories_of_users
+from memory_app.search import engine
+
+SEARCH_DEPTH = 50  # hits ranked for a search that no filter narrows beyond its users
+MAX_ENTITIES = 1000
+
+
+def memories_listed(*, actor: User, subjects: list[User], condition: Q) -> QuerySet[Memory]:
+    """Live memories of ``subjects`` that ``condition`` (a parsed filter) keeps, newest first."""
+    return (
+        memories_of_users(actor=actor, users=subjects).filter(live_q()).filter(condition).order_by("-created_at", "-id")
+    )
+
+
+@dataclass
+class Hit:
+    memory: Memory
+    score: float
+
+
+def _similarity(mode: str, score: float, top: float) -> float:
+    """A hit's score on mem0's scale, 0 to 1: in hybrid mode the fused score over the best a
+    document can get (first in both rankings); else the score over the best hit's."""
+    if mode == "hybrid":
+        best = 2.0 / (engine.RRF_K + 1)
+    else:
+        best = top if top > 0 else 1.0
+    return round(max(0.0, min(1.0, score / best)), 6)
+
+
+def memories_searched(
+    *,
+    actor: User,
+    subjects: list[User],
+    query: str,
+    condition: Q,
+    narrowed: bool,
+    top_k: int,
+    threshold: float | None,
+    mode: str,
+) -> list[Hit]:
+    """The best ``top_k`` live memories of ``subjects`` for ``query`` that ``condition`` keeps,
+    ranked by the retrieval engine (only those that match by word or meaning: nothing, when
+    nothing does). A filter that narrows the memories ranks deeper first (``engine.MAX_DEPTH``
+    hits), then keeps what it allows."""
+    depth = engine.MAX_DEPTH if narrowed else max(SEARCH_DEPTH, top_k)
+    found = engine.search(
+        scopes=[scope_key(Tier.USER, str(user.pk)) for user in subjects],
+        query=query,
+        limit=depth,
+        depth=depth,
+        mode=mode,
+        floor=True,
+    )
+    if not found.hits:
+        return []
+    top = found.hits[0].score
+    scores = {hit.ref: _similarity(found.mode, hit.score, top) for hit in found.hits}
+    order = Case(
+        *[When(pk=ref, then=Value(position)) for position, ref in enumerate(found.refs)],
+        output_field=IntegerField(),
+    )
+    rows = memories_listed(actor=actor, subjects=subjects, condition=condition).filter(pk__in=found.refs)
+    hits = [Hit(memory=memory, score=scores[memory.pk]) for memory in rows.order_by(order)[:top_k]]
+    return [hit for hit in hits if threshold is None or hit.score >= threshold]
+
+
+def entities(*, actor: User) -> list[dict]:
+    """mem0's entities: the users whose memories this key reaches (with how many live ones), and
+    the agents, runs and apps those memories were written with."""
+    mine = Memory.objects.filter(acting_for_users_q(actor, user_field="owner"), live_q(), scope_type=Tier.USER)
+    found = [
+        {"type": "user", "name": row["owner__username"], "total_memories": row["n"]}
+        for row in mine.values("owner__username").annotate(n=Count("pk")).order_by("owner__username")[:MAX_ENTITIES]
+    ]
+    for kind, tag in (("agent", "agent_id"), ("run", "run_id"), ("app", "app_id")):
+        path = f"evidence__{EVIDENCE_KEY}__{tag}"
+        rows = (
+            mine.filter(**{f"{path}__isnull": False})
+            .values(path)
+            .annotate(n=Count("pk"))
+            .order_by(path)[: MAX_ENTITIES - len(found)]
+        )
+        found.extend({"type": kind, "name": row[path], "total_memories": row["n"]} for row in rows)
+    return found

@@ -1,0 +1,529 @@
+"""The mem0-compatible API over HTTP (docs/integrations.md): who may name which user, what a
+write stores and where, filters that narrow and never widen, and errors mem0's client reads.
+The real ``mem0ai`` client is driven against a live server in tests/clients/test_mem0_live.py."""
+
+import pytest
+from django.utils import timezone
+
+from identity_app.services import token_issue
+from memory_app.memories.models import Memory, Status, Tier
+from memory_app.reads.models import MemoryRead, ReadPath
+from memory_app.search.models import SearchDocument
+from tests.factories import ProjectMemoryFactory, UserMemoryFactory
+
+pytestmark = pytest.mark.django_db
+
+ROOTS = ("/", "/api/mem0/")
+
+
+def snapshot():
+    return sorted(
+        Memory.objects.values_list("id", "status", "content", "owner_id", "superseded_by_id", "metadata", "evidence")
+    )
+
+
+@pytest.fixture
+def client_of(api, alice, bob, svc):
+    """``client_of(name)``: an API client with that persona's key; ``lsvc`` is svc limited to bob,
+    ``psvc`` svc limited to a project."""
+
+    def make(name):
+        if name == "lsvc":
+            _, key = token_issue(user=svc, only_users=["bob"])
+        elif name == "psvc":
+            from tests.factories import ProjectFactory
+
+            _, key = token_issue(user=svc, only_projects=[ProjectFactory().pk])
+        else:
+            return api({"alice": alice, "bob": bob, "svc": svc}[name])
+        client = api(None)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        return client
+
+    return make
+
+
+def add(client, root="/", **body):
+    return client.post(f"{root}v3/memories/add/", body, format="json")
+
+
+# --- who is calling -----------------------------------------------------------------------
+@pytest.mark.parametrize("root", ROOTS)
+def test_ping_names_the_key_and_the_org_project_mem0_needs(api, alice, root):
+    body = api(alice).get(f"{root}v1/ping/").json()
+    assert body["status"] == "ok" and body["user_id"] == "alice"
+    assert body["org_id"] and body["project_id"]  # mem0's client refuses to start without both
+
+
+@pytest.mark.parametrize("header", [None, "Token not-a-real-key", "Bearer abc", "Run 1.1.x"])
+def test_a_missing_or_forged_key_is_401_with_mem0s_detail(api, header):
+    client = api(None)
+    if header:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get("/v1/ping/")
+    assert response.status_code == 401
+    body = response.json()
+    assert body["detail"] == body["error"]["message"] and body["error"]["code"] in (
+        "not_authenticated",
+        "authentication_failed",
+    )
+
+
+def test_an_unknown_mem0_path_is_a_json_404_with_detail(api, alice):
+    response = api(alice).get("/v1/no-such-thing/")
+    assert response.status_code == 404 and response.json()["detail"] == "Not found."
+
+
+# --- add: as given ----------------------------------------------------------------------
+@pytest.mark.parametrize("root", ROOTS)
+def test_add_as_given_writes_the_users_own_memory_with_its_tags(api, alice, root):
+    response = add(
+        api(alice),
+        root,
+        messages=[{"role": "user", "content": "I prefer window seats"}],
+        user_id="alice",
+        agent_id="travel",
+        run_id="r1",
+        metadata={"source": "chat"},
+        infer=False,
+    )
+    assert response.status_code == 200, response.content
+    (event,) = response.json()["results"]
+    assert event["event"] == "ADD" and event["memory"] == "I prefer window seats"
+    memory = Memory.objects.get(pk=event["id"])
+    assert (memory.scope_type, memory.owner, memory.kind, memory.status) == (Tier.USER, alice, "preference", "active")
+    assert memory.metadata == {"source": "chat"}
+    assert memory.evidence == {"via": "mem0", "mem0": {"agent_id": "travel", "run_id": "r1"}}
+    assert memory.created_by == alice
+    # searchable through the memory's own index entry, as every memory of the user tier
+    assert SearchDocument.objects.filter(ref=memory.pk).exists()
+
+
+def test_add_as_given_twice_is_a_noop_not_a_duplicate(api, alice):
+    client = api(alice)
+    first = add(client, messages="I like green tea", infer=False).json()["results"][0]
+    second = add(client, messages="I like green tea", infer=False).json()["results"][0]
+    assert (second["event"], second["id"]) == ("NOOP", first["id"])
+    # other tags: another memory (the tags narrow)
+    third = add(client, messages="I like green tea", infer=False, agent_id="a2").json()["results"][0]
+    assert third["event"] == "ADD" and third["id"] != first["id"]
+    assert Memory.objects.filter(owner=alice).count() == 2
+
+
+def test_add_as_given_stores_user_and_assistant_messages_not_system_ones(api, alice):
+    messages = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "My cat is called Miso"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Miso is a lovely name."}]},
+    ]
+    events = add(api(alice), messages=messages, infer=False).json()["results"]
+    assert [e["memory"] for e in events] == ["My cat is called Miso", "Miso is a lovely name."]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("my password is hunter2-Blue-77", "contains_secret"),
+        ("export AWS_SECRET_ACCESS_KEY=AKIAIOSFODNN7EXAMPLEKEYwJalrXUtnFEMI", "contains_secret"),
+        ("postgresql://app:s3cretpw@db.internal:5432/prod", "contains_secret"),
+        ("x" * 4001, "too_large"),
+        ("   ", None),
+    ],
+)
+def test_add_as_given_refuses_secrets_and_bad_text_and_changes_nothing(api, alice, text, code):
+    before = snapshot()
+    response = add(
+        api(alice), messages=[{"role": "user", "content": "I like tea"}, {"role": "user", "content": text}], infer=False
+    )
+    if code is None:  # blank messages are skipped; the others stored
+        assert response.status_code == 200
+        return
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == code and response.json()["detail"]
+    assert snapshot() == before  # all or nothing: the first message was not stored either
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"custom_categories": [{"a": "b"}]}, "custom_categories"),
+        ({"timestamp": 1700000000}, "timestamp"),
+        ({"structured_data_schema": {}}, "structured_data_schema"),
+        ({"no_such_field": 1}, "no_such_field"),
+        ({"immutable": True}, "immutable"),
+        ({"filters": {"categories": "x"}}, "filters"),
+    ],
+)
+def test_add_names_what_it_does_not_support_and_stores_nothing(api, alice, body, named):
+    before = snapshot()
+    response = add(api(alice), messages="I like tea", infer=False, **body)
+    assert response.status_code == 400
+    assert named in response.json()["detail"] or named in str(response.json()["error"].get("details"))
+    assert snapshot() == before
+
+
+def test_add_expiration_date_is_the_last_day_the_memory_holds(api, alice):
+    day = (timezone.now() + timezone.timedelta(days=3)).date()
+    event = add(api(alice), messages="I am in Lisbon this week", infer=False, expiration_date=day.isoformat()).json()[
+        "results"
+    ][0]
+    memory = Memory.objects.get(pk=event["id"])
+    assert memory.expires_at.date() == day + timezone.timedelta(days=1)
+    assert api(alice).get(f"/v1/memories/{memory.pk}/").json()["expiration_date"] == day.isoformat()
+    past = add(api(alice), messages="old", infer=False, expiration_date="2001-01-01")
+    assert past.status_code == 400 and past.json()["error"]["code"] == "invalid_expires_at"
+
+
+# --- add: inferred -------------------------------------------------------------------------
+def test_add_infers_statements_of_the_person_not_of_the_assistant(api, alice):
+    messages = [
+        {"role": "user", "content": "Hi! I'm a vegetarian and I'm allergic to nuts. What should I cook?"},
+        {"role": "assistant", "content": "I am an assistant and I like recipes."},
+    ]
+    events = add(api(alice), messages=messages, user_id="alice").json()["results"]
+    assert [(e["event"], e["memory"]) for e in events] == [
+        ("ADD", "I'm a vegetarian"),
+        ("ADD", "I'm allergic to nuts."),
+    ]
+    assert not Memory.objects.filter(content__icontains="recipes").exists()
+
+
+def test_add_infers_an_update_as_a_supersede_and_a_repeat_as_noop(api, alice):
+    client = api(alice)
+    first = add(client, messages="I live in Berlin.").json()["results"][0]
+    moved = add(client, messages="I live in Paris now.").json()["results"][0]
+    assert moved["event"] == "UPDATE" and moved["previous_id"] == first["id"]
+    assert moved["previous_memory"] == "I live in Berlin."
+    old = Memory.objects.get(pk=first["id"])
+    assert (old.status, old.superseded_by_id) == (Status.SUPERSEDED, moved["id"])
+    again = add(client, messages="I live in Paris now.").json()["results"][0]
+    assert (again["event"], again["id"]) == ("NOOP", moved["id"])
+    history = client.get(f"/v1/memories/{moved['id']}/history/").json()
+    assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [
+        ("ADD", None, "I live in Berlin."),
+        ("UPDATE", "I live in Berlin.", "I live in Paris now."),
+    ]
+
+
+def test_add_infers_nothing_from_questions_and_plans(api, alice):
+    events = add(api(alice), messages="What should I cook tonight? I think I want pasta.").json()["results"]
+    assert events == [] and not Memory.objects.exists()
+
+
+def test_add_infers_from_redacted_text_only(api, alice):
+    messages = [
+        {"role": "user", "content": "My api key is sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"},
+        {"role": "user", "content": "My email is ann@example.org"},
+        {"role": "user", "content": "I play the piano."},
+    ]
+    events = add(api(alice), messages=messages)
+    assert [e["memory"] for e in events.json()["results"]] == ["I play the piano."]
+    assert not Memory.objects.filter(content__contains="sk-live").exists()
+    assert not Memory.objects.filter(content__contains="REDACTED").exists()  # nothing said: nothing kept
+
+
+# --- who: the key decides, user_id only names ------------------------------------------
+def test_a_service_key_writes_for_a_user_it_may_act_for(client_of, alice, svc):
+    event = add(client_of("svc"), messages="I like jazz", user_id="alice", infer=False).json()["results"][0]
+    memory = Memory.objects.get(pk=event["id"])
+    assert (memory.owner, memory.created_by) == (alice, svc)
+
+
+def test_a_service_key_must_name_the_user(client_of):
+    response = add(client_of("svc"), messages="I like jazz", infer=False)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "user_id_required"
+
+
+@pytest.mark.parametrize(
+    ("persona", "named"),
+    [("bob", "alice"), ("lsvc", "alice"), ("psvc", "alice"), ("svc", "nobody-by-that-name"), ("alice", "bob")],
+)
+def test_a_user_out_of_the_keys_reach_is_404_like_one_that_does_not_exist(client_of, alice, bob, persona, named):
+    UserMemoryFactory(owner=alice, content="I keep a quokka plush")
+    UserMemoryFactory(owner=bob, content="bob likes quokka tea")
+    before = snapshot()
+    client = client_of(persona)
+    calls = [
+        add(client, messages="I like tea", user_id=named, infer=False),
+        add(client, messages="I like tea", filters={"user_id": named}, infer=False),
+        client.post("/v3/memories/search/", {"query": "quokka", "filters": {"user_id": named}}, format="json"),
+        client.post(
+            "/v3/memories/search/", {"query": "quokka", "filters": {"OR": [{"user_id": named}]}}, format="json"
+        ),
+        client.post("/v3/memories/", {"filters": {"AND": [{"user_id": named}]}}, format="json"),
+        client.delete(f"/v1/memories/?user_id={named}"),
+        client.delete(f"/v2/entities/user/{named}/"),
+    ]
+    for response in calls:
+        assert response.status_code == 404, response.content
+        assert response.json()["error"]["code"] == "unknown_user"
+        assert "quokka" not in response.content.decode()
+    assert snapshot() == before
+
+
+def test_another_users_memory_id_is_404_everywhere(api, alice, bob):
+    theirs = UserMemoryFactory(owner=alice, content="alice secret quokka")
+    project = ProjectMemoryFactory(content="a project memory quokka")
+    before = snapshot()
+    client = api(bob)
+    for memory_id in (theirs.pk, project.pk, "mem_doesnotexist"):
+        for response in (
+            client.get(f"/v1/memories/{memory_id}/"),
+            client.put(f"/v1/memories/{memory_id}/", {"text": "mine now"}, format="json"),
+            client.delete(f"/v1/memories/{memory_id}/"),
+            client.get(f"/v1/memories/{memory_id}/history/"),
+            client.put("/v1/batch/", {"memories": [{"memory_id": memory_id, "text": "x"}]}, format="json"),
+            client.delete("/v1/batch/", {"memories": [{"memory_id": memory_id}]}, format="json"),
+        ):
+            assert response.status_code == 404, (memory_id, response.content)
+            assert "quokka" not in response.content.decode()
+    assert snapshot() == before
+
+
+def test_a_limited_service_key_reaches_only_its_users(client_of, alice, bob):
+    mine = UserMemoryFactory(owner=bob, content="bob likes oolong")
+    theirs = UserMemoryFactory(owner=alice, content="alice likes oolong")
+    client = client_of("lsvc")
+    assert client.get(f"/v1/memories/{mine.pk}/").status_code == 200
+    assert client.get(f"/v1/memories/{theirs.pk}/").status_code == 404
+    found = client.post("/v3/memories/search/", {"query": "oolong", "filters": {"user_id": "bob"}}, format="json")
+    assert [m["id"] for m in found.json()["results"]] == [mine.pk]
+    entities = client.get("/v1/entities/").json()["results"]
+    assert [e["name"] for e in entities if e["type"] == "user"] == ["bob"]
+
+
+# --- search and lists ------------------------------------------------------------------
+@pytest.fixture
+def alices(api, alice):
+    client = api(alice)
+    made = {}
+    for name, text, tags in [
+        ("berlin", "I live in Berlin near the river", {"agent_id": "travel"}),
+        ("pizza", "I like pizza with olives", {"agent_id": "food", "metadata": {"topic": "food", "n": 3}}),
+        ("sushi", "I like sushi on Fridays", {"agent_id": "food", "run_id": "r9", "metadata": {"topic": "food"}}),
+        ("jazz", "I listen to jazz while cooking", {}),
+    ]:
+        made[name] = add(client, messages=text, infer=False, **tags).json()["results"][0]["id"]
+    return made
+
+
+def search(client, query, **body):
+    response = client.post("/v3/memories/search/", {"query": query, **body}, format="json")
+    assert response.status_code == 200, response.content
+    return [m["id"] for m in response.json()["results"]]
+
+
+def test_search_ranks_the_users_memories_and_answers_in_mem0s_shape(api, alice, alices):
+    response = api(alice).post(
+        "/v3/memories/search/", {"query": "pizza olives", "filters": {"user_id": "alice"}}, format="json"
+    )
+    (best, *_) = response.json()["results"]
+    assert best["id"] == alices["pizza"] and best["memory"] == "I like pizza with olives"
+    assert best["user_id"] == "alice" and best["agent_id"] == "food" and best["metadata"] == {"topic": "food", "n": 3}
+    assert 0 < best["score"] <= 1 and best["hash"] and best["categories"] == []
+
+
+def test_search_filters_narrow(api, alice, alices):
+    client = api(alice)
+    food = {"AND": [{"user_id": "alice"}, {"agent_id": "food"}]}
+    assert set(search(client, "I like", filters=food)) <= {alices["pizza"], alices["sushi"]}
+    assert search(client, "I like", filters={"AND": [{"agent_id": "food"}, {"run_id": "r9"}]}) == [alices["sushi"]]
+    assert alices["berlin"] not in search(client, "Berlin river", filters={"agent_id": "food"})
+    assert search(client, "I like", filters={"metadata": {"n": 3}}) == [alices["pizza"]]
+    either = {"OR": [{"agent_id": "travel"}, {"run_id": "r9"}]}
+    assert set(search(client, "I live like Berlin sushi", filters=either)) == {alices["berlin"], alices["sushi"]}
+    none_of = {"AND": [{"agent_id": "*"}, {"NOT": [{"agent_id": "food"}]}]}
+    assert search(client, "Berlin river pizza", filters=none_of) == [alices["berlin"]]
+    assert alices["jazz"] not in search(client, "jazz cooking", filters={"agent_id": "*"})
+    assert search(client, "jazz cooking", filters={"agent_id": {"ne": "food"}}) == [alices["jazz"]]
+    assert search(client, "jazz cooking", filters={"keywords": {"contains": "Jazz"}}) == []
+    assert search(client, "jazz cooking", filters={"keywords": {"icontains": "JAZZ"}}) == [alices["jazz"]]
+    assert search(client, "pizza", filters={"memory_ids": [alices["sushi"]]}) == []
+
+
+def test_search_created_at_ranges(api, alice, alices):
+    client = api(alice)
+    past, future = "2000-01-01", "2999-01-01T00:00:00Z"
+    assert alices["pizza"] in search(client, "pizza", filters={"created_at": {"gte": past, "lt": future}})
+    assert search(client, "pizza", filters={"created_at": {"gt": future}}) == []
+    assert search(client, "pizza", filters={"AND": [{"created_at": {"lte": past}}]}) == []
+
+
+@pytest.mark.parametrize(
+    ("filters", "named"),
+    [
+        ({"categories": {"in": ["food"]}}, "categories"),
+        ({"agent_id": {"nin": ["a"]}}, "nin"),
+        ({"created_at": {"between": ["a", "b"]}}, "between"),
+        ({"AND": {"user_id": "alice"}}, "AND"),
+        ({"XOR": [{"user_id": "alice"}]}, "XOR"),
+        ({"created_at": {"gte": "last tuesday"}}, "created_at"),
+        ({"keywords": "pizza"}, "keywords"),
+        ({"timestamp": {"gt": 1}}, "timestamp"),
+    ],
+)
+def test_a_filter_it_does_not_support_is_a_400_that_names_it(api, alice, alices, filters, named):
+    for path, body in (("/v3/memories/search/", {"query": "pizza"}), ("/v3/memories/", {})):
+        response = api(alice).post(path, {**body, "filters": filters}, format="json")
+        assert response.status_code == 400, response.content
+        assert response.json()["error"]["code"] == "unsupported_filter"
+        assert named in response.json()["detail"]
+
+
+def test_search_top_k_threshold_and_keyword_mode(api, alice, alices):
+    client = api(alice)
+    assert len(search(client, "I like live listen", top_k=2)) == 2
+    scores = [
+        m["score"]
+        for m in client.post("/v3/memories/search/", {"query": "pizza olives"}, format="json").json()["results"]
+    ]
+    assert search(client, "pizza olives", threshold=max(scores)) == [alices["pizza"]]
+    assert search(client, "pizza olives", threshold=1.0) in ([], [alices["pizza"]])
+    assert search(client, "olives", keyword_search=True) == [alices["pizza"]]
+    assert client.post("/v3/memories/search/", {"query": "x", "top_k": 0}, format="json").status_code == 400
+    assert client.post("/v3/memories/search/", {"query": "x", "threshold": 2}, format="json").status_code == 400
+
+
+def test_search_and_lists_refuse_expired_ones_and_never_show_them(api, alice, alices):
+    client = api(alice)
+    Memory.objects.filter(pk=alices["pizza"]).update(expires_at=timezone.now() - timezone.timedelta(minutes=1))
+    assert alices["pizza"] not in search(client, "pizza olives")
+    assert alices["pizza"] not in [m["id"] for m in client.post("/v3/memories/", {}, format="json").json()["results"]]
+    refused = client.post("/v3/memories/search/", {"query": "pizza", "show_expired": True}, format="json")
+    assert refused.status_code == 400 and "show_expired" in refused.json()["detail"]
+
+
+def test_get_all_pages_and_narrows(api, alice, alices):
+    client = api(alice)
+    page = client.post("/v3/memories/?page_size=2", {"filters": {"user_id": "alice"}}, format="json").json()
+    assert page["count"] == 4 and len(page["results"]) == 2 and page["next"]
+    food = client.post("/v3/memories/", {"filters": {"agent_id": "food"}, "fields": ["memory"]}, format="json").json()
+    assert {m["id"] for m in food["results"]} == {alices["pizza"], alices["sushi"]}
+    assert all(set(m) == {"id", "memory"} for m in food["results"])
+    dated = client.post("/v3/memories/", {"start_date": "2999-01-01"}, format="json").json()
+    assert dated["count"] == 0
+
+
+def test_a_service_can_search_several_users_it_acts_for_and_only_them(client_of, alice, bob):
+    UserMemoryFactory(owner=alice, content="alice drinks oolong")
+    UserMemoryFactory(owner=bob, content="bob drinks oolong")
+    found = client_of("svc").post(
+        "/v3/memories/search/", {"query": "oolong", "filters": {"user_id": {"in": ["alice", "bob"]}}}, format="json"
+    )
+    assert {m["user_id"] for m in found.json()["results"]} == {"alice", "bob"}
+    only_bob = client_of("lsvc").post(
+        "/v3/memories/search/", {"query": "oolong", "filters": {"user_id": {"in": ["alice", "bob"]}}}, format="json"
+    )
+    assert only_bob.status_code == 404  # naming alice is naming a user out of reach
+
+
+def test_reads_through_this_api_are_recorded_for_the_owner(client_of, alice, svc):
+    memory = UserMemoryFactory(owner=alice, content="alice plays chess")
+    client = client_of("svc")
+    client.post("/v3/memories/search/", {"query": "chess", "filters": {"user_id": "alice"}}, format="json")
+    client.get(f"/v1/memories/{memory.pk}/")
+    reads = MemoryRead.objects.filter(item_ref=memory.pk, path=ReadPath.MEM0)
+    assert reads.count() == 2 and {(r.user_id, r.principal_id) for r in reads} == {(alice.pk, svc.pk)}
+
+
+# --- change and forget -----------------------------------------------------------------
+def test_update_is_a_supersede_and_keeps_the_tags(api, alice):
+    client = api(alice)
+    created = add(client, messages="I like tea", agent_id="a1", infer=False, metadata={"k": 1}).json()["results"][0]
+    response = client.put(f"/v1/memories/{created['id']}/", {"text": "I like coffee"}, format="json")
+    assert response.status_code == 200
+    new = response.json()
+    assert new["memory"] == "I like coffee" and new["previous_id"] == created["id"] and new["id"] != created["id"]
+    assert new["agent_id"] == "a1" and new["metadata"] == {"k": 1}
+    old = client.get(f"/v1/memories/{created['id']}/").json()
+    assert old["status"] == "superseded" and old["superseded_by"] == new["id"]
+    again = client.put(f"/v1/memories/{created['id']}/", {"text": "I like cocoa"}, format="json")
+    assert again.status_code == 409  # the old version is history; its newer one is the memory
+    day = (timezone.now() + timezone.timedelta(days=5)).date().isoformat()
+    dated = client.put(f"/v1/memories/{new['id']}/", {"expiration_date": day}, format="json").json()
+    assert dated["memory"] == "I like coffee" and dated["expiration_date"] == day
+    refused = client.put(f"/v1/memories/{dated['id']}/", {"text": "my password is Hunter2Hunter2"}, format="json")
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "contains_secret"
+
+
+def test_delete_forgets_physically_with_older_versions_and_derived_rows(api, alice):
+    client = api(alice)
+    first = add(client, messages="I live in Rome.").json()["results"][0]
+    second = add(client, messages="I live in Oslo.").json()["results"][0]
+    assert second["event"] == "UPDATE"
+    client.get(f"/v1/memories/{second['id']}/")  # a read recorded
+    response = client.delete(f"/v1/memories/{second['id']}/")
+    assert response.status_code == 200
+    assert set(response.json()["deleted"]) == {first["id"], second["id"]}
+    assert not Memory.objects.filter(pk__in=[first["id"], second["id"]]).exists()
+    assert not SearchDocument.objects.filter(ref__in=[first["id"], second["id"]]).exists()
+    assert not MemoryRead.objects.filter(item_ref__in=[first["id"], second["id"]]).exists()
+
+
+def test_delete_all_forgets_the_users_memories_narrowed_by_tags(api, alice, bob, alices):
+    theirs = UserMemoryFactory(owner=bob, content="bob's")
+    client = api(alice)
+    narrowed = client.delete("/v1/memories/?agent_id=food").json()
+    assert narrowed["deleted"] == 2
+    assert set(Memory.objects.filter(owner=alice).values_list("pk", flat=True)) == {alices["berlin"], alices["jazz"]}
+    everything = client.delete("/v1/memories/?user_id=alice").json()
+    assert everything["deleted"] == 2 and not Memory.objects.filter(owner=alice).exists()
+    assert Memory.objects.filter(pk=theirs.pk).exists()
+    assert client.delete("/v1/memories/?categories=x").status_code == 400
+
+
+def test_entities_and_deleting_one(api, alice, alices):
+    client = api(alice)
+    entities = {(e["type"], e["name"]): e["total_memories"] for e in client.get("/v1/entities/").json()["results"]}
+    assert entities == {("user", "alice"): 4, ("agent", "food"): 2, ("agent", "travel"): 1, ("run", "r9"): 1}
+    assert client.delete("/v2/entities/agent/food/").json()["deleted"] == 2
+    assert client.delete("/v2/entities/agent/food/").status_code == 404
+    assert client.delete("/v2/entities/planet/mars/").status_code == 400
+
+
+def test_batch_update_and_delete_are_all_or_nothing(api, alice, bob, alices):
+    client = api(alice)
+    theirs = UserMemoryFactory(owner=bob, content="bob's quokka")
+    before = snapshot()
+    mixed = [{"memory_id": alices["jazz"], "text": "I listen to blues"}, {"memory_id": theirs.pk, "text": "x"}]
+    assert client.put("/v1/batch/", {"memories": mixed}, format="json").status_code == 404
+    assert (
+        client.delete(
+            "/v1/batch/", {"memories": [{"memory_id": alices["jazz"]}, {"memory_id": theirs.pk}]}, format="json"
+        ).status_code
+        == 404
+    )
+    assert snapshot() == before
+    done = client.put(
+        "/v1/batch/", {"memories": [{"memory_id": alices["jazz"], "text": "I listen to blues"}]}, format="json"
+    )
+    assert done.status_code == 200 and done.json()["results"][0]["memory"] == "I listen to blues"
+    gone = client.delete(
+        "/v1/batch/", {"memories": [{"memory_id": alices["berlin"]}, {"memory_id": alices["pizza"]}]}, format="json"
+    )
+    assert gone.status_code == 200 and not Memory.objects.filter(pk__in=[alices["berlin"], alices["pizza"]]).exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/exports/", "/v1/summary/", "/v1/feedback/", "/v2/profiles/settings/", "/v2/entities/user/alice/profile/"],
+)
+def test_endpoints_it_does_not_offer_say_so(api, alice, path):
+    response = api(alice).post(path, {}, format="json")
+    assert response.status_code == 400 and "not supported" in response.json()["detail"]
+
+
+def test_what_it_writes_is_in_the_memory_home_with_its_provenance_and_export(api, alice, svc, client_of):
+    event = add(client_of("svc"), messages="I like jazz", user_id="alice", infer=False).json()["results"][0]
+    client = api(alice)
+    item = client.get(f"/api/users/me/memory-home/items/{event['id']}/").json()
+    assert "mem0-compatible API" in item["provenance"]["sentence"] and "svc" in item["provenance"]["sentence"]
+    exported = client.get("/api/users/me/export/").json()
+    assert event["id"] in [m.get("id") for m in exported["memories"]["user"]]
+    assert client.delete(f"/api/users/me/memories/{event['id']}").status_code == 204
+
+
+def test_the_schema_describes_it_once_under_api_mem0(api, alice):
+    schema = api(alice).get("/api/schema/?format=json").json()
+    assert "/api/mem0/v3/memories/search/" in schema["paths"]
+    assert not [path for path in schema["paths"] if path.startswith(("/v1/", "/v2/", "/v3/"))]
