@@ -33,10 +33,15 @@ BUILDS = {
     "items_search": lambda: _api.items_search(ANY, ANY, 5, "fts"),
     "consolidate": lambda: _api.consolidate(ANY, []),
     "conversations_list": lambda: _api.conversations_list({"user": ANY, "page": 1, "page_size": 2, "q": ANY}),
-    "conversation_create": lambda: _api.conversation_create(ANY, ANY, ANY, "chat", ANY, ANY, True),
+    "conversation_create": lambda: _api.conversation_create(ANY, ANY, ANY, "chat", ANY, ANY, True, ANY),
     "conversation_get": lambda: _api.conversation_get(ANY),
     "conversation_update": lambda: _api.conversation_update(ANY, ANY, "archived", True),
-    "messages_list": lambda: _api.messages_list(ANY, {"page": 1, "page_size": 2}),
+    "messages_list": lambda: _api.messages_list(
+        ANY, {"page": 1, "page_size": 2, "fields": "full", "ordering": "-created_at"}
+    ),
+    "message_forget": lambda: _api.message_forget(ANY, 1),
+    "messages_forget": lambda: _api.messages_forget(ANY),
+    "store_batch": lambda: _api.store_batch([{"op": "get", "namespace": ["users", ANY], "key": ANY}]),
     "message_add": lambda: _api.message_add(ANY, "user", ANY, "text", {}, [], ANY, []),
     "message_get": lambda: _api.message_get(ANY, 1),
     "runs_list": lambda: _api.runs_list({"conversation": ANY, "user": ANY, "page": 1, "page_size": 1}),

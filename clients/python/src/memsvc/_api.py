@@ -168,7 +168,7 @@ def conversations_list(filters: dict[str, Any]) -> Call:
     return Call("GET", CONVERSATIONS, params=_query(filters))
 
 
-def conversation_create(user, title, project_id, source, parent_id, session_key, no_memory) -> Call:
+def conversation_create(user, title, project_id, source, parent_id, session_key, no_memory, external_id=None) -> Call:
     body = _body(
         user=user,
         title=title,
@@ -177,8 +177,10 @@ def conversation_create(user, title, project_id, source, parent_id, session_key,
         parent_id=parent_id,
         session_key=session_key,
         no_memory=no_memory,
+        external_id=external_id,
     )
-    return Call("POST", CONVERSATIONS, json=body)
+    # With an external id, a repeat finds the conversation the first one made (docs/API.md).
+    return Call("POST", CONVERSATIONS, json=body, idempotent=external_id is not None)
 
 
 def conversation_get(conversation_id) -> Call:
@@ -210,6 +212,22 @@ def message_add(conversation_id, role, content, type, metadata, attachments, run
 def message_get(conversation_id, message_id) -> Call:
     ids = {"conversation_id": _id(conversation_id), "message_id": _id(message_id)}
     return Call("GET", "/api/conversations/{conversation_id}/messages/{message_id}/", ids)
+
+
+def message_forget(conversation_id, message_id) -> Call:
+    ids = {"conversation_id": _id(conversation_id), "message_id": _id(message_id)}
+    return Call("DELETE", "/api/conversations/{conversation_id}/messages/{message_id}/", ids)
+
+
+def messages_forget(conversation_id) -> Call:
+    return Call("DELETE", MESSAGES, {"conversation_id": _id(conversation_id)}, idempotent=True)
+
+
+# --- the store (LangGraph's BaseStore over memories) --------------------------------------
+def store_batch(ops: list[dict[str, Any]]) -> Call:
+    # Every operation converges when repeated: a put of the same value changes nothing, a
+    # delete of a deleted key neither (docs/integrations.md, "The store").
+    return Call("POST", "/api/store/batch/", json={"ops": ops}, idempotent=True)
 
 
 # --- runs ----------------------------------------------------------------------------------

@@ -281,9 +281,12 @@ class AsyncClient:
         parent_id: str | None = None,
         session_key: str | None = None,
         no_memory: bool | None = None,
+        external_id: str | None = None,
     ) -> Conversation:
+        """``external_id``: the runtime's own id for it; when the user has a conversation with
+        that id, that one is returned instead of a new one."""
         return await self.send(
-            _api.conversation_create(user, title, project_id, source, parent_id, session_key, no_memory)
+            _api.conversation_create(user, title, project_id, source, parent_id, session_key, no_memory, external_id)
         )
 
     async def get_conversation(self, conversation_id: str) -> Conversation:
@@ -321,6 +324,19 @@ class AsyncClient:
         return await self.send(
             _api.message_add(conversation_id, role, content, type, metadata, attachments, run_id, tool_calls)
         )
+
+    async def forget_message(self, conversation_id: str, message_id: int) -> None:
+        """Forget one message (the turn after it is indexed again without it)."""
+        await self.send(_api.message_forget(conversation_id, message_id))
+
+    async def forget_messages(self, conversation_id: str) -> int:
+        """Forget every message of the conversation; returns how many."""
+        return (await self.send(_api.messages_forget(conversation_id)))["forgotten"]
+
+    async def store_batch(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """Run store operations (docs/integrations.md, "The store") in one request and one
+        transaction; one result per operation."""
+        return (await self.send(_api.store_batch(ops)))["results"]
 
     async def get_message(self, conversation_id: str, message_id: int) -> Message:
         return await self.send(_api.message_get(conversation_id, message_id))

@@ -288,8 +288,13 @@ class Client:
         parent_id: str | None = None,
         session_key: str | None = None,
         no_memory: bool | None = None,
+        external_id: str | None = None,
     ) -> Conversation:
-        return self.send(_api.conversation_create(user, title, project_id, source, parent_id, session_key, no_memory))
+        """``external_id``: the runtime's own id for it; when the user has a conversation with
+        that id, that one is returned instead of a new one."""
+        return self.send(
+            _api.conversation_create(user, title, project_id, source, parent_id, session_key, no_memory, external_id)
+        )
 
     def get_conversation(self, conversation_id: str) -> Conversation:
         return self.send(_api.conversation_get(conversation_id))
@@ -326,6 +331,19 @@ class Client:
         return self.send(
             _api.message_add(conversation_id, role, content, type, metadata, attachments, run_id, tool_calls)
         )
+
+    def forget_message(self, conversation_id: str, message_id: int) -> None:
+        """Forget one message (the turn after it is indexed again without it)."""
+        self.send(_api.message_forget(conversation_id, message_id))
+
+    def forget_messages(self, conversation_id: str) -> int:
+        """Forget every message of the conversation; returns how many."""
+        return (self.send(_api.messages_forget(conversation_id)))["forgotten"]
+
+    def store_batch(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """Run store operations (docs/integrations.md, "The store") in one request and one
+        transaction; one result per operation."""
+        return (self.send(_api.store_batch(ops)))["results"]
 
     def get_message(self, conversation_id: str, message_id: int) -> Message:
         return self.send(_api.message_get(conversation_id, message_id))

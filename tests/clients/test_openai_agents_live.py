@@ -1,0 +1,194 @@
+"""``memsvc.integrations.openai_agents.MemorySession`` with the OpenAI Agents SDK itself, against a
+live server: the session's contract (what ``SQLiteSession`` does), a real ``Runner.run`` that keeps
+its history in the service (the model — an LLM endpoint — is the one thing replaced), the same
+session found from another process, its turns in the history tools, and the rules."""
+
+import asyncio
+import uuid
+
+import memsvc
+import pytest
+from agents import Agent, Runner, set_tracing_disabled
+from agents.items import ModelResponse
+from agents.memory import SQLiteSession
+from agents.memory.session import SessionABC
+from agents.models.interface import Model
+from agents.usage import Usage
+from memsvc import Client
+from memsvc.integrations.openai_agents import MemorySession, decode, encode
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+set_tracing_disabled(True)  # traces would go to the model's makers
+
+ITEMS = [
+    {"role": "user", "content": "Hi, I'm planning a trip to Kyoto."},
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Kyoto in spring is lovely!", "annotations": [], "logprobs": []}],
+    },
+    {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": '{"city": "Kyoto"}', "id": "fc_1"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "18°C, sunny"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Look up the weather."}]},
+    {
+        "role": "user",
+        "content": [{"type": "input_text", "text": "Book a ryokan"}, {"type": "input_text", "text": "near Gion"}],
+    },
+    {"role": "developer", "content": "Be brief."},
+]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(params=["sqlite", "service"])
+def session(request, integrations):
+    """The same cases on the SDK's own SQLiteSession and on ours."""
+    session_id = f"s-{uuid.uuid4().hex[:10]}"
+    if request.param == "sqlite":
+        return SQLiteSession(session_id)
+    return MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+
+def test_it_is_an_agents_session():
+    assert issubclass(MemorySession, SessionABC)
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_every_item_comes_back_exactly(item):
+    assert decode({"role": "x", "content": "", **encode(item)}) == item
+
+
+def test_add_get_limit_pop_clear(session):
+    async def scenario():
+        assert await session.get_items() == []
+        assert await session.pop_item() is None
+        await session.add_items(ITEMS[:4])
+        await session.add_items(ITEMS[4:])
+        assert await session.get_items() == ITEMS
+        assert await session.get_items(limit=2) == ITEMS[-2:]
+        assert await session.get_items(limit=100) == ITEMS
+        assert await session.get_items(limit=0) == []
+        assert await session.pop_item() == ITEMS[-1]
+        assert await session.get_items() == ITEMS[:-1]
+        await session.clear_session()
+        assert await session.get_items() == []
+
+    run(scenario())
+
+
+def test_many_items_page(session):
+    async def scenario():
+        items = [{"role": "user" if i % 2 else "assistant", "content": f"turn {i}"} for i in range(120)]
+        await session.add_items(items)
+        assert await session.get_items() == items
+        assert await session.get_items(limit=75) == items[-75:]
+
+    run(scenario())
+
+
+class EchoModel(Model):
+    """The LLM endpoint, replaced: answers what the user said last, and keeps what it was given."""
+
+    def __init__(self):
+        self.inputs = []
+
+    async def get_response(
+        self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs
+    ):
+        self.inputs.append(list(input) if isinstance(input, list) else [{"role": "user", "content": input}])
+        last = next(i for i in reversed(self.inputs[-1]) if i.get("role") == "user")
+        text = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
+        message = ResponseOutputMessage(
+            id=f"msg_{uuid.uuid4().hex[:8]}",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text=f"You said: {text}", annotations=[])],
+        )
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+def test_a_runner_keeps_its_history_in_the_service_across_processes(integrations):
+    session_id = f"trip-{uuid.uuid4().hex[:8]}"
+    model = EchoModel()
+    agent = Agent(name="Planner", instructions="Plan trips.", model=model)
+
+    async def scenario():
+        first = MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+        result = await Runner.run(agent, "My favourite city is Lisbon", session=first)
+        assert result.final_output == "You said: My favourite city is Lisbon"
+        # another process: a new session object with the same id finds the conversation
+        later = MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+        await Runner.run(agent, "Where should I go?", session=later)
+        seen = model.inputs[-1]
+        assert [i.get("content") for i in seen if i.get("role") == "user"] == [
+            "My favourite city is Lisbon",
+            "Where should I go?",
+        ]
+        assert await later.conversation_id() == await first.conversation_id()
+        assert len(await later.get_items()) == 4
+
+    run(scenario())
+    # the turns are the user's conversation, which the history tools search
+    with Client(integrations.base, integrations.keys["svc"]) as svc:
+        conversations = [c for c in svc.iter_conversations(user="alice") if c.get("external_id") == session_id]
+        assert len(conversations) == 1
+        chat = conversations[0]
+        with svc.run(chat, worker_id="w1") as agent_run:
+            found = agent_run.search_history("favourite city Lisbon")
+        assert any("Lisbon" in hit["snippet"] for hit in found["results"])
+
+
+def test_only_a_service_key_for_a_user_in_its_reach(integrations):
+    keys = integrations.keys
+
+    async def scenario():
+        alices = MemorySession(f"s-{uuid.uuid4().hex[:8]}", user="alice", base_url=integrations.base, token=keys["svc"])
+        await alices.add_items([{"role": "user", "content": "alice's quokka"}])
+        for token, user, error in (
+            (keys["alice"], "alice", memsvc.PermissionDenied),  # a user's own key writes no conversations
+            (keys["lsvc"], "alice", memsvc.NotFound),  # limited to bob: alice does not exist for it
+            (keys["svc"], "nobody", memsvc.NotFound),
+            ("forged", "alice", memsvc.AuthenticationFailed),
+        ):
+            other = MemorySession(alices.session_id, user=user, base_url=integrations.base, token=token)
+            with pytest.raises(error):
+                await other.get_items()
+            with pytest.raises(error):
+                await other.add_items([{"role": "user", "content": "mine now"}])
+            with pytest.raises(error):
+                await other.clear_session()
+        assert await alices.get_items() == [{"role": "user", "content": "alice's quokka"}]
+        # the limited key's own user: a session of bob's with the same id is another conversation
+        bobs = MemorySession(alices.session_id, user="bob", base_url=integrations.base, token=keys["lsvc"])
+        assert await bobs.get_items() == []
+        assert await bobs.conversation_id() != await alices.conversation_id()
+
+    run(scenario())
+
+
+def test_pop_and_clear_forget_the_messages(integrations):
+    async def scenario():
+        session = MemorySession(
+            f"s-{uuid.uuid4().hex[:8]}", user="alice", base_url=integrations.base, token=integrations.keys["svc"]
+        )
+        await session.add_items(
+            [{"role": "user", "content": "I am learning the oboe"}, {"role": "assistant", "content": "Lovely"}]
+        )
+        conversation = await session.conversation_id()
+        await session.pop_item()
+        await session.clear_session()
+        return conversation
+
+    conversation = run(scenario())
+    with Client(integrations.base, integrations.keys["svc"]) as svc:
+        assert svc.list_messages(conversation)["count"] == 0
+        with svc.run(conversation, user="alice", worker_id="w2") as agent_run:
+            assert agent_run.search_history("learning the oboe")["results"] == []
