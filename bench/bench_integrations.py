@@ -35,6 +35,7 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memsvc-bench-mem0-"))  # its config file
 
 from bench_memory_search import QUESTIONS, sentence
 from search_common import (
@@ -135,9 +136,8 @@ def timed_calls(client: Client, calls: int, make) -> tuple[list[float], int]:
 
 
 def line(label: str, values: list[float], errors: int) -> str:
-    return (
-        f"  {label:46} p50 {percentile(values, 50):6.1f}  p95 {percentile(values, 95):6.1f} ms"
-        + (f"  errors {errors}" if errors else "")
+    return f"  {label:46} p50 {percentile(values, 50):6.1f}  p95 {percentile(values, 95):6.1f} ms" + (
+        f"  errors {errors}" if errors else ""
     )
 
 
@@ -164,7 +164,11 @@ def run(args, server: Server, keys: dict, rng: random.Random) -> dict:
     for i in range(10 + args.calls):
         question = asked.pop()
         calls = [
-            ("store", "/api/store/batch", {"ops": [{"op": "search", "namespace_prefix": ["chats", CHAT], "query": question}]}),
+            (
+                "store",
+                "/api/store/batch",
+                {"ops": [{"op": "search", "namespace_prefix": ["chats", CHAT], "query": question}]},
+            ),
             ("direct", "/api/memory/search", {"query": question, "session_id": CHAT, "limit": 10}),
         ]
         for name, path, body in calls if i % 2 else reversed(calls):
@@ -250,8 +254,10 @@ def main():
         for name, value in rows:
             verdict = "met" if value <= TARGETS[name] else "SHORT"
             print(f"  {name:30} {value:6.1f} ms (target <= {TARGETS[name]:.0f} ms: {verdict})")
-        print(f"  (mem0's platform publishes a search p95 of 200 ms; store search p50 over direct: "
-              f"{percentile(store, 50) - percentile(direct, 50):.1f} ms)")
+        print(
+            f"  (mem0's platform publishes a search p95 of 200 ms; store search p50 over direct: "
+            f"{percentile(store, 50) - percentile(direct, 50):.1f} ms)"
+        )
     phases.total()
 
 

@@ -26,6 +26,11 @@ logcheck.install()
 ONE_WORKER_MODULES = ("tests/test_serve.py", "tests/test_two_nodes.py")
 # Folders whose modules share one session-scoped server (tests/clients/conftest.py): one group.
 ONE_WORKER_FOLDERS = ("tests/clients/",)
+# ... except the integrations' tests, which share a server of their own (``integrations``): a
+# group of their own, so both groups run at once on two workers.
+INTEGRATION_MODULES = tuple(
+    f"tests/clients/test_{name}_live.py" for name in ("mem0", "langgraph", "openai_agents", "langchain")
+)
 
 
 # Fixtures through which a test reaches the test database (pytest-django refuses it to others).
@@ -70,6 +75,9 @@ def pytest_collection_modifyitems(config, items):
             module = item.nodeid.split("::", 1)[0]
             if module in ONE_WORKER_MODULES:
                 item.add_marker(pytest.mark.xdist_group(module))
+            if module in INTEGRATION_MODULES:
+                item.add_marker(pytest.mark.xdist_group("integrations"))
+                continue
             for folder in ONE_WORKER_FOLDERS:
                 if module.startswith(folder):
                     item.add_marker(pytest.mark.xdist_group(folder))

@@ -3,14 +3,24 @@ a database of its own — a PostgreSQL database in the PostgreSQL pass, SQLite i
 pass — with the rate limits on and the ``search`` scope lowered to a few requests a second, so
 that a 429 with ``Retry-After`` can be met and waited out in a test."""
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from tests.serving import seed, serve_env, start
+
+# mem0's client (tests/clients/test_mem0_*.py) writes a config file where MEM0_DIR says when it is
+# imported (else in the home folder), and reports usage to its makers unless told not to.
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+if "MEM0_DIR" not in os.environ:
+    os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="memsvc-mem0-")
+    atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], ignore_errors=True)
 
 SEARCH_RATE = 5  # per second and user: GETs with q/query, POST /api/memory/search, history search
 

@@ -3,23 +3,11 @@ a live server: the switch is its ``host``; the key decides whose memories it rea
 exceptions fire on our errors; refused calls change nothing."""
 
 import asyncio
-import os
 import uuid
 
 import pytest
-
-os.environ.setdefault("MEM0_TELEMETRY", "False")  # mem0's client would report usage to its makers
-
 from mem0 import AsyncMemoryClient, MemoryClient
-from mem0.exceptions import AuthenticationError, MemoryNotFoundError, RateLimitError, ValidationError
-
-from tests.clients.conftest import SEARCH_RATE
-
-
-@pytest.fixture(scope="module", autouse=True)
-def mem0_home(tmp_path_factory):
-    """mem0's client keeps a config file in ``MEM0_DIR`` (else the home folder): a folder of its own."""
-    os.environ["MEM0_DIR"] = str(tmp_path_factory.mktemp("mem0-home"))
+from mem0.exceptions import AuthenticationError, MemoryNotFoundError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -187,14 +175,6 @@ def test_the_async_client_too(integrations, mem0):
                 await client.get(memory_id)
 
     asyncio.run(scenario())
-
-
-def test_rate_limits_raise_mem0s_rate_limit_error(live):
-    client = MemoryClient(api_key=live.keys["throttled"], host=live.base)
-    with pytest.raises(RateLimitError) as limited:
-        for _ in range(SEARCH_RATE * 4):
-            client.search("anything")
-    assert limited.value.debug_info.get("retry_after", 0) >= 1
 
 
 def test_an_authentication_failure_after_start_is_mems0s_authentication_error(integrations, mem0):
