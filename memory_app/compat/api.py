@@ -9,6 +9,7 @@ Every answer is what mem0's client reads; every error is this API's error shape 
 support is a 400 that names it, never ignored.
 """
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -301,13 +302,13 @@ class Mem0UpdateInput(StrictInputMixin, serializers.Serializer):
 
 
 class MemoryView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
     def get(self, request, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
         self.read([memory], ReadPath.MEM0)
         return Response(output.memory_out(memory))
 
-    @extend_schema(tags=["mem0-compatible"], request=Mem0UpdateInput, responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], request=Mem0UpdateInput, responses=OpenApiTypes.OBJECT)
     def put(self, request, memory_id):
         refuse_fields(request.data, ("timestamp", "immutable"))
         data = validated(Mem0UpdateInput, request)
@@ -328,7 +329,7 @@ class MemoryView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         parameters=[OpenApiParameter("delete_linked", bool)],
-        responses=serializers.DictField(),
+        responses=OpenApiTypes.OBJECT,
     )
     def delete(self, request, memory_id):
         forgotten = services.memory_delete(actor=request.user, memory_id=memory_id)
@@ -336,7 +337,7 @@ class MemoryView(Mem0View):
 
 
 class HistoryView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=serializers.ListField(child=serializers.DictField()))
+    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
     def get(self, request, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
         chain = memory_chain(memory=memory)
@@ -347,8 +348,9 @@ class HistoryView(Mem0View):
 class DeleteAllView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
+        operation_id="mem0_memories_delete_all",
         parameters=[OpenApiParameter(name, str) for name in query.ENTITY_FIELDS],
-        responses=serializers.DictField(),
+        responses=OpenApiTypes.OBJECT,
     )
     def delete(self, request):
         params = request.query_params
@@ -364,14 +366,14 @@ class DeleteAllView(Mem0View):
 
 
 class EntitiesView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
     def get(self, request):
         found = selectors.entities(actor=request.user)
         return Response({"count": len(found), "results": found})
 
 
 class EntityView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
     def delete(self, request, entity_type, name):
         forgotten, left = services.entity_delete(actor=request.user, kind=entity_type, name=name)
         return Response({"message": "Entity deleted successfully.", "deleted": len(forgotten), "remaining": left})
@@ -382,7 +384,7 @@ class Mem0BatchInput(StrictInputMixin, serializers.Serializer):
 
 
 class BatchView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
     def put(self, request):
         changes = validated(Mem0BatchInput, request)["memories"]
         for change in changes:
@@ -398,7 +400,7 @@ class BatchView(Mem0View):
             }
         )
 
-    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=serializers.DictField())
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
     def delete(self, request):
         items = validated(Mem0BatchInput, request)["memories"]
         if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):
@@ -407,6 +409,7 @@ class BatchView(Mem0View):
         return Response({"message": f"Successfully deleted {len(items)} memories", "deleted": forgotten})
 
 
+@extend_schema(exclude=True)
 class UnsupportedView(Mem0View):
     """mem0 endpoints this service does not offer: a 400 that says so (mem0's client raises its
     ``ValidationError`` with this message), not a 404 that reads like a missing memory."""

@@ -280,6 +280,7 @@ class MessageListView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
+        operation_id="conversations_messages_forget_all",
         responses=inline_serializer("MessagesForgotten", {"forgotten": serializers.IntegerField()}),
     )
     def delete(self, request, conversation_id):
