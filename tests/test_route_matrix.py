@@ -102,6 +102,8 @@ my-memories               GET    -       401  401    401  401 401  200   200 200
 my-memories               POST   -       401  401    401  401 401  201   201 201     201  201 201
 my-memory-detail          GET    -       401  401    401  401 401  200   404 404     404  404 404
 my-memory-detail          DELETE -       401  401    401  401 401  204   404 404     404  404 404
+# a change in place (pause, expiry): the same rule as correcting
+my-memory-detail          PATCH  -       401  401    401  401 401  200   404 404     404  404 404
 my-memory-supersede       POST   -       401  401    401  401 401  201   404 404     404  404 404
 my-memory-chain           GET    -       401  401    401  401 401  200   404 404     404  404 404
 identity-context          GET    -       401  401    401  401 401  200   200 200     200  200 200
@@ -110,6 +112,7 @@ project-memories          GET    -       401  401    401  401 401  200   200 404
 project-memories          POST   -       401  401    401  401 401  201   201 404     403  404 404
 project-memory-detail     GET    -       401  401    401  401 401  200   200 404     200  404 404
 project-memory-detail     DELETE -       401  401    401  401 401  204   204 404     403  404 404
+project-memory-detail     PATCH  -       401  401    401  401 401  200   200 404     403  404 404
 project-memory-supersede  POST   -       401  401    401  401 401  201   201 404     403  404 404
 project-memory-chain      GET    -       401  401    401  401 401  200   200 404     200  404 404
 my-settings               GET    -       401  401    401  401 401  200   200 200     200  200 200
@@ -177,6 +180,10 @@ auto-memory-log           GET    -       401  401    401  401 401  200   200 200
 # a chat is that chat, and a group bound to nobody is out of every limited token's reach
 memory-items              POST   -       401  401    401  401 401  403   403 403     403  201 404
 memory-items              POST   lane    401  401    401  401 401  403   403 403     403  201 404
+# a chat item changed in place: services within reach, the user the chat is bound to; an id
+# that is no chat/global item (alice's own memory) is 404 for everyone
+memory-item-detail        PATCH  -       401  401    401  401 401  200   404 404     404  200 404
+memory-item-detail        PATCH  user    401  401    401  401 401  404   404 404     404  404 404
 memory-search             POST   -       401  401    401  401 401  200   404 404     404  200 404
 memory-search             POST   lane    401  401    401  401 401  200   404 404     404  200 404
 memory-search             POST   unbound 401  401    401  401 401  404   404 404     404  200 404
@@ -206,6 +213,9 @@ memory-home-item          GET    project 401  401    401  401 401  200   200 404
 memory-home-item          DELETE -       401  401    401  401 401  204   404 404     404  404 404
 memory-home-item          DELETE chat    401  401    401  401 401  204   404 404     404  404 404
 memory-home-item          DELETE project 401  401    401  401 401  204   204 404     403  404 404
+memory-home-item          PATCH  -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          PATCH  chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          PATCH  project 401  401    401  401 401  200   200 404     403  404 404
 memory-home-correct       POST   -       401  401    401  401 401  201   404 404     404  404 404
 memory-home-correct       POST   chat    401  401    401  401 401  201   404 404     404  404 404
 memory-home-correct       POST   project 401  401    401  401 401  201   201 404     403  404 404
@@ -345,6 +355,12 @@ web:memory_home_item_correct  GET    project login login login login login 200  
 web:memory_home_item_correct  POST   -      login login  login login login 302   404   404     404   404
 web:memory_home_item_correct  POST   chat   login login  login login login 302   404   404     404   404
 web:memory_home_item_correct  POST   project login login login login login 302   302   404     403   404
+# pause, resume, a new expiry: in place, the rule of correcting
+web:memory_home_item_change   GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_item_change   GET    project login login login login login 200   200   404     403   404
+web:memory_home_item_change   POST   -      login login  login login login 302   404   404     404   404
+web:memory_home_item_change   POST   chat   login login  login login login 302   404   404     404   404
+web:memory_home_item_change   POST   project login login login login login 302   302   404     403   404
 web:memory_home_item_forget   GET    -      login login  login login login 200   404   404     404   404
 web:memory_home_item_forget   GET    project login login login login login 200   200   404     403   404
 web:memory_home_item_forget   POST   -      login login  login login login 302   404   404     404   404
@@ -424,6 +440,7 @@ HOME_ITEM_ROUTES = (
     "web:memory_home_item",
     "web:memory_home_item_correct",
     "web:memory_home_item_forget",
+    "web:memory_home_item_change",
 )
 FORGET_ALL_ROUTES = ("memory-home-forget-all", "web:memory_home_forget_all")
 
@@ -526,6 +543,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("project-members", "-"): Target(_project),
     ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
     ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("memory-item-detail", "-"): Target(_chat_item),
+    ("memory-item-detail", "user"): Target(_user_item),
     ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
@@ -632,6 +651,11 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("project-member-detail", "PATCH"): {"role": "viewer"},
     ("my-memories", "POST"): {"kind": "fact", "content": "I drink tea"},
     ("my-memory-supersede", "POST"): {"content": "I drink coffee"},
+    ("my-memory-detail", "PATCH"): {"paused": True, "expires_at": "2031-05-01T18:00:00Z"},
+    ("project-memory-detail", "PATCH"): {"paused": True},
+    ("memory-home-item", "PATCH"): {"paused": True},
+    ("memory-item-detail", "PATCH"): {"paused": True},
+    ("web:memory_home_item_change", "POST"): {"action": "pause"},
     ("project-memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
     ("project-memory-supersede", "POST"): {"content": "We ship on Mondays"},
     ("my-settings", "PUT"): {"enable_memory": False},

@@ -43,7 +43,7 @@ from memory_app.home.sources import (
     source_memories,
     source_parse,
 )
-from memory_app.memories.api import ExpiresAtField
+from memory_app.memories.api import ExpiresAtField, MemoryChangeInput
 from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
@@ -88,6 +88,21 @@ ProvenanceOutput = inline_serializer(
         "pending_review": serializers.BooleanField(
             help_text="A chat item that waits for an operator's review before it is shared with everyone."
         ),
+        "paused": serializers.BooleanField(help_text="Paused: no agent uses it until it is resumed."),
+        "changes": inline_serializer(
+            "HomeProvenanceChange",
+            {
+                "field": serializers.ChoiceField(choices=["paused", "expires_at"]),
+                "old": serializers.JSONField(help_text="true/false for paused; an ISO 8601 time or null."),
+                "new": serializers.JSONField(),
+                "at": serializers.DateTimeField(),
+                "by": serializers.ChoiceField(choices=["you", "member", "service", "user", "system"]),
+                "by_name": serializers.CharField(),
+            },
+            many=True,
+            help_text="Changes made in place (no new version), newest first, the latest 5.",
+        ),
+        "changes_total": serializers.IntegerField(help_text="How many changes in place there were in all."),
     },
 )
 
@@ -108,6 +123,7 @@ class HomeItemOutput(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True, help_text="When it stops being true; null: never.")
     expired = serializers.BooleanField(help_text="expires_at has passed: agents no longer see it.")
+    paused = serializers.BooleanField(help_text="Paused: listed here, used by no agent until resumed.")
     can_change = serializers.BooleanField(help_text="Whether you may forget it (and correct it, see can_correct).")
     can_correct = serializers.BooleanField(
         help_text="Whether you may correct it: not an item shared with everyone, which you may only forget."
@@ -331,6 +347,18 @@ class HomeItemView(APIView):
         data["last_read"] = read_data(last) if last is not None else None
         return Response(data)
 
+    @extend_schema(
+        request=MemoryChangeInput,
+        responses=HomeItemOutput,
+        description="Change the expiry or pause/resume the item in place: same id, no new version, the "
+        "change recorded in its provenance (provenance.changes). The write rule is the one of correcting.",
+    )
+    def patch(self, request, memory_id):
+        memory = services.home_item_change(
+            actor=request.user, memory_id=memory_id, **validated(MemoryChangeInput, request)
+        )
+        return Response(item_data([home_item_get(user=request.user, memory_id=memory.pk)], user=request.user)[0])
+
     @extend_schema(responses={204: None})
     def delete(self, request, memory_id):
         services.home_item_forget(actor=request.user, memory_id=memory_id)
@@ -447,6 +475,7 @@ IMPORT_MEMORIES_SCHEMA = {
                     "kind": {"type": "string", "enum": sorted(IDENTITY_KINDS)},
                     "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "pattern": NOT_ONLY_SPACE},
                     "status": {"type": "string", "enum": Status.values},
+                    "paused": {"type": "boolean"},
                     "metadata": {"type": "object", "additionalProperties": {}},
                 },
                 "required": ["kind", "content"],

@@ -100,6 +100,14 @@ def home_item_correct(
     )
 
 
+def home_item_change(*, actor: User, memory_id: str, **changes) -> Memory:
+    """Change an item of the home in place (``expires_at``, ``paused``: ``memory_change``); the
+    tier's write rule decides, as for correcting it (an item shared with everyone from the
+    user's chat is theirs to forget, not to pause: 403)."""
+    memory = home_item_get(user=actor, memory_id=memory_id)
+    return memory_services.memory_change(actor=actor, memory_id=memory.pk, tier=memory.scope_type, **changes)
+
+
 def home_item_forget(*, actor: User, memory_id: str) -> list[str]:
     memory = home_item_get(user=actor, memory_id=memory_id)
     return memory_services.memory_forget(actor=actor, memory_id=memory.pk, tier=memory.scope_type)
@@ -309,6 +317,8 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise _import_error(section, index, _("%(key)s must be a string.") % {"key": key})
         item["expires_at"] = _import_expiry(item.get("expires_at"), section=section, index=index)
+        if not isinstance(item.get("paused", False), bool):
+            raise _import_error(section, index, _("paused must be true or false."), "invalid_paused")
     return items
 
 
@@ -492,6 +502,7 @@ def _import_memories(
                 tier=create["tier"],
                 origin=create["origin"],
                 expires_at=item.get("expires_at"),
+                paused=item.get("paused", False),
             )
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None

@@ -301,6 +301,62 @@ def item_correct(request, memory_id):
     return render(request, "home/correct.html", {"memory": memory, "chain": chain, "form": form}, status=status)
 
 
+class ExpiryForm(forms.Form):
+    """A new expiry in place (no new version); empty, or "no expiry" ticked: it never expires."""
+
+    expires_at = ExpiresAtFormField(
+        label=gettext_lazy("True until"),
+        help_text=gettext_lazy("After this time agents no longer use or find it. Your time zone. Empty: no expiry."),
+    )
+    no_expiry = forms.BooleanField(required=False, label=gettext_lazy("It does not expire"))
+
+
+PAUSE_ACTIONS = {"pause": True, "resume": False}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def item_change(request, memory_id):
+    """Pause, resume or re-date an item in place: same id, no new version, the change recorded
+    in its provenance (``memory_change``, whose write rule decides, as for correcting). A pause
+    or resume comes from a button on the item or its source's list and leads back there."""
+    memory = _changeable(request, memory_id, correct=True)
+    form, status = ExpiryForm(initial={"expires_at": memory.expires_at}), 200
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action in PAUSE_ACTIONS:
+            services.home_item_change(actor=request.user, memory_id=memory.pk, paused=PAUSE_ACTIONS[action])
+            messages.success(
+                request,
+                _("Paused: no agent uses this memory until you resume it. It stays in your lists.")
+                if PAUSE_ACTIONS[action]
+                else _("Resumed: agents may use this memory again."),
+            )
+            back = request.POST.get("source", "")
+            if back:
+                source_parse(back)  # only a source of the home: never a link to somewhere else
+                return redirect(f"{_items_url(back)}#item-{memory.pk}")
+            return redirect("web:memory_home_item", memory.pk)
+        form = ExpiryForm(request.POST)
+        if form.is_valid():
+            expires_at = None if form.cleaned_data["no_expiry"] else form.cleaned_data["expires_at"]
+            with service_call(form) as call:
+                services.home_item_change(actor=request.user, memory_id=memory.pk, expires_at=expires_at)
+            if call.ok:
+                messages.success(
+                    request,
+                    _("Expiry removed; the memory is unchanged otherwise, with no new version.")
+                    if expires_at is None
+                    else _("Expiry changed; the memory is unchanged otherwise, with no new version."),
+                )
+                return redirect("web:memory_home_item", memory.pk)
+            status = call.status
+        else:
+            status = 400
+    memory = _annotate([memory], user=request.user)[0]
+    return render(request, "home/change.html", {"memory": memory, "form": form}, status=status)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def item_forget(request, memory_id):
@@ -459,6 +515,7 @@ urlpatterns = [
     path("memory/items/", source_items, name="memory_home_items"),
     path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
     path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
+    path("memory/items/<slug:memory_id>/change/", item_change, name="memory_home_item_change"),
     path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
     path("memory/reads/", reads_page, name="memory_home_reads"),
     path("memory/forget/", forget_selected, name="memory_home_forget_selected"),

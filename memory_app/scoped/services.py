@@ -25,8 +25,8 @@ from identity_app.models import User
 from identity_app.permissions import global_write_require
 from memory_app.distill.extraction import normalize_text
 from memory_app.memories import services
-from memory_app.memories.models import Memory, Origin, live_q
-from memory_app.memories.selectors import chat_is_bound_to
+from memory_app.memories.models import SCOPED_TIERS, Memory, Origin, live_q
+from memory_app.memories.selectors import chat_is_bound_to, memories_visible
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import (
     GLOBAL_SCOPE,
@@ -199,6 +199,17 @@ def scoped_item_create(
                 memory=memory,
             )
     return memory, True
+
+
+def scoped_item_change(*, actor: User, memory_id: str, **changes) -> Memory:
+    """Change a chat/global item in place (``expires_at``, ``paused``: ``memory_change``, whose
+    write rule decides: service principals within their reach, the user a chat is bound to
+    for its items, staff and services for global ones). An id that is not a chat/global item
+    the caller may read is 404, like one that does not exist."""
+    memory = memories_visible(user=actor).filter(pk=str(memory_id)[:40], scope_type__in=SCOPED_TIERS).first()
+    if memory is None:
+        raise NotFound("Memory not found.")
+    return services.memory_change(actor=actor, memory_id=memory.pk, tier=memory.scope_type, **changes)
 
 
 ITEM_SOURCE = "item"  # a candidate for an item a bot wrote through POST /api/memory/items
