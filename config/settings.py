@@ -239,7 +239,11 @@ ACCOUNT_CONTACT = env_str("ACCOUNT_CONTACT", "")
 SIGN_IN_LINK_HOURS = env_int("SIGN_IN_LINK_HOURS", 24)
 if not 1 <= SIGN_IN_LINK_HOURS <= 24 * 30:
     raise ImproperlyConfigured("SIGN_IN_LINK_HOURS must be between 1 and 720")
-PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://localhost:8000").rstrip("/")
+# Unset: the address the pages were opened at, else the one `make run` / `make serve` were last
+# started with (they write it to SERVER_ADDRESS_FILE), else http://localhost:8000, said as such
+# beside every printed link (config/public_address.py).
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "").strip().rstrip("/")
+SERVER_ADDRESS_FILE = Path(env_str("SERVER_ADDRESS_FILE", str(BASE_DIR / "var" / "server-address")))
 # Password reset by email works only with a real email backend (EMAIL_BACKEND, EMAIL_HOST, ...).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.dummy.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
