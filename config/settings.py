@@ -244,6 +244,9 @@ if not 1 <= SIGN_IN_LINK_HOURS <= 24 * 30:
 # beside every printed link (config/public_address.py).
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "").strip().rstrip("/")
 SERVER_ADDRESS_FILE = Path(env_str("SERVER_ADDRESS_FILE", str(BASE_DIR / "var" / "server-address")))
+# Where MCP clients reach `manage.py mcp_server --http` (the "Connect your agent" page shows it);
+# unset: the public address + /mcp, behind the site's TLS proxy (docs/mcp.md).
+MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL", "").strip().rstrip("/")
 # Password reset by email works only with a real email backend (EMAIL_BACKEND, EMAIL_HOST, ...).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.dummy.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")

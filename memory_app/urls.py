@@ -10,6 +10,7 @@ from memory_app.automemory import web as automemory_web
 from memory_app.context import api as context_api
 from memory_app.home import api as home_api
 from memory_app.home import web as home_web
+from memory_app.mcp import web as mcp_web
 from memory_app.memories import api as memories_api
 from memory_app.memories import web as memories_web
 from memory_app.notes import api as notes_api
@@ -41,4 +42,5 @@ web_urlpatterns = [
     *runs_web.urlpatterns,
     *automemory_web.urlpatterns,
     *scoped_web.urlpatterns,
+    *mcp_web.urlpatterns,
 ]

@@ -310,6 +310,9 @@ web:token_revoke              POST   -      login login  login login login 302  
 web:token_revoke              POST   ask    login login  login login login 200   404   404     404   404
 web:token_rotate              GET    -      login login  login login login 200   404   404     404   404
 web:token_rotate              POST   -      login login  login login login 200   404   404     404   404
+# "Connect your agent": the snippets for anyone signed in; the button makes a key of one's own
+web:connect                   GET    -      login login  login login login 200   200   200     200   200
+web:connect                   POST   -      login login  login login login 200   200   200     200   200
 web:invitations               GET    -      login login  login login login 200   200   200     200   200
 web:invitation_accept         POST   -      login login  login login login 404   404   302     404   404
 web:invitation_decline        POST   -      login login  login login login 404   404   302     404   404

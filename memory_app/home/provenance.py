@@ -258,7 +258,15 @@ def _changes_sentences(prov: Provenance) -> list[str]:
 
 
 def _provenance_where(memory: Memory, prov: Provenance) -> str:
-    """In which conversation it was written, as a sentence of its own (or nothing)."""
+    """In which conversation it was written, as a sentence of its own (or nothing): for what
+    the API, an agent's tool or the reader's own auto-memory wrote (a chat's items name their
+    chat; another member's task is not the reader's to follow)."""
+    if prov.imported is not None and prov.author == "you":
+        return ""
+    if memory.origin in (Origin.CONSOLIDATION, Origin.MIGRATION, Origin.MANUAL):
+        return ""
+    if memory.origin == Origin.AUTO and prov.log_entry is None and prov.author != "you":
+        return ""
     if prov.thread_title or prov.thread_id:
         return _("It was written in the conversation %(title)s.") % {
             "title": _quoted(prov.thread_title or prov.thread_id)

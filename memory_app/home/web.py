@@ -92,8 +92,6 @@ def memory_home(request):
     expiring = _annotate(expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != SOURCE_NOTES else ""
-        source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
-        source.reads_url = _reads_url(source.ref.key)
     return render(
         request,
         "home/home.html",
