@@ -281,6 +281,11 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
 MEMORY_EXPIRED_GRACE_DAYS = env_int("MEMORY_EXPIRED_GRACE_DAYS", 30)
 if not 0 <= MEMORY_EXPIRED_GRACE_DAYS <= 3650:
     raise ImproperlyConfigured("MEMORY_EXPIRED_GRACE_DAYS must be 0..3650")
+# Minutes in which forgetting a whole chat can be undone (its rows are kept for its user alone,
+# then deleted by memory_worker); 0: no undo, forgotten at once (docs/home.md, "Undo").
+MEMORY_FORGET_UNDO_MINUTES = env_int("MEMORY_FORGET_UNDO_MINUTES", 10)
+if not 0 <= MEMORY_FORGET_UNDO_MINUTES <= 24 * 60:
+    raise ImproperlyConfigured("MEMORY_FORGET_UNDO_MINUTES must be 0..1440")
 
 # Who read this? (docs/home.md): every time memory text reaches an agent, which items went to
 # which run, principal and token is recorded, kept this many days (the worker purges older rows).

@@ -227,6 +227,9 @@ memory-home-forget-all    POST   -       401  401    401  401 401  200   200 200
 memory-home-forget-all    POST   chat    401  401    401  401 401  200   404 404     404  404 404
 memory-home-forget-all    POST   project 401  401    401  401 401  200   200 404     403  404 404
 memory-home-forget-all    POST   typo    401  401    401  401 401  400   400 400     400  400 400
+# undoing a forgotten chat (or forgetting it for good now): the user who forgot it alone
+memory-home-forget-undo   POST   -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-forget-undo   DELETE -       401  401    401  401 401  204   404 404     404  404 404
 my-export                 GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-export-markdown        GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-import                 POST   -       401  401    401  401 401  200   200 200     200  200 200
@@ -381,6 +384,8 @@ web:memory_home_forget_all    POST   -      login login  login login login 302  
 web:memory_home_forget_all    POST   chat   login login  login login login 302   404   404     404   404
 web:memory_home_forget_all    POST   project login login login login login 302   302   404     403   404
 web:memory_home_forget_all    POST   typo   login login  login login login 400   400   400     400   400
+web:memory_home_forget_undo   GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_forget_undo   POST   -      login login  login login login 302   404   404     404   404
 web:memory_home_export        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        POST   -      login login  login login login 200   200   200     200   200
@@ -546,6 +551,8 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("project-members", "-"): Target(_project),
     ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
     ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("memory-home-forget-undo", "-"): Target(lambda w: {"undo_id": w.undo.pk}),
+    ("web:memory_home_forget_undo", "-"): Target(lambda w: {"undo_id": w.undo.pk}, body={"action": "undo"}),
     ("memory-item-detail", "-"): Target(_chat_item),
     ("memory-item-detail", "user"): Target(_user_item),
     ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),

@@ -6,8 +6,9 @@ import zoneinfo
 
 from django.conf import settings as django_settings
 from django.http import HttpResponse
+from django.urls import reverse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -48,6 +49,7 @@ from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
 from memory_app.notes.workspace import WORKSPACE_FILES
+from memory_app.scoped import services as scoped_services
 
 
 def source_schema(*names: str) -> dict:
@@ -434,6 +436,35 @@ class ForgetAllOutput(serializers.Serializer):
     kept_read_only = serializers.IntegerField(
         help_text="Auto-extracted memories kept because you may no longer write in their project."
     )
+    undo = serializers.SerializerMethodField(
+        help_text="Forgetting one chat can be undone until `until` (POST to `url`; DELETE forgets it for good now); "
+        "null: no undo (another source, MEMORY_FORGET_UNDO_MINUTES=0, or a chat too large to keep)."
+    )
+
+    @extend_schema_field(
+        inline_serializer(
+            "HomeForgetUndo",
+            {
+                "id": serializers.CharField(),
+                "until": serializers.DateTimeField(),
+                "url": serializers.CharField(),
+                "items": serializers.IntegerField(),
+                "pending_reviews": serializers.IntegerField(),
+            },
+            allow_null=True,
+        )
+    )
+    def get_undo(self, report) -> dict | None:
+        undo = report.undo
+        if undo is None:
+            return None
+        return {
+            "id": undo.pk,
+            "until": undo.expires_at.isoformat(),
+            "url": reverse("memory-home-forget-undo", kwargs={"undo_id": undo.pk}),
+            "items": undo.item_count,
+            "pending_reviews": undo.pending_count,
+        }
 
 
 class ForgetAllView(APIView):
@@ -442,6 +473,33 @@ class ForgetAllView(APIView):
         data = validated(ForgetAllInput, request)
         report = services.home_forget_source(actor=request.user, source=data["source"], confirm=data["confirm"])
         return Response(ForgetAllOutput(report).data)
+
+
+UndoOutput = inline_serializer(
+    "HomeForgetUndone",
+    {
+        "chat_key": serializers.CharField(),
+        "restored": serializers.ListField(child=serializers.CharField(), help_text="The memories back, same ids."),
+        "candidates": serializers.IntegerField(help_text="The chat's consolidation records back (reviews too)."),
+    },
+)
+
+
+class ForgetUndoView(APIView):
+    @extend_schema(
+        request=None,
+        responses=UndoOutput,
+        description="Undo forgetting a whole chat (forget-all with chat:<key>) within its time: its memories "
+        "come back with the same ids, with their changes and the chat's records. 409 undo_expired after.",
+    )
+    def post(self, request, undo_id):
+        report = scoped_services.chat_forget_undo(actor=request.user, undo_id=undo_id)
+        return Response({"chat_key": report.chat_key, "restored": report.restored, "candidates": report.candidates})
+
+    @extend_schema(responses={204: None}, description="Forget it for good now: the undo is no longer possible.")
+    def delete(self, request, undo_id):
+        scoped_services.chat_forget_undo_drop(actor=request.user, undo_id=undo_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ExportView(APIView):
@@ -625,6 +683,9 @@ urlpatterns = [
     api_route(r"users/me/memory-home/reads", HomeReadsView.as_view(), "memory-home-reads"),
     api_route(r"users/me/memory-home/forget", ForgetSelectedView.as_view(), "memory-home-forget"),
     api_route(r"users/me/memory-home/forget-all", ForgetAllView.as_view(), "memory-home-forget-all"),
+    api_route(
+        r"users/me/memory-home/forget-all/undo/(?P<undo_id>[\w-]+)", ForgetUndoView.as_view(), "memory-home-forget-undo"
+    ),
     api_route(r"users/me/export", ExportView.as_view(), "my-export"),
     api_route(r"users/me/export/markdown", ExportMarkdownView.as_view(), "my-export-markdown"),
     api_route(r"users/me/import", ImportView.as_view(), "my-import"),

@@ -10,7 +10,9 @@ from django.db.models.functions import RowNumber
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
+from config.errors import DomainError
 from config.sentences import join_sentences
+from identity_app.chat_reach import chat_of_session
 from identity_app.models import Membership, User
 from identity_app.permissions import service_principal_ids
 from memory_app.automemory.models import AutoMemoryLogEntry
@@ -18,7 +20,7 @@ from memory_app.automemory.selectors import auto_memory_log_for_memories
 from memory_app.memories.models import ChangedField, Memory, MemoryChange, Origin, Tier
 from memory_app.runs.selectors import runs_visible
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
-from memory_app.scoped.selectors import candidates_for_memories, migrations_applied_to
+from memory_app.scoped.selectors import bound_chats, candidates_for_memories, migrations_applied_to
 from memory_app.threads.selectors import conversations_visible
 
 PROVENANCE_CHUNK = 500
@@ -58,6 +60,9 @@ class Provenance:
     changes: list[MemoryChange] = field(default_factory=list)
     changes_total: int = 0
     paused: bool = False
+    # The names the reader gave the chats above (``chat_key``, ``shared_from``), if any.
+    chat_name: str = ""
+    shared_from_name: str = ""
 
 
 def _quoted(name: str) -> str:
@@ -113,6 +118,19 @@ def _changes_of(ids: list[str]) -> tuple[dict[str, list[MemoryChange]], dict[str
     return latest, totals
 
 
+def _chat_of(key: str) -> str:
+    """The chat a session key or chat key names (lanes dropped), or the key as it is."""
+    try:
+        return chat_of_session(key) or key
+    except DomainError:
+        return key
+
+
+def _chat_words(key: str, name: str) -> str:
+    """A chat as the sentences name it: the name the reader gave it, else its key."""
+    return _quoted(name) if name else key
+
+
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -160,6 +178,15 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
         _evidence_value(m, "conversation_id") for m in memories
     }
     threads = dict(conversations_visible(user=user).filter(pk__in=thread_ids - {""}).values_list("pk", "title"))
+    chat_keys = {_chat_of(c.session_id) for c in candidates.values() if c.session_id}
+    chat_keys |= {_chat_of(_evidence_value(m, "source_session_id")) for m in memories}
+    chat_keys |= {m.source_chat_key for m in memories if m.source_chat_key}
+    names = dict(
+        bound_chats(user=user)
+        .filter(chat_key__in=chat_keys - {""})
+        .exclude(display_name="")
+        .values_list("chat_key", "display_name")
+    )
 
     found: dict[str, Provenance] = {}
     for memory in memories:
@@ -194,6 +221,8 @@ def _provenance_chunk(memories: list[Memory], *, user) -> dict[str, Provenance]:
             changes=changes.get(memory.pk, []),
             changes_total=change_totals.get(memory.pk, 0),
             paused=memory.paused,
+            chat_name=names.get(_chat_of(chat_key), "") if chat_key else "",
+            shared_from_name=names.get(shared_from, "") if shared_from else "",
         )
         for change in prov.changes:
             kind, name, words = _person(change.changed_by, memory=memory, user=user, services=services, members=members)
@@ -212,12 +241,15 @@ def _provenance_sentence(memory: Memory, prov: Provenance, *, who: str) -> str:
     if prov.shared_from and prov.approved_at is not None:
         parts.append(
             _("%(who)s approved sharing it with everyone from your chat %(chat)s.")
-            % {"who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"), "chat": prov.shared_from}
+            % {
+                "who": _quoted(prov.approved_by) if prov.approved_by else _("An operator"),
+                "chat": _chat_words(prov.shared_from, prov.shared_from_name),
+            }
         )
     elif prov.shared_from:
         parts.append(
             _("It was shared with everyone from your chat %(chat)s without review, as this service is set up.")
-            % {"chat": prov.shared_from}
+            % {"chat": _chat_words(prov.shared_from, prov.shared_from_name)}
         )
     if prov.pending_review:
         parts.append(_("It waits for an operator's review before it is shared with everyone."))
@@ -293,7 +325,8 @@ def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
             if dreaming
             else _("%(who)s learned it from the chat %(chat)s.")
         )
-        return template % {"who": _capital(who), "chat": prov.chat_key or _("it was written in")}
+        chat = _chat_words(prov.chat_key, prov.chat_name) if prov.chat_key else _("it was written in")
+        return template % {"who": _capital(who), "chat": chat}
     if memory.origin == Origin.TOOL:
         return _("An agent saved it with a memory tool for %(who)s.") % {"who": who}
     if memory.origin == Origin.MIGRATION:
@@ -303,7 +336,7 @@ def _provenance_origin(memory: Memory, prov: Provenance, *, who: str) -> str:
     if prov.chat_key and not (prov.thread_title or prov.thread_id or memory.source_thread_id):
         return _("%(who)s saved it through the API in the chat %(chat)s.") % {
             "who": _capital(who),
-            "chat": prov.chat_key,
+            "chat": _chat_words(prov.chat_key, prov.chat_name),
         }
     return _("%(who)s saved it through the API.") % {"who": _capital(who)}
 

@@ -65,6 +65,7 @@ from memory_app.notes.notes_history import Author
 from memory_app.notes.selectors import user_settings_get
 from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES, validate_workspace_content
 from memory_app.scoped import services as scoped_services
+from memory_app.scoped.models import ChatForgetUndo
 from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_CLUE_KEYS
 from memory_app.scoped.selectors import bound_chats
 
@@ -141,6 +142,8 @@ class ForgetReport:
     remaining: int = 0
     # Auto-extracted memories in projects where the caller may no longer write (they stay).
     kept_read_only: int = 0
+    # Forgetting one chat can be undone for a while (``scoped_services.chat_forget_undo``).
+    undo: ChatForgetUndo | None = None
 
 
 def _forget_rows(actor, qs, report: ForgetReport, budget: int) -> int:
@@ -199,6 +202,8 @@ def home_forget_source(*, actor: User, source: str, confirm) -> ForgetReport:
                 keys = [ref.ident]
             else:
                 keys = list(bound_chats(user=actor).values_list("chat_key", flat=True))
+            if ref.kind == SOURCE_CHAT:
+                report.undo = scoped_services.chat_forget_undo_keep(actor=actor, chat_key=ref.ident)
             for key in keys:
                 budget = _forget_rows(actor, memories.filter(scope_type=Tier.CHAT, scope_id=key), report, budget)
                 report.candidates += scoped_services.chat_candidates_forget(actor=actor, chat_key=key)

@@ -116,5 +116,5 @@ def test_the_python_snippet_runs_as_pasted_against_the_service(client, live_serv
     settings.API_THROTTLE = False
     client.force_login(alice)
     python = snippets(client.post(reverse("web:connect")).content.decode())["snippet-python"]
-    exec(compile(python, "snippet-python", "exec"), {})  # noqa: S102 - the page's own snippet, run as a user would
+    exec(compile(python, "snippet-python", "exec"), {})
     assert Memory.objects.filter(owner=alice, content="I prefer short answers.").exists()
