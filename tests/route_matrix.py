@@ -32,10 +32,10 @@ from memory_app.automemory.models import AutoMemoryClaim, AutoMemoryLogEntry, Au
 from memory_app.memories import services as memory_services
 from memory_app.notes import services as notes_services
 from memory_app.ops.models import BackgroundJob
-from memory_app.scoped.models import ChatForgetUndo
 from memory_app.ops.services import worker_heartbeat
 from memory_app.runs import services as run_services
 from memory_app.scoped.migration import inspect_plan, plan_import
+from memory_app.scoped.models import ChatForgetUndo
 from memory_app.scoped.services import scoped_item_create
 from memory_app.threads import services as thread_services
 from tests.factories import (
