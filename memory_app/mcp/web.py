@@ -73,14 +73,15 @@ def connection_snippets(*, base_url: str, mcp_url: str, key: str, username: str,
     """Every snippet of the page, filled with this service's address and ``key``."""
     acting_for = "<username it acts for>" if service else None
     user_id = "<username it acts for>" if service else username
-    as_json = {"indent": 2, "ensure_ascii": False}
     return {
         "mcp_http": Snippet(
             "snippet-mcp-http",
             "json",
-            json.dumps(http_config(mcp_url=mcp_url, key=key, acting_for=acting_for), **as_json),
+            json.dumps(http_config(mcp_url=mcp_url, key=key, acting_for=acting_for), indent=2, ensure_ascii=False),
         ),
-        "mcp_stdio": Snippet("snippet-mcp-stdio", "json", json.dumps(stdio_config(key=key, local=local), **as_json)),
+        "mcp_stdio": Snippet(
+            "snippet-mcp-stdio", "json", json.dumps(stdio_config(key=key, local=local), indent=2, ensure_ascii=False)
+        ),
         "python": Snippet(
             "snippet-python",
             "python",

@@ -17,11 +17,12 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.conf import settings
 from django.core import serializers
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -46,6 +47,7 @@ from memory_app.scoped.scope import (
 )
 
 logger = logging.getLogger(__name__)
+M = TypeVar("M", bound=models.Model)
 
 RESERVED_METADATA_KEYS = frozenset({"scope", "scope_type", "scope_id", "scope_key"})
 
@@ -330,6 +332,12 @@ def _existing_user_ids(ids: set) -> set:
     return set(User.objects.filter(pk__in=[i for i in ids if i is not None]).values_list("pk", flat=True))
 
 
+def _rows_back(model: type[M], data: list) -> list[M]:
+    """The rows of ``model`` a ``_kept`` list holds, as unsaved instances."""
+    rows = [kept.object for kept in serializers.deserialize("json", json.dumps(data))]
+    return [row for row in rows if isinstance(row, model)]
+
+
 def _put_back(rows) -> None:
     """Insert rows as they were kept: their own creation times (a raw save skips ``auto_now``)."""
     for row in rows:
@@ -358,7 +366,7 @@ def chat_forget_undo(*, actor: User, undo_id: str) -> UndoReport:
             raise NotFound("Chat not found.")
         lock_scope((SCOPE_TYPE_CHAT, undo.chat_key))
         report = UndoReport(chat_key=undo.chat_key)
-        memories = [d.object for d in serializers.deserialize("json", json.dumps(undo.memories))]
+        memories = _rows_back(Memory, undo.memories)
         memories = [m for m in memories if m.scope_type == SCOPE_TYPE_CHAT and m.scope_id == undo.chat_key]
         taken = set(Memory.objects.filter(pk__in=[m.pk for m in memories]).values_list("pk", flat=True))
         memories = [m for m in memories if m.pk not in taken]
@@ -370,13 +378,13 @@ def chat_forget_undo(*, actor: User, undo_id: str) -> UndoReport:
                 memory.superseded_by_id = None  # its newer version is gone: this one ends the chain
         _put_back(memories)
         report.restored = [m.pk for m in memories]
-        changes = [d.object for d in serializers.deserialize("json", json.dumps(undo.changes))]
+        changes = _rows_back(MemoryChange, undo.changes)
         changes = [c for c in changes if c.memory_id in report.restored]
         users = _existing_user_ids({c.changed_by_id for c in changes})
         for change in changes:
             change.changed_by_id = change.changed_by_id if change.changed_by_id in users else None
         _put_back(changes)
-        candidates = [d.object for d in serializers.deserialize("json", json.dumps(undo.candidates))]
+        candidates = _rows_back(MemoryCandidate, undo.candidates)
         present = set(MemoryCandidate.objects.filter(pk__in=[c.pk for c in candidates]).values_list("pk", flat=True))
         users = _existing_user_ids({c.reviewed_by_id for c in candidates})
         kept = []
