@@ -40,6 +40,30 @@ MAX_PLAN_UPLOAD_BYTES = 64 * 1024 * 1024
 MAX_REPORT_ROWS = 500
 
 
+# How a candidate was found, and by what, in words (the records keep the codes).
+CANDIDATE_SOURCE_WORDS = {
+    "consolidate": gettext_lazy("after a turn of the chat"),
+    "dream": gettext_lazy("looking back over the chat"),
+    "item": gettext_lazy("written by a bot"),
+}
+EXTRACTOR_WORDS = {
+    "deterministic": gettext_lazy("built-in rules"),
+    "openai": gettext_lazy("a language model"),
+    "api": gettext_lazy("a bot, through the API"),
+}
+
+
+class CandidateSourceFilter(admin.SimpleListFilter):
+    title = gettext_lazy("found by")
+    parameter_name = "source"
+
+    def lookups(self, request, model_admin):
+        return list(CANDIDATE_SOURCE_WORDS.items())
+
+    def queryset(self, request, queryset):
+        return queryset.filter(source=self.value()) if self.value() else queryset
+
+
 @admin.register(MemoryCandidate)
 class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
     """Read-only records; approve and reject call ``scoped.review``, each after a page that says
@@ -53,15 +77,21 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
         "kind",
         "scope_type",
         "session_id",
-        "source",
+        "source_words",
         "created_at",
         "reviewed_by",
     ]
     list_display_links = ["preview"]
-    list_filter = ["decision", "source", "scope_type", "kind"]
+    list_filter = ["decision", CandidateSourceFilter, "scope_type", "kind"]
     search_fields = ["id", "session_id", "scope_id", "content", "memory__id"]
     raw_id_fields = ["memory", "reviewed_by"]
-    readonly_fields = [f.name for f in MemoryCandidate._meta.fields]
+    # Every field read-only, the source and the extractor in words.
+    readonly_fields = [
+        *(f.name for f in MemoryCandidate._meta.fields if f.name not in ("source", "extractor")),
+        "source_words",
+        "extractor_words",
+    ]
+    exclude = ["source", "extractor"]
     list_select_related = ["memory", "reviewed_by"]
     actions = ["approve_candidates", "reject_candidates"]
     change_form_template = "admin/memory_app/memorycandidate/change_form.html"
@@ -72,6 +102,14 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
     @admin.display(description=gettext_lazy("content"))
     def preview(self, obj):
         return Truncator(obj.content).chars(160)
+
+    @admin.display(description=gettext_lazy("found by"), ordering="source")
+    def source_words(self, obj):
+        return str(CANDIDATE_SOURCE_WORDS.get(obj.source, obj.source))
+
+    @admin.display(description=gettext_lazy("extractor"))
+    def extractor_words(self, obj):
+        return str(EXTRACTOR_WORDS.get(obj.extractor, obj.extractor))
 
     @admin.display(description=gettext_lazy("whose chat"))
     def chat_of(self, obj):

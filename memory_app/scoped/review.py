@@ -33,6 +33,7 @@ import dataclasses
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied
 from identity_app.chat_reach import chat_of_session
@@ -86,7 +87,7 @@ def _waiting_item(candidate: MemoryCandidate) -> Memory | None:
 def _active_end(memory: Memory) -> Memory | None:
     """The active version of ``memory``'s correction chain in its scope (it may have been
     corrected while waiting), or None when the chain ends archived or forgotten."""
-    for _ in range(MAX_CHAIN_LENGTH):
+    for _step in range(MAX_CHAIN_LENGTH):
         if memory.status == Status.ACTIVE:
             return memory
         if not memory.superseded_by_id:
@@ -273,17 +274,19 @@ def review_preview(*, candidate: MemoryCandidate, decision: str, owner: ChatOwne
     if decision == APPROVE:
         if waiting is not None:
             if item is None:
-                preview.possible, preview.blocked = False, "its item is no longer active in its chat; nothing to share"
+                preview.possible = False
+                preview.blocked = _("its item is no longer active in its chat; nothing to share")
             else:
                 preview.text, preview.to_scope, preview.shares = item.content, SCOPE_TYPE_GLOBAL, True
         elif candidate.decision == CandidateDecision.REJECTED:
             preview.to_scope = scope_for_kind(candidate.kind)
             preview.shares = preview.to_scope == SCOPE_TYPE_GLOBAL
         else:
-            preview.possible, preview.blocked = False, f"already {candidate.decision}"
+            preview.possible = False
+            preview.blocked = _("it is already decided: %(decision)s") % {"decision": candidate.get_decision_display()}
         return preview
     if candidate.decision == CandidateDecision.REJECTED:
-        preview.possible, preview.blocked = False, "already rejected"
+        preview.possible, preview.blocked = False, _("it is already rejected")
         return preview
     if item is not None:
         preview.text = item.content

@@ -391,7 +391,7 @@ def test_a_decision_that_cannot_be_made_says_why_and_offers_no_button(client, ad
     client.force_login(admin)
     done = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A, content="I like jazz"))
     page = client.get(review_url(done, "approve")).text
-    assert "This cannot be done: already created." in page and 'id="confirm-review"' not in page
+    assert "This cannot be done: it is already decided: Created an item." in page and 'id="confirm-review"' not in page
     assert client.get(review_url(done, "maybe")).status_code == 404
     assert (
         client.get(reverse("admin:memory_app_memorycandidate_review", args=["cand_nothing", "approve"])).status_code
