@@ -80,9 +80,7 @@ def test_durations_read_as_words():
 
 def test_a_run_page_says_its_figures_in_words_and_keeps_the_rest_behind_the_toggle(alice):
     run = CompletedRunFactory(user=alice)
-    AgentRun.objects.filter(pk=run.pk).update(
-        usage={"duration_s": 95, "quota_remaining_pct": 40, "tokens_in": 1200}
-    )
+    AgentRun.objects.filter(pk=run.pk).update(usage={"duration_s": 95, "quota_remaining_pct": 40, "tokens_in": 1200})
     page = signed_in(alice).get(reverse("web:run_detail", args=[run.pk])).content.decode()
     visible, details = page.split('id="run-internals"', 1)
     assert "Took" in visible and "1 min 35 s" in visible and "Quota left when it finished" in visible

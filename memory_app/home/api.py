@@ -154,6 +154,7 @@ class HomeSourceOutput(serializers.Serializer):
     kind = serializers.CharField(source="ref.kind")
     title = serializers.CharField()
     count = serializers.IntegerField(help_text="Active items (the notes file: its non-empty lines).")
+    paused = serializers.IntegerField(help_text="Of count: paused ones (listed, used by no agent).")
     sentence = serializers.CharField(help_text="Which agents see it and when, with the switch states.")
     switches = serializers.SerializerMethodField()
     latest = serializers.SerializerMethodField()
@@ -178,8 +179,19 @@ class HomeSourceOutput(serializers.Serializer):
         return {"exists": source.notes_exists, "bytes": source.notes_bytes, "error": source.notes_error or None}
 
 
+class HomeCapacityOutput(serializers.Serializer):
+    notes_bytes = serializers.IntegerField(help_text="The notes file's size.")
+    notes_read_bytes = serializers.IntegerField(help_text="How much of it a run's context carries (24 KiB).")
+    notes_max_bytes = serializers.IntegerField(help_text="The largest notes file (128 KiB).")
+    memories = serializers.IntegerField(help_text="Rows of the home, every version counted.")
+    export_limit = serializers.IntegerField(help_text="Rows one export holds.")
+    in_new_chats = serializers.IntegerField(help_text="Newest items of 'About me' and of a project a new chat gets.")
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="Calm sentences near a limit.")
+
+
 class HomeOverviewOutput(serializers.Serializer):
     total = serializers.IntegerField()
+    capacity = HomeCapacityOutput(help_text="Room left: the notes file and the rows against their limits.")
     switches = HomeSwitchOutput(many=True)
     sources = HomeSourceOutput(many=True)
     projects_total = serializers.IntegerField()
@@ -195,6 +207,7 @@ class HomeView(APIView):
         data = HomeOverviewOutput(
             {
                 "total": overview.total,
+                "capacity": overview.capacity,
                 "switches": list(overview.switches.values()),
                 "sources": overview.sources,
                 "projects_total": overview.projects_total,

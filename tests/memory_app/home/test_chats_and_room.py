@@ -213,3 +213,12 @@ def test_the_home_shows_the_room_left_with_a_warning_past_what_agents_read(clien
     page = client.get(reverse("web:home")).content.decode()
     assert 'id="home-capacity"' in page and 'id="capacity-notes"' in page
     assert "agents read only its first 24.0\xa0KB" in page
+
+
+def test_the_overview_api_carries_the_room_left_and_paused_counts(api, home):
+    memory_services.memory_change(actor=home.alice, memory_id=home.mine.pk, paused=True)
+    body = api(home.alice).get("/api/users/me/memory-home").json()
+    assert body["capacity"]["notes_read_bytes"] == 24 * 1024 and body["capacity"]["export_limit"] == 5000
+    assert body["capacity"]["warnings"] == [] and body["capacity"]["in_new_chats"] == 5
+    own = next(s for s in body["sources"] if s["source"] == "user")
+    assert (own["count"], own["paused"]) == (1, 1)
