@@ -259,6 +259,13 @@ class HomeSearchView(APIView):
                 description="Words or a question (at most 200 characters).",
             ),
             OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT}, required=False),
+            OpenApiParameter(
+                "include_paused",
+                {"type": "boolean"},
+                required=False,
+                description="true: paused memories too (as the page shows them, marked paused). Left out by "
+                "default: a program searching for an agent gets what agents may use.",
+            ),
         ],
         responses=HomeSearchOutput,
     )
@@ -269,7 +276,10 @@ class HomeSearchView(APIView):
         limit = request.query_params.get("limit", str(SEARCH_LIMIT))
         if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= SEARCH_LIMIT:
             raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {SEARCH_LIMIT}."]})
-        found = home_search(user=request.user, query=query, limit=int(limit))
+        include_paused = request.query_params.get("include_paused", "false")
+        if include_paused not in ("true", "false"):
+            raise serializers.ValidationError({"include_paused": ["Must be true or false."]})
+        found = home_search(user=request.user, query=query, limit=int(limit), for_agent=include_paused == "false")
         items = item_data([hit.memory for hit in found.hits], user=request.user)
         for item, hit in zip(items, found.hits, strict=True):
             item["score"] = round(float(hit.score), 6)

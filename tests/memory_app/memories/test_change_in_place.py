@@ -502,3 +502,13 @@ def test_the_mcp_change_tool_pauses_an_item_of_my_home_and_nothing_else(alice, b
         tools.tool_call(ctx=ctx, name="change_memory", arguments={"memory_id": mine.pk})
     assert nothing.value.code == "nothing_to_change"
     assert snapshot() == before
+
+
+def test_the_home_search_api_leaves_paused_memories_out_unless_asked(api, alice):
+    memory = UserMemoryFactory(owner=alice, content="Alice likes green tea")
+    services.memory_change(actor=alice, memory_id=memory.pk, paused=True)
+    client = api(alice)
+    assert client.get("/api/users/me/memory-home/search", {"q": "green tea"}).json()["results"] == []
+    found = client.get("/api/users/me/memory-home/search", {"q": "green tea", "include_paused": "true"}).json()
+    assert [(hit["id"], hit["paused"]) for hit in found["results"]] == [(memory.pk, True)]
+    assert client.get("/api/users/me/memory-home/search", {"q": "tea", "include_paused": "yes"}).status_code == 400
