@@ -41,7 +41,6 @@ $PY manage.py prepare_node "${prepare_flags[@]}"
 # Where printed links start when PUBLIC_BASE_URL is not set (behind a TLS proxy, set it).
 . scripts/server_address.sh
 record_server_address "$HOST" "$PORT"
-[ -n "${PUBLIC_BASE_URL:-}" ] || echo "serve: PUBLIC_BASE_URL is not set; printed links start with $SERVER_ADDRESS" >&2
 
 pids=()
 stop_all() {

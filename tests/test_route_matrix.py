@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.contrib.contenttypes.models import ContentType
 from django.core.cache import cache
 from django.test import RequestFactory, override_settings
@@ -419,6 +420,9 @@ admin:memory_app_scopemigrationplan_inspect GET  -      {_NOT_STAFF} 403 302
 admin:memory_app_scopemigrationplan_inspect POST -      {_NOT_STAFF} 403 302
 admin:memory_app_scopemigrationplan_apply   GET  -      {_NOT_STAFF} 403 200
 admin:memory_app_scopemigrationplan_apply   POST -      {_NOT_STAFF} 403 200
+# what approving a candidate will do: shown to reviewers only (an unconfirmed POST shows it again)
+admin:memory_app_memorycandidate_review     GET  -      {_NOT_STAFF} 403 200
+admin:memory_app_memorycandidate_review     POST -      {_NOT_STAFF} 403 200
 """,
     ADMIN_PERSONAS,
 )
@@ -647,6 +651,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("admin/(?P<url>.*)", "-"): Target(url=lambda w: "/admin/nowhere/"),
     ("admin:auth_user_password_change", "-"): Target(lambda w: {"id": w.users["alice"].pk}),
     ("admin:memory_app_scopemigrationplan_apply", "-"): Target(lambda w: {"plan_id": w.plan.pk}),
+    ("admin:memory_app_memorycandidate_review", "-"): Target(
+        lambda w: {"object_id": quote(w.candidate.pk), "decision": "approve"}
+    ),
 }
 
 # What each write sends: a valid request, so that a refusal is about who asks, not what.

@@ -60,8 +60,8 @@ def job_kind_words(kind: str) -> str:
 
 
 def job_kinds() -> list[tuple[str, str]]:
-    """(kind, words) of every registered job, for the admin's filter."""
-    return sorted(((kind, job_kind_words(kind)) for kind in _handlers), key=lambda pair: pair[1])
+    """(kind, words) of every job registered with a label, for the admin's filter."""
+    return sorted(((kind, job_kind_words(kind)) for kind in _labels), key=lambda pair: pair[1])
 
 
 def job_enqueue(*, kind: str, user, payload: dict | None = None, dedupe_key: str = "") -> BackgroundJob:

@@ -181,13 +181,12 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
 
     def review_view(self, request, object_id, decision):
         """One candidate: GET says what ``decision`` will do; the confirmed POST does it."""
-        if decision not in (review.APPROVE, review.REJECT):
-            raise Http404
-        candidate = self.get_object(request, unquote(object_id))
-        if candidate is None:
-            raise Http404
+        # The permission first, so that staff without it cannot tell which candidates exist.
         if not self.has_review_permission(request):
             raise DjangoPermissionDenied
+        candidate = self.get_object(request, unquote(object_id))
+        if candidate is None or decision not in (review.APPROVE, review.REJECT):
+            raise Http404
         previews = review.review_previews(candidate_ids=[candidate.pk], decision=decision)
         if request.method == "POST" and request.POST.get("confirmed") == "yes":
             self._decide(request, previews, decision=decision)
