@@ -497,15 +497,18 @@ def _forget_all_counts(user, source: SourceRef) -> dict:
         )
         return {"title": by_key[source.key].title if source.key in by_key else source.key, "rows": mine}
     if source.kind == SOURCE_CHAT:
-        items = source_memories(user=user, source=source).filter(live_q())  # 404 for a chat not bound to the user
+        rows = source_memories(user=user, source=source)  # 404 for a chat not bound to the user
+        items = rows.filter(live_q())
         found = by_key.get(source.key)
+        # A chat too large to keep for an undo is forgotten without one: the page says so.
+        undoable = rows.count() <= scoped_services.UNDO_MAX_ROWS
         return {
             "title": found.title if found else source.key,
             "parts": [found] if found else [],
             "items": list(items.order_by("-created_at", "-id")[:CHAT_ITEMS_SHOWN]),
             "more_items": max(0, (found.count if found else 0) - CHAT_ITEMS_SHOWN),
             "pending": scoped_services.chat_pending_reviews(chat_key=source.ident),
-            "undo_minutes": settings.MEMORY_FORGET_UNDO_MINUTES,
+            "undo_minutes": settings.MEMORY_FORGET_UNDO_MINUTES if undoable else 0,
         }
     if source.kind == SOURCE_ALL:
         kinds = (
