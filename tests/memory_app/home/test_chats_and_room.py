@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.html import escape
 
 from config.errors import NotFound
@@ -200,9 +200,10 @@ def test_room_left_counts_the_notes_file_and_the_rows_and_warns_calmly_near_a_li
     )
     assert capacity.memories == home_memories(user=home.alice).count()
     assert capacity.warnings == []
-    near = capacity_of(notes_bytes=20 * 1024, memories=10)
+    with translation.override("en"):
+        near = capacity_of(notes_bytes=20 * 1024, memories=10)
+        over = capacity_of(notes_bytes=30 * 1024, memories=4600)
     assert len(near.warnings) == 1 and "83%" in near.warnings[0]
-    over = capacity_of(notes_bytes=30 * 1024, memories=4600)
     assert "only its first 24.0\xa0KB" in over.warnings[0] and "6.0\xa0KB" in over.warnings[0]
     assert "4600" in over.warnings[1] and "5000" in over.warnings[1]
 
