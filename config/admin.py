@@ -11,6 +11,14 @@ from config.errors import DomainError
 DJANGO_ADMIN_WORDS = (gettext_noop("Model name"), gettext_noop("Add link"), gettext_noop("Change or view list link"))
 
 
+class WideListMixin:
+    """A list an operator works in gets the page's whole width for its columns: no navigation
+    sidebar beside it (the breadcrumbs lead back), so the filter panel hides no column at 1280 px."""
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}), "is_nav_sidebar_enabled": False})
+
+
 class ServiceModelAdmin(admin.ModelAdmin):
     """A model admin whose ``save_model``/``delete_model`` call the domain services.
 

@@ -239,7 +239,14 @@ ACCOUNT_CONTACT = env_str("ACCOUNT_CONTACT", "")
 SIGN_IN_LINK_HOURS = env_int("SIGN_IN_LINK_HOURS", 24)
 if not 1 <= SIGN_IN_LINK_HOURS <= 24 * 30:
     raise ImproperlyConfigured("SIGN_IN_LINK_HOURS must be between 1 and 720")
-PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://localhost:8000").rstrip("/")
+# Unset: the address the pages were opened at, else the one `make run` / `make serve` were last
+# started with (they write it to SERVER_ADDRESS_FILE), else http://localhost:8000, said as such
+# beside every printed link (config/public_address.py).
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "").strip().rstrip("/")
+SERVER_ADDRESS_FILE = Path(env_str("SERVER_ADDRESS_FILE", str(BASE_DIR / "var" / "server-address")))
+# Where MCP clients reach `manage.py mcp_server --http` (the "Connect your agent" page shows it);
+# unset: the public address + /mcp, behind the site's TLS proxy (docs/mcp.md).
+MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL", "").strip().rstrip("/")
 # Password reset by email works only with a real email backend (EMAIL_BACKEND, EMAIL_HOST, ...).
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.dummy.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
@@ -274,6 +281,11 @@ if not 1 <= AUTO_MEMORY_MANUAL_ROUND_LIMIT <= 50 or not 1 <= AUTO_MEMORY_MANUAL_
 MEMORY_EXPIRED_GRACE_DAYS = env_int("MEMORY_EXPIRED_GRACE_DAYS", 30)
 if not 0 <= MEMORY_EXPIRED_GRACE_DAYS <= 3650:
     raise ImproperlyConfigured("MEMORY_EXPIRED_GRACE_DAYS must be 0..3650")
+# Minutes in which forgetting a whole chat can be undone (its rows are kept for its user alone,
+# then deleted by memory_worker); 0: no undo, forgotten at once (docs/home.md, "Undo").
+MEMORY_FORGET_UNDO_MINUTES = env_int("MEMORY_FORGET_UNDO_MINUTES", 10)
+if not 0 <= MEMORY_FORGET_UNDO_MINUTES <= 24 * 60:
+    raise ImproperlyConfigured("MEMORY_FORGET_UNDO_MINUTES must be 0..1440")
 
 # Who read this? (docs/home.md): every time memory text reaches an agent, which items went to
 # which run, principal and token is recorded, kept this many days (the worker purges older rows).

@@ -24,6 +24,7 @@ FIELD_OF_CODE = {
     "invalid_content": "content",
     "too_large": "content",
     "invalid_kind": "kind",
+    "invalid_expires_at": "expires_at",
     "unknown_user": "only_users",
     "unknown_project": "only_projects",
 }

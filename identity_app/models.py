@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth.models import User as _AuthUser
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
@@ -131,10 +131,10 @@ class Project(models.Model):
 
 
 class Role(models.TextChoices):
-    OWNER = "owner", _("owner")
-    ADMIN = "admin", _("admin")
-    MEMBER = "member", _("member")
-    VIEWER = "viewer", _("viewer")
+    OWNER = "owner", pgettext_lazy("project role", "Owner")
+    ADMIN = "admin", pgettext_lazy("project role", "Admin")
+    MEMBER = "member", pgettext_lazy("project role", "Member")
+    VIEWER = "viewer", pgettext_lazy("project role", "Viewer")
 
 
 class Membership(models.Model):

@@ -12,6 +12,7 @@ from memory_app.compat import api as compat_api
 from memory_app.context import api as context_api
 from memory_app.home import api as home_api
 from memory_app.home import web as home_web
+from memory_app.mcp import web as mcp_web
 from memory_app.memories import api as memories_api
 from memory_app.memories import web as memories_web
 from memory_app.notes import api as notes_api
@@ -45,6 +46,7 @@ web_urlpatterns = [
     *runs_web.urlpatterns,
     *automemory_web.urlpatterns,
     *scoped_web.urlpatterns,
+    *mcp_web.urlpatterns,
 ]
 
 compat_urlpatterns = [*compat_api.urlpatterns]

@@ -11,6 +11,13 @@ export DEBUG=${DEBUG:-1}
 # each connection is closed when its request ends.
 export DB_CONN_MAX_AGE=0
 PY=.venv/bin/python
+. scripts/server_address.sh
+record_server_address "$HOST" "$PORT"
+if [ -n "${PUBLIC_BASE_URL:-}" ]; then
+  links_hint="Printed links start with PUBLIC_BASE_URL, $PUBLIC_BASE_URL."
+else
+  links_hint="Printed links (issue_token --sign-in-link) start with $SERVER_ADDRESS; PUBLIC_BASE_URL sets another address."
+fi
 $PY manage.py migrate --noinput >/dev/null
 $PY manage.py createcachetable  # only does something with CACHE_BACKEND=database
 if [ -n "${DJANGO_SUPERUSER_USERNAME:-}" ] && [ -n "${DJANGO_SUPERUSER_PASSWORD:-}" ]; then
@@ -35,7 +42,8 @@ Memory service on http://$HOST:$PORT/
   admin     http://$HOST:$PORT/admin/
   API docs  http://$HOST:$PORT/api/docs/
 $login_hint
-  API token: DEBUG=1 .venv/bin/python manage.py issue_token USERNAME
+  API token: DEBUG=1 .venv/bin/python manage.py issue_token USERNAME [--create-user --sign-in-link]
+  $links_hint
 
 MSG
 exec $PY manage.py runserver "$HOST:$PORT" "${@:3}"

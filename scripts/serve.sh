@@ -38,6 +38,9 @@ mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 prepare_flags=(-v 0)
 [ "${SERVE_SETUP:-1}" = 1 ] || prepare_flags+=(--skip-database)
 $PY manage.py prepare_node "${prepare_flags[@]}"
+# Where printed links start when PUBLIC_BASE_URL is not set (behind a TLS proxy, set it).
+. scripts/server_address.sh
+record_server_address "$HOST" "$PORT"
 
 pids=()
 stop_all() {

@@ -35,6 +35,7 @@ from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import worker_heartbeat
 from memory_app.runs import services as run_services
 from memory_app.scoped.migration import inspect_plan, plan_import
+from memory_app.scoped.models import ChatForgetUndo
 from memory_app.scoped.services import scoped_item_create
 from memory_app.threads import services as thread_services
 from tests.factories import (
@@ -228,6 +229,10 @@ def build_world() -> World:
         actor=svc, session_id=CHAT_KEY, kind="fact", content=f"alice chat fact: allergic to {MARKERS['chat']}"
     )
     o["candidate"] = MemoryCandidateFactory(memory=o["chat_item"])
+    # What forgetting a chat of hers would let her undo (nothing kept: undoing it restores no row).
+    o["undo"] = ChatForgetUndo.objects.create(
+        user=alice, chat_key=CHAT_KEY, expires_at=timezone.now() + timedelta(hours=1)
+    )
     o["conversation"] = thread_services.conversation_create(
         actor=svc, username="alice", title=f"Trip with the {MARKERS['thread']}", session_key=CHAT_KEY
     )

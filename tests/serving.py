@@ -51,6 +51,7 @@ def serve_env(folder: Path, **overrides) -> dict:
         SQLITE_PATH=str(folder / "db.sqlite3"),
         WORKSPACE_ROOT=str(folder / "workspaces"),
         STATIC_ROOT=str(folder / "static"),
+        SERVER_ADDRESS_FILE=str(folder / "server-address"),
         PROMETHEUS_MULTIPROC_DIR=str(folder / "prometheus"),
         METRICS_TOKEN=METRICS_TOKEN,
         LOG_FORMAT="json",

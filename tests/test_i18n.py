@@ -112,16 +112,25 @@ def test_times_are_shown_in_the_profiles_zone_with_the_zone_named(alice):
 def test_every_message_is_translated_and_the_compiled_catalog_matches():
     po = (CATALOG / "django.po").read_text("utf-8")
     assert "#, fuzzy" not in po
-    entries = re.findall(r'\nmsgid ((?:".*"\n)+)(?:msgid_plural (?:".*"\n)+)?msgstr(?:\[0\])? ((?:".*"\n?)+)', po)
+    entries = re.findall(
+        r'\n(?:msgctxt ((?:".*"\n)+))?msgid ((?:".*"\n)+)(?:msgid_plural (?:".*"\n)+)?msgstr(?:\[0\])? ((?:".*"\n?)+)',
+        po,
+    )
     assert len(entries) > 200
     with (CATALOG / "django.mo").open("rb") as handle:
         compiled = gettext.GNUTranslations(handle)
-    for raw_id, raw_str in entries:
-        msgid = "".join(re.findall(r'"(.*)"', raw_id)).encode().decode("unicode_escape").encode("latin-1").decode()
-        msgstr = "".join(re.findall(r'"(.*)"', raw_str)).encode().decode("unicode_escape").encode("latin-1").decode()
+
+    def text(raw: str) -> str:
+        return "".join(re.findall(r'"(.*)"', raw)).encode().decode("unicode_escape").encode("latin-1").decode()
+
+    for raw_context, raw_id, raw_str in entries:
+        context, msgid, msgstr = text(raw_context), text(raw_id), text(raw_str)
         if not msgid:
             continue  # the header
         assert msgstr, f"untranslated: {msgid!r}"
-        assert compiled.gettext(msgid) == msgstr or compiled.ngettext(msgid, msgid, 1) == msgstr, (
-            f"the .mo is older than the .po for {msgid!r}: run msgfmt (see README)"
+        found = (
+            (compiled.pgettext(context, msgid), compiled.npgettext(context, msgid, msgid, 1))
+            if context
+            else (compiled.gettext(msgid), compiled.ngettext(msgid, msgid, 1))
         )
+        assert msgstr in found, f"the .mo is older than the .po for {msgid!r}: run msgfmt (see README)"

@@ -8,6 +8,7 @@ change and add pages of every model of ours in the admin and the pages of our ad
 which also show no English name of our models and fields."""
 
 import re
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from memory_app.automemory import models as automemory_models
 from memory_app.automemory.models import AutoMemoryLogEntry, AutoMemoryOutcome
 from memory_app.automemory.services import SETTINGS_FIELDS
 from memory_app.memories import models as memories_models
+from memory_app.memories import services as memory_services
 from memory_app.notes import models as notes_models
 from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES
 from memory_app.ops import models as ops_models
@@ -88,6 +90,13 @@ ALLOWED = {
     "UTC": "a time zone's name",
     "UTF-8": "a text encoding's name",
     "PostgreSQL": "a database's name",
+    "LangGraph": "a library's name (the connect page's snippets)",
+    "mem0": "a library's name",
+    "Claude Desktop": "an assistant's name",
+    "Cursor": "an editor's name",
+    "VS Code": "an editor's name",
+    "PUBLIC_BASE_URL": "a setting's name",
+    "stdio": "an MCP transport's name",
     "SQLite": "a database's name",
     "FORGET": "the word to type to confirm forgetting everything, the same in every language",
     "Authorization: Token": "the HTTP header a program sends, shown as code",
@@ -276,6 +285,12 @@ def world(alice, bob, svc, admin):
         )
     for reason in reasons:
         AutoMemoryLogEntry.objects.create(user=alice, run=run, run_ref=run.pk, outcome="skipped", reason=reason)
+    # Forgetting a chat she can still undo (the page that offers it).
+    undo = scoped_models.ChatForgetUndo.objects.create(
+        user=alice, chat_key="milky:private:10009", expires_at=timezone.now() + timedelta(hours=1), item_count=2
+    )
+    # A paused memory with its change recorded (the mark and the provenance that says so).
+    memory_services.memory_change(actor=alice, memory_id=mine.pk, paused=True, expires_at="2031-01-01T00:00:00Z")
     client = Client()
     client.force_login(alice)
     client.post(reverse("web:workspace"), {"name": "MEMORY.md", "content": "- 笔记\n"})
@@ -291,6 +306,7 @@ def world(alice, bob, svc, admin):
         "chat_memory": chat_memory.pk,
         "chat_key": binding.chat_key,
         "candidate_id": candidate.pk,
+        "undo_id": undo.pk,
     }
 
 
@@ -300,6 +316,7 @@ def _web_urls(world) -> list[str]:
         "project_id": world["project_id"],
         "run_id": world["run_id"],
         "conversation_id": world["conversation_id"],
+        "undo_id": world["undo_id"],
     }
     urls = []
     resolver = get_resolver()
@@ -426,7 +443,12 @@ def _admin_urls(world) -> list[str]:
         assert first is not None, model
         urls += [reverse(f"{info}_changelist"), reverse(f"{info}_change", args=[quote(first.pk)])]
     plans = "admin:memory_app_scopemigrationplan"
-    return [*urls, reverse(f"{plans}_import"), reverse(f"{plans}_apply", args=[world["plan_id"]])]
+    # What approving or rejecting a candidate will do, said before it is done.
+    reviews = [
+        reverse("admin:memory_app_memorycandidate_review", args=[quote(world["candidate_id"]), decision])
+        for decision in ("approve", "reject")
+    ]
+    return [*urls, *reviews, reverse(f"{plans}_import"), reverse(f"{plans}_apply", args=[world["plan_id"]])]
 
 
 def _admin_problems(client, phrases):

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.contrib.contenttypes.models import ContentType
 from django.core.cache import cache
 from django.test import RequestFactory, override_settings
@@ -137,6 +138,8 @@ my-memories               GET    -       401  401    401  401 401  200   200 200
 my-memories               POST   -       401  401    401  401 401  201   201 201     201  201 201
 my-memory-detail          GET    -       401  401    401  401 401  200   404 404     404  404 404
 my-memory-detail          DELETE -       401  401    401  401 401  204   404 404     404  404 404
+# a change in place (pause, expiry): the same rule as correcting
+my-memory-detail          PATCH  -       401  401    401  401 401  200   404 404     404  404 404
 my-memory-supersede       POST   -       401  401    401  401 401  201   404 404     404  404 404
 my-memory-chain           GET    -       401  401    401  401 401  200   404 404     404  404 404
 identity-context          GET    -       401  401    401  401 401  200   200 200     200  200 200
@@ -145,6 +148,7 @@ project-memories          GET    -       401  401    401  401 401  200   200 404
 project-memories          POST   -       401  401    401  401 401  201   201 404     403  404 404
 project-memory-detail     GET    -       401  401    401  401 401  200   200 404     200  404 404
 project-memory-detail     DELETE -       401  401    401  401 401  204   204 404     403  404 404
+project-memory-detail     PATCH  -       401  401    401  401 401  200   200 404     403  404 404
 project-memory-supersede  POST   -       401  401    401  401 401  201   201 404     403  404 404
 project-memory-chain      GET    -       401  401    401  401 401  200   200 404     200  404 404
 my-settings               GET    -       401  401    401  401 401  200   200 200     200  200 200
@@ -217,6 +221,10 @@ auto-memory-log           GET    -       401  401    401  401 401  200   200 200
 # a chat is that chat, and a group bound to nobody is out of every limited token's reach
 memory-items              POST   -       401  401    401  401 401  403   403 403     403  201 404
 memory-items              POST   lane    401  401    401  401 401  403   403 403     403  201 404
+# a chat item changed in place: services within reach, the user the chat is bound to; an id
+# that is no chat/global item (alice's own memory) is 404 for everyone
+memory-item-detail        PATCH  -       401  401    401  401 401  200   404 404     404  200 404
+memory-item-detail        PATCH  user    401  401    401  401 401  404   404 404     404  404 404
 memory-search             POST   -       401  401    401  401 401  200   404 404     404  200 404
 memory-search             POST   lane    401  401    401  401 401  200   404 404     404  200 404
 memory-search             POST   unbound 401  401    401  401 401  404   404 404     404  200 404
@@ -246,6 +254,9 @@ memory-home-item          GET    project 401  401    401  401 401  200   200 404
 memory-home-item          DELETE -       401  401    401  401 401  204   404 404     404  404 404
 memory-home-item          DELETE chat    401  401    401  401 401  204   404 404     404  404 404
 memory-home-item          DELETE project 401  401    401  401 401  204   204 404     403  404 404
+memory-home-item          PATCH  -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          PATCH  chat    401  401    401  401 401  200   404 404     404  404 404
+memory-home-item          PATCH  project 401  401    401  401 401  200   200 404     403  404 404
 memory-home-correct       POST   -       401  401    401  401 401  201   404 404     404  404 404
 memory-home-correct       POST   chat    401  401    401  401 401  201   404 404     404  404 404
 memory-home-correct       POST   project 401  401    401  401 401  201   201 404     403  404 404
@@ -257,6 +268,9 @@ memory-home-forget-all    POST   -       401  401    401  401 401  200   200 200
 memory-home-forget-all    POST   chat    401  401    401  401 401  200   404 404     404  404 404
 memory-home-forget-all    POST   project 401  401    401  401 401  200   200 404     403  404 404
 memory-home-forget-all    POST   typo    401  401    401  401 401  400   400 400     400  400 400
+# undoing a forgotten chat (or forgetting it for good now): the user who forgot it alone
+memory-home-forget-undo   POST   -       401  401    401  401 401  200   404 404     404  404 404
+memory-home-forget-undo   DELETE -       401  401    401  401 401  204   404 404     404  404 404
 my-export                 GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-export-markdown        GET    -       401  401    401  401 401  200   200 200     200  200 200
 my-import                 POST   -       401  401    401  401 401  200   200 200     200  200 200
@@ -372,6 +386,9 @@ web:token_revoke              POST   -      login login  login login login 302  
 web:token_revoke              POST   ask    login login  login login login 200   404   404     404   404
 web:token_rotate              GET    -      login login  login login login 200   404   404     404   404
 web:token_rotate              POST   -      login login  login login login 200   404   404     404   404
+# "Connect your agent": the snippets for anyone signed in; the button makes a key of one's own
+web:connect                   GET    -      login login  login login login 200   200   200     200   200
+web:connect                   POST   -      login login  login login login 200   200   200     200   200
 web:invitations               GET    -      login login  login login login 200   200   200     200   200
 web:invitation_accept         POST   -      login login  login login login 404   404   302     404   404
 web:invitation_decline        POST   -      login login  login login login 404   404   302     404   404
@@ -417,6 +434,12 @@ web:memory_home_item_correct  GET    project login login login login login 200  
 web:memory_home_item_correct  POST   -      login login  login login login 302   404   404     404   404
 web:memory_home_item_correct  POST   chat   login login  login login login 302   404   404     404   404
 web:memory_home_item_correct  POST   project login login login login login 302   302   404     403   404
+# pause, resume, a new expiry: in place, the rule of correcting
+web:memory_home_item_change   GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_item_change   GET    project login login login login login 200   200   404     403   404
+web:memory_home_item_change   POST   -      login login  login login login 302   404   404     404   404
+web:memory_home_item_change   POST   chat   login login  login login login 302   404   404     404   404
+web:memory_home_item_change   POST   project login login login login login 302   302   404     403   404
 web:memory_home_item_forget   GET    -      login login  login login login 200   404   404     404   404
 web:memory_home_item_forget   GET    project login login login login login 200   200   404     403   404
 web:memory_home_item_forget   POST   -      login login  login login login 302   404   404     404   404
@@ -434,6 +457,8 @@ web:memory_home_forget_all    POST   -      login login  login login login 302  
 web:memory_home_forget_all    POST   chat   login login  login login login 302   404   404     404   404
 web:memory_home_forget_all    POST   project login login login login login 302   302   404     403   404
 web:memory_home_forget_all    POST   typo   login login  login login login 400   400   400     400   400
+web:memory_home_forget_undo   GET    -      login login  login login login 200   404   404     404   404
+web:memory_home_forget_undo   POST   -      login login  login login login 302   404   404     404   404
 web:memory_home_export        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        GET    -      login login  login login login 200   200   200     200   200
 web:memory_home_import        POST   -      login login  login login login 200   200   200     200   200
@@ -467,6 +492,9 @@ admin:memory_app_scopemigrationplan_inspect GET  -      {_NOT_STAFF} 403 302
 admin:memory_app_scopemigrationplan_inspect POST -      {_NOT_STAFF} 403 302
 admin:memory_app_scopemigrationplan_apply   GET  -      {_NOT_STAFF} 403 200
 admin:memory_app_scopemigrationplan_apply   POST -      {_NOT_STAFF} 403 200
+# what approving a candidate will do: shown to reviewers only (an unconfirmed POST shows it again)
+admin:memory_app_memorycandidate_review     GET  -      {_NOT_STAFF} 403 200
+admin:memory_app_memorycandidate_review     POST -      {_NOT_STAFF} 403 200
 """,
     ADMIN_PERSONAS,
 )
@@ -496,6 +524,7 @@ HOME_ITEM_ROUTES = (
     "web:memory_home_item",
     "web:memory_home_item_correct",
     "web:memory_home_item_forget",
+    "web:memory_home_item_change",
 )
 FORGET_ALL_ROUTES = ("memory-home-forget-all", "web:memory_home_forget_all")
 
@@ -652,6 +681,10 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("project-members", "-"): Target(_project),
     ("project-member-detail", "-"): Target(lambda w: {**_project(w), "user_id": w.users["bob"].pk}),
     ("my-memory-detail", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
+    ("memory-home-forget-undo", "-"): Target(lambda w: {"undo_id": w.undo.pk}),
+    ("web:memory_home_forget_undo", "-"): Target(lambda w: {"undo_id": w.undo.pk}, body={"action": "undo"}),
+    ("memory-item-detail", "-"): Target(_chat_item),
+    ("memory-item-detail", "user"): Target(_user_item),
     ("my-memory-supersede", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("my-memory-chain", "-"): Target(lambda w: {"memory_id": w.user_memory.pk}),
     ("identity-context", "project"): Target(query=lambda w: {"project_id": w.project.pk}),
@@ -744,6 +777,9 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("admin/(?P<url>.*)", "-"): Target(url=lambda w: "/admin/nowhere/"),
     ("admin:auth_user_password_change", "-"): Target(lambda w: {"id": w.users["alice"].pk}),
     ("admin:memory_app_scopemigrationplan_apply", "-"): Target(lambda w: {"plan_id": w.plan.pk}),
+    ("admin:memory_app_memorycandidate_review", "-"): Target(
+        lambda w: {"object_id": quote(w.candidate.pk), "decision": "approve"}
+    ),
 }
 
 # What each write sends: a valid request, so that a refusal is about who asks, not what.
@@ -776,6 +812,11 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("project-member-detail", "PATCH"): {"role": "viewer"},
     ("my-memories", "POST"): {"kind": "fact", "content": "I drink tea"},
     ("my-memory-supersede", "POST"): {"content": "I drink coffee"},
+    ("my-memory-detail", "PATCH"): {"paused": True, "expires_at": "2031-05-01T18:00:00Z"},
+    ("project-memory-detail", "PATCH"): {"paused": True},
+    ("memory-home-item", "PATCH"): {"paused": True},
+    ("memory-item-detail", "PATCH"): {"paused": True},
+    ("web:memory_home_item_change", "POST"): {"action": "pause"},
     ("project-memories", "POST"): {"kind": "decision", "content": "We ship on Fridays"},
     ("project-memory-supersede", "POST"): {"content": "We ship on Mondays"},
     ("my-settings", "PUT"): {"enable_memory": False},

@@ -85,8 +85,10 @@ def test_make_run_keeps_postgres_connections_bounded(server_database, tmp_path):
         DEBUG="1",
         API_THROTTLE="off",
         WORKSPACE_ROOT=str(tmp_path / "workspaces"),
+        SERVER_ADDRESS_FILE=str(tmp_path / "server-address"),
         PYTHONUNBUFFERED="1",
     )
+    env.pop("PUBLIC_BASE_URL", None)
     proc = subprocess.Popen(
         ["scripts/run.sh", "127.0.0.1", str(port)],
         cwd=ROOT,
@@ -108,6 +110,18 @@ def test_make_run_keeps_postgres_connections_bounded(server_database, tmp_path):
             check=True,
         )
         key = issued.stdout.strip().splitlines()[-1]
+        # Without PUBLIC_BASE_URL a printed sign-in link starts where `make run` was started.
+        linked = subprocess.run(
+            [str(ROOT / ".venv/bin/python"), "manage.py", "issue_token", "newcomer", "--create-user", "--sign-in-link"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert f"\nhttp://127.0.0.1:{port}/accounts/sign-in/" in linked.stderr, linked.stderr
+        assert "PUBLIC_BASE_URL" in linked.stderr
         url = f"http://127.0.0.1:{port}/api/users/me/profile"
         assert get(url, key) == 200
         before = connection_count(name)

@@ -8,11 +8,12 @@ It brings its own database, so it runs once, in the SQLite pass of the suite.
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
 
-from tests.serving import call, manage, seed, serve_env, start
+from tests.serving import PYTHON, ROOT, call, manage, seed, serve_env, start
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("DATABASE_URL")), reason="brings its own SQLite database: runs in the SQLite pass"
@@ -42,6 +43,21 @@ def test_health_and_readiness_with_the_worker_beside(server):
     status, _, body = call("GET", f"{server.base}/readyz")
     assert status == 200
     assert body == {"status": "ok", "checks": {"database": "ok", "migrations": "ok", "workspace": "ok", "worker": "ok"}}
+
+
+def test_a_printed_sign_in_link_starts_at_the_address_make_serve_was_started_with(server):
+    env = {k: v for k, v in server.env.items() if k != "PUBLIC_BASE_URL"}
+    done = subprocess.run(
+        [PYTHON, "manage.py", "issue_token", "newcomer", "--create-user", "--sign-in-link"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    assert f"\n{server.base}/accounts/sign-in/" in done.stderr, done.stderr
+    assert "was last started with" in done.stderr and "PUBLIC_BASE_URL" in done.stderr
 
 
 def test_debug_is_off_and_errors_carry_the_request_id(server):

@@ -76,6 +76,7 @@ def auto_memory_log(request):
     for entry in page.object_list:
         entry.gate_words = words.gate_words(entry.gate)
         entry.reason_words = words.reason_words(entry.reason)
+        entry.detail_sentences, entry.detail_other = words.detail_words(entry.gate, entry.details)
     return render(
         request,
         "automemory/log.html",

@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from memory_app.automemory.gates import GATE_ORDER, NO_MEMORY_GATE
+from memory_app.runs.words import duration_words
 
 GATE_WORDS = {
     NO_MEMORY_GATE: gettext_lazy("“don't remember this chat”"),
@@ -62,3 +63,74 @@ def reason_words(reason: str) -> str:
         if match:
             return words(match)
     return reason
+
+
+def _n(value) -> str:
+    return "—" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# The figures a gate compared (``details`` of a log entry), as one sentence per gate.
+_DETAIL_SENTENCES = {
+    "idle": (
+        ("idle_seconds", "min_idle_seconds"),
+        lambda v: (
+            _("It had finished %(was)s before; the setting asks for %(needed)s.")
+            % {"was": duration_words(v["idle_seconds"]), "needed": duration_words(v["min_idle_seconds"])}
+        ),
+    ),
+    "duration": (
+        ("duration_seconds", "min_duration_seconds"),
+        lambda v: (
+            _("It took %(took)s; the setting asks for at least %(needed)s.")
+            % {"took": duration_words(v["duration_seconds"]), "needed": duration_words(v["min_duration_seconds"])}
+        ),
+    ),
+    "length": (
+        ("length_chars", "min_length_chars"),
+        lambda v: (
+            _("The conversation held %(n)s characters; the setting asks for at least %(needed)s.")
+            % {"n": _n(v["length_chars"]), "needed": _n(v["min_length_chars"])}
+        ),
+    ),
+    "external_context": (
+        ("inter_run_messages", "coordinator_subtasks"),
+        lambda v: (
+            _("It received %(messages)s messages from other tasks and %(subtasks)s sub-tasks from a coordinator.")
+            % {"messages": _n(v["inter_run_messages"]), "subtasks": _n(v["coordinator_subtasks"])}
+        ),
+    ),
+    "quota": (
+        ("quota_remaining_pct", "min_quota_remaining_pct"),
+        lambda v: (
+            _("%(left)s%% of the quota was left; the setting asks for at least %(needed)s%%.")
+            % {"left": _n(v["quota_remaining_pct"]), "needed": _n(v["min_quota_remaining_pct"])}
+        ),
+    ),
+    NO_MEMORY_GATE: (
+        ("conversation_no_memory",),
+        lambda v: (
+            _("The conversation was in “don't remember this chat” mode.")
+            if v["conversation_no_memory"]
+            else _("The conversation was remembered as usual.")
+        ),
+    ),
+}
+
+
+def detail_words(gate: str, details) -> tuple[list[str], list[tuple[str, str]]]:
+    """What a gate compared, as sentences of the reader's language, and any other figure the
+    entry holds as (key, value) for the technical details."""
+    if not isinstance(details, dict):
+        return [], []
+    sentences, used = [], set()
+    known = _DETAIL_SENTENCES.get(gate)
+    if known is not None and all(key in details for key in known[0]):
+        try:
+            sentences.append(known[1](details))
+            used = set(known[0])
+        except (TypeError, ValueError):
+            used = set()  # figures of an unexpected type: shown as they are below
+    other = [
+        (str(k)[:100], str(v)[:300]) for k, v in sorted(details.items(), key=lambda kv: str(kv[0])) if k not in used
+    ]
+    return sentences, other

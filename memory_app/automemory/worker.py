@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from config.errors import NotFound, PermissionDenied
 from config.metrics import AUTOMEMORY_RUNS
@@ -549,7 +550,7 @@ def auto_memory_round_request(*, user) -> BackgroundJob:
     return job_enqueue(kind=AUTO_MEMORY_ROUND_JOB, user=user)
 
 
-@job_handler(AUTO_MEMORY_ROUND_JOB)
+@job_handler(AUTO_MEMORY_ROUND_JOB, label=gettext_lazy("an on-demand auto-memory round"))
 def auto_memory_round_job(job: BackgroundJob) -> dict:
     report = auto_memory_round_for_user(user=job.user)
     return {"processed": [r.as_dict() for r in report.results], "stopped": report.stopped, "left": report.left}

@@ -27,6 +27,7 @@ MEMORY_FIELDS = (
     "status",
     "expires_at",
     "expired",
+    "paused",
     "superseded_by",
 )
 
@@ -61,6 +62,7 @@ def memory_out(memory: Memory, *, score: float | None = None, fields: list[str] 
         "status": memory.status,
         "expires_at": _iso(memory.expires_at),
         "expired": memory.expired,
+        "paused": memory.paused,
         "superseded_by": memory.superseded_by_id,
     }
     if score is not None:

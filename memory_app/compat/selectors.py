@@ -9,7 +9,7 @@ from identity_app.models import User
 from identity_app.permissions import acting_for_users_q
 from memory_app.compat.query import EVIDENCE_KEY
 from memory_app.memories.derived import scope_key
-from memory_app.memories.models import Memory, Tier, live_q
+from memory_app.memories.models import Memory, Tier, agent_q, live_q
 from memory_app.memories.selectors import memories_of_users
 from memory_app.search import engine
 
@@ -18,9 +18,13 @@ MAX_ENTITIES = 1000
 
 
 def memories_listed(*, actor: User, subjects: list[User], condition: Q) -> QuerySet[Memory]:
-    """Live memories of ``subjects`` that ``condition`` (a parsed filter) keeps, newest first."""
+    """Live memories of ``subjects`` that ``condition`` (a parsed filter) keeps, newest first;
+    paused ones are for no agent (``agent_q``), and every read here is an agent's."""
     return (
-        memories_of_users(actor=actor, users=subjects).filter(live_q()).filter(condition).order_by("-created_at", "-id")
+        memories_of_users(actor=actor, users=subjects)
+        .filter(agent_q())
+        .filter(condition)
+        .order_by("-created_at", "-id")
     )
 
 

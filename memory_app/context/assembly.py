@@ -21,7 +21,15 @@ from config.validation import clean_text
 from memory_app.automemory import injection as identity_injection
 from memory_app.context import filecache
 from memory_app.notes.selectors import run_memory_enabled
-from memory_app.notes.workspace import AGENTS_FILE, MEMORY_FILE, USER_FILE, FileRead, Workspace, WorkspaceUnsafe
+from memory_app.notes.workspace import (
+    AGENTS_FILE,
+    MEMORY_CONTEXT_BYTES,
+    MEMORY_FILE,
+    USER_FILE,
+    FileRead,
+    Workspace,
+    WorkspaceUnsafe,
+)
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
@@ -31,7 +39,6 @@ from memory_app.runs.tools import TOOL_SCHEMAS
 from memory_app.scoped import context as scoped_context
 
 logger = logging.getLogger(__name__)
-MEMORY_CONTEXT_BYTES = 24 * 1024
 INSTRUCTION_FILE_BYTES = 32 * 1024
 MAX_QUERY_CHARS = 4000
 MAX_ROUND = 10_000

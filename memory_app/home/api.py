@@ -6,8 +6,9 @@ import zoneinfo
 
 from django.conf import settings as django_settings
 from django.http import HttpResponse
+from django.urls import reverse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -43,11 +44,12 @@ from memory_app.home.sources import (
     source_memories,
     source_parse,
 )
-from memory_app.memories.api import ExpiresAtField
+from memory_app.memories.api import ExpiresAtField, MemoryChangeInput
 from memory_app.memories.filters import EXPIRED, status_filter
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Status
 from memory_app.memories.selectors import memory_chain
 from memory_app.notes.workspace import WORKSPACE_FILES
+from memory_app.scoped import services as scoped_services
 
 
 def source_schema(*names: str) -> dict:
@@ -88,6 +90,21 @@ ProvenanceOutput = inline_serializer(
         "pending_review": serializers.BooleanField(
             help_text="A chat item that waits for an operator's review before it is shared with everyone."
         ),
+        "paused": serializers.BooleanField(help_text="Paused: no agent uses it until it is resumed."),
+        "changes": inline_serializer(
+            "HomeProvenanceChange",
+            {
+                "field": serializers.ChoiceField(choices=["paused", "expires_at"]),
+                "old": serializers.JSONField(help_text="true/false for paused; an ISO 8601 time or null."),
+                "new": serializers.JSONField(),
+                "at": serializers.DateTimeField(),
+                "by": serializers.ChoiceField(choices=["you", "member", "service", "user", "system"]),
+                "by_name": serializers.CharField(),
+            },
+            many=True,
+            help_text="Changes made in place (no new version), newest first, the latest 5.",
+        ),
+        "changes_total": serializers.IntegerField(help_text="How many changes in place there were in all."),
     },
 )
 
@@ -108,6 +125,7 @@ class HomeItemOutput(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True, help_text="When it stops being true; null: never.")
     expired = serializers.BooleanField(help_text="expires_at has passed: agents no longer see it.")
+    paused = serializers.BooleanField(help_text="Paused: listed here, used by no agent until resumed.")
     can_change = serializers.BooleanField(help_text="Whether you may forget it (and correct it, see can_correct).")
     can_correct = serializers.BooleanField(
         help_text="Whether you may correct it: not an item shared with everyone, which you may only forget."
@@ -136,6 +154,7 @@ class HomeSourceOutput(serializers.Serializer):
     kind = serializers.CharField(source="ref.kind")
     title = serializers.CharField()
     count = serializers.IntegerField(help_text="Active items (the notes file: its non-empty lines).")
+    paused = serializers.IntegerField(help_text="Of count: paused ones (listed, used by no agent).")
     sentence = serializers.CharField(help_text="Which agents see it and when, with the switch states.")
     switches = serializers.SerializerMethodField()
     latest = serializers.SerializerMethodField()
@@ -160,8 +179,19 @@ class HomeSourceOutput(serializers.Serializer):
         return {"exists": source.notes_exists, "bytes": source.notes_bytes, "error": source.notes_error or None}
 
 
+class HomeCapacityOutput(serializers.Serializer):
+    notes_bytes = serializers.IntegerField(help_text="The notes file's size.")
+    notes_read_bytes = serializers.IntegerField(help_text="How much of it a run's context carries (24 KiB).")
+    notes_max_bytes = serializers.IntegerField(help_text="The largest notes file (128 KiB).")
+    memories = serializers.IntegerField(help_text="Rows of the home, every version counted.")
+    export_limit = serializers.IntegerField(help_text="Rows one export holds.")
+    in_new_chats = serializers.IntegerField(help_text="Newest items of 'About me' and of a project a new chat gets.")
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="Calm sentences near a limit.")
+
+
 class HomeOverviewOutput(serializers.Serializer):
     total = serializers.IntegerField()
+    capacity = HomeCapacityOutput(help_text="Room left: the notes file and the rows against their limits.")
     switches = HomeSwitchOutput(many=True)
     sources = HomeSourceOutput(many=True)
     projects_total = serializers.IntegerField()
@@ -177,6 +207,7 @@ class HomeView(APIView):
         data = HomeOverviewOutput(
             {
                 "total": overview.total,
+                "capacity": overview.capacity,
                 "switches": list(overview.switches.values()),
                 "sources": overview.sources,
                 "projects_total": overview.projects_total,
@@ -228,6 +259,13 @@ class HomeSearchView(APIView):
                 description="Words or a question (at most 200 characters).",
             ),
             OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": SEARCH_LIMIT}, required=False),
+            OpenApiParameter(
+                "include_paused",
+                {"type": "boolean"},
+                required=False,
+                description="true: paused memories too (as the page shows them, marked paused). Left out by "
+                "default: a program searching for an agent gets what agents may use.",
+            ),
         ],
         responses=HomeSearchOutput,
     )
@@ -238,7 +276,10 @@ class HomeSearchView(APIView):
         limit = request.query_params.get("limit", str(SEARCH_LIMIT))
         if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= SEARCH_LIMIT:
             raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {SEARCH_LIMIT}."]})
-        found = home_search(user=request.user, query=query, limit=int(limit))
+        include_paused = request.query_params.get("include_paused", "false")
+        if include_paused not in ("true", "false"):
+            raise serializers.ValidationError({"include_paused": ["Must be true or false."]})
+        found = home_search(user=request.user, query=query, limit=int(limit), for_agent=include_paused == "false")
         items = item_data([hit.memory for hit in found.hits], user=request.user)
         for item, hit in zip(items, found.hits, strict=True):
             item["score"] = round(float(hit.score), 6)
@@ -331,6 +372,18 @@ class HomeItemView(APIView):
         data["last_read"] = read_data(last) if last is not None else None
         return Response(data)
 
+    @extend_schema(
+        request=MemoryChangeInput,
+        responses=HomeItemOutput,
+        description="Change the expiry or pause/resume the item in place: same id, no new version, the "
+        "change recorded in its provenance (provenance.changes). The write rule is the one of correcting.",
+    )
+    def patch(self, request, memory_id):
+        memory = services.home_item_change(
+            actor=request.user, memory_id=memory_id, **validated(MemoryChangeInput, request)
+        )
+        return Response(item_data([home_item_get(user=request.user, memory_id=memory.pk)], user=request.user)[0])
+
     @extend_schema(responses={204: None})
     def delete(self, request, memory_id):
         services.home_item_forget(actor=request.user, memory_id=memory_id)
@@ -406,6 +459,35 @@ class ForgetAllOutput(serializers.Serializer):
     kept_read_only = serializers.IntegerField(
         help_text="Auto-extracted memories kept because you may no longer write in their project."
     )
+    undo = serializers.SerializerMethodField(
+        help_text="Forgetting one chat can be undone until `until` (POST to `url`; DELETE forgets it for good now); "
+        "null: no undo (another source, MEMORY_FORGET_UNDO_MINUTES=0, or a chat too large to keep)."
+    )
+
+    @extend_schema_field(
+        inline_serializer(
+            "HomeForgetUndo",
+            {
+                "id": serializers.CharField(),
+                "until": serializers.DateTimeField(),
+                "url": serializers.CharField(),
+                "items": serializers.IntegerField(),
+                "pending_reviews": serializers.IntegerField(),
+            },
+            allow_null=True,
+        )
+    )
+    def get_undo(self, report) -> dict | None:
+        undo = report.undo
+        if undo is None:
+            return None
+        return {
+            "id": undo.pk,
+            "until": undo.expires_at.isoformat(),
+            "url": reverse("memory-home-forget-undo", kwargs={"undo_id": undo.pk}),
+            "items": undo.item_count,
+            "pending_reviews": undo.pending_count,
+        }
 
 
 class ForgetAllView(APIView):
@@ -414,6 +496,33 @@ class ForgetAllView(APIView):
         data = validated(ForgetAllInput, request)
         report = services.home_forget_source(actor=request.user, source=data["source"], confirm=data["confirm"])
         return Response(ForgetAllOutput(report).data)
+
+
+UndoOutput = inline_serializer(
+    "HomeForgetUndone",
+    {
+        "chat_key": serializers.CharField(),
+        "restored": serializers.ListField(child=serializers.CharField(), help_text="The memories back, same ids."),
+        "candidates": serializers.IntegerField(help_text="The chat's consolidation records back (reviews too)."),
+    },
+)
+
+
+class ForgetUndoView(APIView):
+    @extend_schema(
+        request=None,
+        responses=UndoOutput,
+        description="Undo forgetting a whole chat (forget-all with chat:<key>) within its time: its memories "
+        "come back with the same ids, with their changes and the chat's records. 409 undo_expired after.",
+    )
+    def post(self, request, undo_id):
+        report = scoped_services.chat_forget_undo(actor=request.user, undo_id=undo_id)
+        return Response({"chat_key": report.chat_key, "restored": report.restored, "candidates": report.candidates})
+
+    @extend_schema(responses={204: None}, description="Forget it for good now: the undo is no longer possible.")
+    def delete(self, request, undo_id):
+        scoped_services.chat_forget_undo_drop(actor=request.user, undo_id=undo_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ExportView(APIView):
@@ -447,6 +556,7 @@ IMPORT_MEMORIES_SCHEMA = {
                     "kind": {"type": "string", "enum": sorted(IDENTITY_KINDS)},
                     "content": {"type": "string", "maxLength": MAX_CONTENT_CHARS, "pattern": NOT_ONLY_SPACE},
                     "status": {"type": "string", "enum": Status.values},
+                    "paused": {"type": "boolean"},
                     "metadata": {"type": "object", "additionalProperties": {}},
                 },
                 "required": ["kind", "content"],
@@ -596,6 +706,9 @@ urlpatterns = [
     api_route(r"users/me/memory-home/reads", HomeReadsView.as_view(), "memory-home-reads"),
     api_route(r"users/me/memory-home/forget", ForgetSelectedView.as_view(), "memory-home-forget"),
     api_route(r"users/me/memory-home/forget-all", ForgetAllView.as_view(), "memory-home-forget-all"),
+    api_route(
+        r"users/me/memory-home/forget-all/undo/(?P<undo_id>[\w-]+)", ForgetUndoView.as_view(), "memory-home-forget-undo"
+    ),
     api_route(r"users/me/export", ExportView.as_view(), "my-export"),
     api_route(r"users/me/export/markdown", ExportMarkdownView.as_view(), "my-export-markdown"),
     api_route(r"users/me/import", ImportView.as_view(), "my-import"),

@@ -13,7 +13,7 @@ from memory_app.automemory.models import AUTO_MEMORY_DEFAULTS
 from memory_app.automemory.selectors import auto_memory_log_for, auto_memory_settings_get
 from memory_app.home.provenance import Provenance, provenance_data, provenance_for
 from memory_app.home.reads import read_data, read_views
-from memory_app.home.sources import MAX_CHATS, MAX_PROJECTS, home_memories
+from memory_app.home.sources import EXPORT_MAX_MEMORIES, MAX_CHATS, MAX_PROJECTS, home_memories
 from memory_app.memories.models import Memory, Tier
 from memory_app.notes.selectors import user_settings_get, workspace_file_get
 from memory_app.notes.workspace import WORKSPACE_FILES
@@ -23,7 +23,6 @@ from memory_app.scoped.selectors import bound_chats
 EXPORT_FORMAT = "memory-service-export"
 EXPORT_VERSION = 2  # 2: the profile's language and every auto-memory setting; version 1 files are still read
 EXPORT_READABLE_VERSIONS = (1, 2)
-EXPORT_MAX_MEMORIES = 5000  # rows per export, over all sources (oldest rows of a large source first left out)
 EXPORT_LOG_ENTRIES = 500
 EXPORT_ITEM_KEYS = (
     "id",
@@ -35,6 +34,7 @@ EXPORT_ITEM_KEYS = (
     "created_at",
     "updated_at",
     "expires_at",
+    "paused",
     "replaces",
     "superseded_by",
     "source_thread_id",
@@ -55,6 +55,7 @@ def export_item(memory: Memory, prov: Provenance) -> dict:
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
         "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
+        "paused": memory.paused,
         "replaces": prov.replaces or None,
         "superseded_by": memory.superseded_by_id,
         "source_thread_id": memory.source_thread_id,

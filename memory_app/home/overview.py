@@ -1,10 +1,14 @@
 """The memory home's overview (docs/home.md): every source with its count, its latest items,
-the sentence on which agents see it and when, and the switches that decide it."""
+the sentence on which agents see it and when, and the switches that decide it; and how much
+room is left (``Capacity``: the part of the notes file agents read, the rows an export holds),
+with a calm warning near a limit."""
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -15,6 +19,7 @@ from identity_app.permissions import CREATE_TASK, role_permissions
 from identity_app.selectors import projects_with_my_role
 from memory_app.automemory.selectors import auto_memory_settings_get
 from memory_app.home.sources import (
+    EXPORT_MAX_MEMORIES,
     MAX_CHATS,
     MAX_PROJECTS,
     SOURCE_AUTO,
@@ -30,12 +35,15 @@ from memory_app.home.sources import (
 )
 from memory_app.memories.models import Memory, Tier, live_q
 from memory_app.notes.selectors import user_settings_get, workspace_file_get
-from memory_app.notes.workspace import MEMORY_FILE
+from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_CONTEXT_BYTES, MEMORY_FILE
 from memory_app.scoped.selectors import bound_chats
 
 LATEST_PER_SOURCE = 5
 EXPIRING_SOON_DAYS = 7
 EXPIRING_SOON_LIMIT = 20
+# Capacity: warn (calmly) from this share of a limit on.
+NOTES_WARN_PERCENT = 80
+EXPORT_WARN_PERCENT = 90
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,43 @@ class Source:
     notes_bytes: int = 0
     notes_exists: bool = False
     notes_error: str = ""
+    paused: int = 0  # of ``count``: paused ones (listed, used by no agent)
+    # How agents use it, in a few words, and the state of the switch that decides it (None: no
+    # switch, it is always so).
+    use_label: str = ""
+    use_on: bool | None = None
+    chat_named: bool = False  # a chat the user gave a name
+
+
+@dataclass
+class Capacity:
+    """How much room is left: the notes file against what agents read of it (and the file's
+    own limit), and the home's rows against what one export holds; ``warnings`` are calm
+    sentences near a limit."""
+
+    notes_bytes: int
+    notes_read_bytes: int = MEMORY_CONTEXT_BYTES
+    notes_max_bytes: int = MAX_WORKSPACE_FILE_BYTES
+    memories: int = 0
+    export_limit: int = EXPORT_MAX_MEMORIES
+    in_new_chats: int = LATEST_PER_SOURCE
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def notes_warn_bytes(self) -> int:
+        return self.notes_read_bytes * NOTES_WARN_PERCENT // 100
+
+    @property
+    def export_warn(self) -> int:
+        return self.export_limit * EXPORT_WARN_PERCENT // 100
+
+    @property
+    def notes_percent(self) -> int:
+        return min(100, round(100 * self.notes_bytes / self.notes_read_bytes))
+
+    @property
+    def memories_percent(self) -> int:
+        return min(100, round(100 * self.memories / self.export_limit))
 
 
 @dataclass
@@ -74,6 +119,7 @@ class Overview:
     projects_shown: int
     chats_total: int
     chats_shown: int
+    capacity: Capacity | None = None
 
     @property
     def total(self) -> int:
@@ -162,6 +208,42 @@ def _latest(qs: QuerySet[Memory]) -> list[Memory]:
     return list(qs.filter(live_q()).order_by("-created_at", "-id")[:LATEST_PER_SOURCE])
 
 
+def _newest_of_each(qs: QuerySet[Memory], partition: str) -> dict[str, Memory]:
+    """The newest live memory of each ``partition`` (a project id, a chat key) in one query."""
+    ranked = (
+        qs.filter(live_q())
+        .annotate(
+            newest=Window(RowNumber(), partition_by=[F(partition)], order_by=[F("created_at").desc(), F("id").desc()])
+        )
+        .filter(newest=1)
+    )
+    return {getattr(memory, partition): memory for memory in ranked}
+
+
+def _counts(qs: QuerySet[Memory]) -> tuple[int, int]:
+    """(live memories, of which paused) of ``qs`` in one query."""
+    found = qs.aggregate(n=Count("pk", filter=live_q()), paused=Count("pk", filter=live_q() & Q(paused=True)))
+    return found["n"], found["paused"]
+
+
+def _use(kind: str, switches: dict[str, Switch]) -> tuple[str, bool | None]:
+    """How agents use a source, in a few words, and the state of the switch that decides it."""
+    if kind in (SOURCE_USER, SOURCE_PROJECT):
+        return _("Given to your main agent in new chats"), switches["auto_memory_use"].on
+    if kind == SOURCE_NOTES:
+        return _("Read by your main agent at every turn"), switches["enable_memory"].on
+    if kind == SOURCE_CHAT:
+        return _("Looked up by this chat's bots"), None
+    if kind == SOURCE_SHARED:
+        return _("Found by every agent"), None
+    return _("Written from your finished agent tasks"), switches["auto_memory_generate"].on
+
+
+def _source(ref: SourceRef, all_switches: dict[str, Switch], **fields) -> Source:
+    label, on = _use(ref.kind, all_switches)
+    return Source(ref=ref, use_label=label, use_on=on, **fields)
+
+
 def expiring_soon(*, user: User, now: datetime | None = None) -> list[Memory]:
     """The home's items that expire within ``EXPIRING_SOON_DAYS``, soonest first (bounded)."""
     now = now or timezone.now()
@@ -173,25 +255,64 @@ def expiring_soon(*, user: User, now: datetime | None = None) -> list[Memory]:
     )
 
 
+def capacity_of(*, notes_bytes: int, memories: int) -> Capacity:
+    """The room left, with a calm sentence for each limit that is near or passed."""
+    capacity = Capacity(notes_bytes=notes_bytes, memories=memories)
+    if notes_bytes > capacity.notes_read_bytes:
+        capacity.warnings.append(
+            _(
+                "Your notes file is %(size)s: agents read only its first %(read)s, so its last %(rest)s are not "
+                "read. Tidy it up, or move lasting facts into your memories."
+            )
+            % {
+                "size": filesizeformat(notes_bytes),
+                "read": filesizeformat(capacity.notes_read_bytes),
+                "rest": filesizeformat(notes_bytes - capacity.notes_read_bytes),
+            }
+        )
+    elif capacity.notes_percent >= NOTES_WARN_PERCENT:
+        capacity.warnings.append(
+            _(
+                "Your notes file fills %(percent)s%% of what agents read of it (%(read)s). Beyond that its end is "
+                "not read: a good moment to tidy it up."
+            )
+            % {"percent": capacity.notes_percent, "read": filesizeformat(capacity.notes_read_bytes)}
+        )
+    if capacity.memories_percent >= EXPORT_WARN_PERCENT:
+        capacity.warnings.append(
+            _(
+                "You have %(n)s memories, every version counted; one export holds %(limit)s, and beyond that it "
+                "leaves the oldest out. Forgetting what is no longer true makes room."
+            )
+            % {"n": memories, "limit": capacity.export_limit}
+        )
+    return capacity
+
+
 def home_overview(*, user: User) -> Overview:
-    """Every source with its count of active (unexpired) items, its latest items (own memories and
-    auto-extracted ones), the sentence on which agents see it and when, and its switches. A
-    fixed number of queries, whatever the number of projects and chats (up to the caps)."""
+    """Every source with its count of active (unexpired) items and how many of them are paused,
+    its newest items, the sentence on which agents see it and when, and its switches; and the
+    room left (``Capacity``). A fixed number of queries, whatever the number of projects and
+    chats (up to the caps)."""
     switches = switches_get(user=user)
     memories = home_memories(user=user)
     mine = memories.filter(scope_type=Tier.USER)
+    count, paused = _counts(mine)
     sources = [
-        Source(
-            ref=SourceRef(SOURCE_USER),
+        _source(
+            SourceRef(SOURCE_USER),
+            switches,
             title=source_title(SourceRef(SOURCE_USER)),
-            count=mine.filter(live_q()).count(),
+            count=count,
+            paused=paused,
             latest=_latest(mine),
             sentence=_sentence(SOURCE_USER, switches),
             switches=[switches["auto_memory_use"]],
         )
     ]
-    notes = Source(
-        ref=SourceRef(SOURCE_NOTES),
+    notes = _source(
+        SourceRef(SOURCE_NOTES),
+        switches,
         title=source_title(SourceRef(SOURCE_NOTES)),
         count=0,
         sentence=_sentence(SOURCE_NOTES, switches),
@@ -209,16 +330,26 @@ def home_overview(*, user: User) -> Overview:
     projects = list(
         projects_qs.annotate(
             active_memories=Count("memories", filter=live_q(prefix="memories__"), distinct=True),
+            paused_memories=Count(
+                "memories", filter=live_q(prefix="memories__") & Q(memories__paused=True), distinct=True
+            ),
             member_count=Count("memberships", distinct=True),
         ).order_by("name", "id")[:MAX_PROJECTS]
     )
+    newest_in_project = _newest_of_each(
+        memories.filter(scope_type=Tier.PROJECT, project_id__in=[p.pk for p in projects]), "project_id"
+    )
     for project in projects:
         ref = SourceRef(SOURCE_PROJECT, project.pk)
+        newest = newest_in_project.get(project.pk)
         sources.append(
-            Source(
-                ref=ref,
+            _source(
+                ref,
+                switches,
                 title=source_title(ref, project_name=project.name),
                 count=project.active_memories,
+                paused=project.paused_memories,
+                latest=[newest] if newest else [],
                 sentence=_sentence(SOURCE_PROJECT, switches, members=project.member_count),
                 switches=[switches["auto_memory_use"]],
                 project=project,
@@ -230,40 +361,55 @@ def home_overview(*, user: User) -> Overview:
 
     chats = list(bound_chats(user=user)[:MAX_CHATS])
     keys = [chat.chat_key for chat in chats]
-    counts = dict(
-        memories.filter(live_q(), scope_type=Tier.CHAT, scope_id__in=keys)
+    in_chats = memories.filter(scope_type=Tier.CHAT, scope_id__in=keys)
+    counts = {
+        key: (n, p)
+        for key, n, p in in_chats.filter(live_q())
         .order_by()
         .values_list("scope_id")
-        .annotate(n=Count("pk"))
-    )
+        .annotate(n=Count("pk"), p=Count("pk", filter=Q(paused=True)))
+    }
+    newest_in_chat = _newest_of_each(in_chats, "scope_id")
+    names = {c.chat_key: c.display_name for c in chats}
     for key in keys:
         ref = SourceRef(SOURCE_CHAT, key)
+        newest = newest_in_chat.get(key)
         sources.append(
-            Source(
-                ref=ref,
-                title=source_title(ref, chat_names={c.chat_key: c.display_name for c in chats}),
-                count=counts.get(key, 0),
+            _source(
+                ref,
+                switches,
+                title=source_title(ref, chat_names=names),
+                count=counts.get(key, (0, 0))[0],
+                paused=counts.get(key, (0, 0))[1],
+                latest=[newest] if newest else [],
                 sentence=_sentence(SOURCE_CHAT, switches),
+                chat_named=bool(names.get(key)),
             )
         )
 
     shared = memories.filter(scope_type=Tier.GLOBAL)
+    count, paused = _counts(shared)
     sources.append(
-        Source(
-            ref=SourceRef(SOURCE_SHARED),
+        _source(
+            SourceRef(SOURCE_SHARED),
+            switches,
             title=source_title(SourceRef(SOURCE_SHARED)),
-            count=shared.filter(live_q()).count(),
+            count=count,
+            paused=paused,
             latest=_latest(shared),
             sentence=_sentence(SOURCE_SHARED, switches),
         )
     )
 
     auto = memories.filter(auto_q(user))
+    count, paused = _counts(auto)
     sources.append(
-        Source(
-            ref=SourceRef(SOURCE_AUTO),
+        _source(
+            SourceRef(SOURCE_AUTO),
+            switches,
             title=source_title(SourceRef(SOURCE_AUTO)),
-            count=auto.filter(live_q()).count(),
+            count=count,
+            paused=paused,
             latest=_latest(auto),
             sentence=_sentence(SOURCE_AUTO, switches),
             switches=[switches["auto_memory_generate"]],
@@ -278,4 +424,5 @@ def home_overview(*, user: User) -> Overview:
         projects_shown=len(projects),
         chats_total=chats_total,
         chats_shown=len(chats),
+        capacity=capacity_of(notes_bytes=notes.notes_bytes, memories=memories.count()),
     )

@@ -19,7 +19,7 @@ from memory_app.home.sources import (
     source_title,
 )
 from memory_app.memories.derived import scope_key, shared_scope_key
-from memory_app.memories.models import Memory, Tier, live_q
+from memory_app.memories.models import Memory, Tier, agent_q, live_q
 from memory_app.notes.notes_index import notes_lines_sync, notes_scope
 from memory_app.notes.selectors import workspace_file_get
 from memory_app.notes.workspace import MEMORY_FILE
@@ -61,12 +61,15 @@ class HomeSearch:
     more: bool = False  # a higher limit would show more
 
 
-def home_search(*, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True) -> HomeSearch:
+def home_search(
+    *, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes: bool = True, for_agent: bool = False
+) -> HomeSearch:
     """Rank the active memories of every source with the retrieval engine (the user's scope,
     each readable project's, each bound chat's and what was shared from it), loaded through
     ``home_memories``, and (``with_notes``) the lines of the notes file, indexed as documents
     of the user's notes scope: one list, best first, at most ``limit``; ``more`` says whether
-    there is more to show."""
+    there is more to show. The user's own search finds paused memories too (marked on the
+    page); ``for_agent`` (an agent searching for the user) leaves them out (``agent_q``)."""
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     limit = max(1, min(limit, SEARCH_LIMIT))
     project_ids = [
@@ -95,7 +98,7 @@ def home_search(*, user: User, query: str, limit: int = SEARCH_LIMIT, with_notes
             | Q(project_id__in=project_ids)
             | Q(scope_type=Tier.CHAT, scope_id__in=chat_keys)
             | shared_from_chats_q(chat_keys),
-            live_q(),
+            agent_q() if for_agent else live_q(),
             pk__in=[ref for ref in found.refs if ref not in lines],
         )
     }

@@ -65,6 +65,7 @@ from memory_app.notes.notes_history import Author
 from memory_app.notes.selectors import user_settings_get
 from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES, validate_workspace_content
 from memory_app.scoped import services as scoped_services
+from memory_app.scoped.models import ChatForgetUndo
 from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_CLUE_KEYS
 from memory_app.scoped.selectors import bound_chats
 
@@ -100,6 +101,14 @@ def home_item_correct(
     )
 
 
+def home_item_change(*, actor: User, memory_id: str, **changes) -> Memory:
+    """Change an item of the home in place (``expires_at``, ``paused``: ``memory_change``); the
+    tier's write rule decides, as for correcting it (an item shared with everyone from the
+    user's chat is theirs to forget, not to pause: 403)."""
+    memory = home_item_get(user=actor, memory_id=memory_id)
+    return memory_services.memory_change(actor=actor, memory_id=memory.pk, tier=memory.scope_type, **changes)
+
+
 def home_item_forget(*, actor: User, memory_id: str) -> list[str]:
     memory = home_item_get(user=actor, memory_id=memory_id)
     return memory_services.memory_forget(actor=actor, memory_id=memory.pk, tier=memory.scope_type)
@@ -133,6 +142,8 @@ class ForgetReport:
     remaining: int = 0
     # Auto-extracted memories in projects where the caller may no longer write (they stay).
     kept_read_only: int = 0
+    # Forgetting one chat can be undone for a while (``scoped_services.chat_forget_undo``).
+    undo: ChatForgetUndo | None = None
 
 
 def _forget_rows(actor, qs, report: ForgetReport, budget: int) -> int:
@@ -191,6 +202,8 @@ def home_forget_source(*, actor: User, source: str, confirm) -> ForgetReport:
                 keys = [ref.ident]
             else:
                 keys = list(bound_chats(user=actor).values_list("chat_key", flat=True))
+            if ref.kind == SOURCE_CHAT:
+                report.undo = scoped_services.chat_forget_undo_keep(actor=actor, chat_key=ref.ident)
             for key in keys:
                 budget = _forget_rows(actor, memories.filter(scope_type=Tier.CHAT, scope_id=key), report, budget)
                 report.candidates += scoped_services.chat_candidates_forget(actor=actor, chat_key=key)
@@ -309,6 +322,8 @@ def _import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise _import_error(section, index, _("%(key)s must be a string.") % {"key": key})
         item["expires_at"] = _import_expiry(item.get("expires_at"), section=section, index=index)
+        if not isinstance(item.get("paused", False), bool):
+            raise _import_error(section, index, _("paused must be true or false."), "invalid_paused")
     return items
 
 
@@ -492,6 +507,7 @@ def _import_memories(
                 tier=create["tier"],
                 origin=create["origin"],
                 expires_at=item.get("expires_at"),
+                paused=item.get("paused", False),
             )
         except DomainError as exc:
             raise _import_error(section, index, exc.message, exc.code) from None

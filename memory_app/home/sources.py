@@ -26,6 +26,9 @@ from memory_app.scoped.selectors import bound_chats
 
 MAX_PROJECTS = 50  # projects shown (and searched) in the home; the projects page lists them all
 MAX_CHATS = 50
+# Rows one export holds, over all sources (the oldest rows of a large source are left out first);
+# the overview's capacity says how near a home is to it.
+EXPORT_MAX_MEMORIES = 5000
 
 SOURCE_USER, SOURCE_NOTES, SOURCE_AUTO, SOURCE_ALL = "user", "notes", "auto", "all"
 SOURCE_SHARED = "shared"  # shared from your chats

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied
+from config.sentences import join_sentences
 from config.web import service_call
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role
@@ -49,9 +50,10 @@ from memory_app.home.sources import (
 )
 from memory_app.memories.filters import EXPIRED, MemoryFilter
 from memory_app.memories.forms import IDENTITY_KIND_CHOICES, ExpiresAtFormField, MemoryCreateForm
-from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier
+from memory_app.memories.models import IDENTITY_KINDS, Kind, Origin, Status, Tier, live_q
 from memory_app.memories.selectors import memory_chain
 from memory_app.memories.services import memory_create
+from memory_app.scoped import services as scoped_services
 from memory_app.search.highlight import highlight
 
 PAGE_SIZE = 25
@@ -92,8 +94,6 @@ def memory_home(request):
     expiring = _annotate(expiring_soon(user=request.user), user=request.user)
     for source in overview.sources:
         source.items_url = _items_url(source.ref.key) if source.ref.kind != SOURCE_NOTES else ""
-        source.forget_url = f"{reverse('web:memory_home_forget_all')}?{urlencode({'source': source.ref.key})}"
-        source.reads_url = _reads_url(source.ref.key)
     return render(
         request,
         "home/home.html",
@@ -130,11 +130,13 @@ def _source_header(user, source: SourceRef) -> dict:
             "role": role,
             "can_add": CREATE_TASK in role_permissions(role),
         }
+    names = chat_names(user=user, keys=[source.ident]) if source.kind == SOURCE_CHAT else {}
     return {
-        "title": source_title(source, chat_names=chat_names(user=user, keys=[source.ident])),
+        "title": source_title(source, chat_names=names),
         "project": None,
         "role": None,
         "can_add": source.kind == SOURCE_USER,
+        "chat_name": names.get(source.ident, ""),
     }
 
 
@@ -301,6 +303,62 @@ def item_correct(request, memory_id):
     return render(request, "home/correct.html", {"memory": memory, "chain": chain, "form": form}, status=status)
 
 
+class ExpiryForm(forms.Form):
+    """A new expiry in place (no new version); empty, or "no expiry" ticked: it never expires."""
+
+    expires_at = ExpiresAtFormField(
+        label=gettext_lazy("True until"),
+        help_text=gettext_lazy("After this time agents no longer use or find it. Your time zone. Empty: no expiry."),
+    )
+    no_expiry = forms.BooleanField(required=False, label=gettext_lazy("It does not expire"))
+
+
+PAUSE_ACTIONS = {"pause": True, "resume": False}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def item_change(request, memory_id):
+    """Pause, resume or re-date an item in place: same id, no new version, the change recorded
+    in its provenance (``memory_change``, whose write rule decides, as for correcting). A pause
+    or resume comes from a button on the item or its source's list and leads back there."""
+    memory = _changeable(request, memory_id, correct=True)
+    form, status = ExpiryForm(initial={"expires_at": memory.expires_at}), 200
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action in PAUSE_ACTIONS:
+            services.home_item_change(actor=request.user, memory_id=memory.pk, paused=PAUSE_ACTIONS[action])
+            messages.success(
+                request,
+                _("Paused: no agent uses this memory until you resume it. It stays in your lists.")
+                if PAUSE_ACTIONS[action]
+                else _("Resumed: agents may use this memory again."),
+            )
+            back = request.POST.get("source", "")
+            if back:
+                source_parse(back)  # only a source of the home: never a link to somewhere else
+                return redirect(f"{_items_url(back)}#item-{memory.pk}")
+            return redirect("web:memory_home_item", memory.pk)
+        form = ExpiryForm(request.POST)
+        if form.is_valid():
+            expires_at = None if form.cleaned_data["no_expiry"] else form.cleaned_data["expires_at"]
+            with service_call(form) as call:
+                services.home_item_change(actor=request.user, memory_id=memory.pk, expires_at=expires_at)
+            if call.ok:
+                messages.success(
+                    request,
+                    _("Expiry removed; the memory is unchanged otherwise, with no new version.")
+                    if expires_at is None
+                    else _("Expiry changed; the memory is unchanged otherwise, with no new version."),
+                )
+                return redirect("web:memory_home_item", memory.pk)
+            status = call.status
+        else:
+            status = 400
+    memory = _annotate([memory], user=request.user)[0]
+    return render(request, "home/change.html", {"memory": memory, "form": form}, status=status)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def item_forget(request, memory_id):
@@ -361,18 +419,22 @@ def forget_all(request):
                 actor=request.user, source=form.cleaned_data["source"], confirm=form.cleaned_data["confirm"]
             )
         if call.ok:
-            text = ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(report.forgotten)) % {
-                "n": len(report.forgotten)
-            }
+            parts = [
+                ngettext("Forgot %(n)s memory.", "Forgot %(n)s memories.", len(report.forgotten))
+                % {"n": len(report.forgotten)}
+            ]
             if report.notes_deleted:
-                text += " " + _("The notes file is deleted.")
+                parts.append(_("The notes file is deleted."))
             if report.remaining:
-                text += " " + _("%(n)s more are left: forget everything again to continue.") % {"n": report.remaining}
+                parts.append(_("%(n)s more are left: forget everything again to continue.") % {"n": report.remaining})
             if report.kept_read_only:
-                text += " " + _("%(n)s auto-extracted memories stay: you may no longer write in their project.") % {
-                    "n": report.kept_read_only
-                }
-            messages.success(request, text)
+                parts.append(
+                    _("%(n)s auto-extracted memories stay: you may no longer write in their project.")
+                    % {"n": report.kept_read_only}
+                )
+            messages.success(request, join_sentences(*parts))
+            if report.undo is not None:
+                return redirect("web:memory_home_forget_undo", report.undo.pk)
             return redirect("web:home")
         status = call.status
     elif request.method == "POST":
@@ -383,6 +445,43 @@ def forget_all(request):
         "home/forget_all.html",
         {"form": form, "source": source, "counts": counts, "confirm_word": services.CONFIRM_WORD},
         status=status,
+    )
+
+
+CHAT_ITEMS_SHOWN = 50
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def forget_undo(request, undo_id):
+    """After a whole chat was forgotten: what went, and for a while a way back (``undo``) or
+    to forget it for good at once (``drop``). Another user's, or one used or dropped: 404."""
+    if request.method == "POST":
+        if request.POST.get("action") == "drop":
+            scoped_services.chat_forget_undo_drop(actor=request.user, undo_id=undo_id)
+            messages.success(request, _("The chat is forgotten for good; it can no longer be brought back."))
+            return redirect("web:home")
+        report = scoped_services.chat_forget_undo(actor=request.user, undo_id=undo_id)
+        messages.success(
+            request,
+            ngettext(
+                "Undone: %(n)s memory of the chat is back, with its reviews.",
+                "Undone: %(n)s memories of the chat are back, with their reviews.",
+                len(report.restored),
+            )
+            % {"n": len(report.restored)},
+        )
+        return redirect(_items_url(f"{SOURCE_CHAT}:{report.chat_key}"))
+    undo = scoped_services.chat_forget_undo_get(actor=request.user, undo_id=undo_id)
+    source = SourceRef(SOURCE_CHAT, undo.chat_key)
+    return render(
+        request,
+        "home/forget_undo.html",
+        {
+            "undo": undo,
+            "title": source_title(source, chat_names=chat_names(user=request.user, keys=[undo.chat_key])),
+            "open": undo.expires_at > timezone.now(),
+        },
     )
 
 
@@ -398,7 +497,19 @@ def _forget_all_counts(user, source: SourceRef) -> dict:
         )
         return {"title": by_key[source.key].title if source.key in by_key else source.key, "rows": mine}
     if source.kind == SOURCE_CHAT:
-        source_memories(user=user, source=source)  # 404 for a chat not bound to the user
+        rows = source_memories(user=user, source=source)  # 404 for a chat not bound to the user
+        items = rows.filter(live_q())
+        found = by_key.get(source.key)
+        # A chat too large to keep for an undo is forgotten without one: the page says so.
+        undoable = rows.count() <= scoped_services.UNDO_MAX_ROWS
+        return {
+            "title": found.title if found else source.key,
+            "parts": [found] if found else [],
+            "items": list(items.order_by("-created_at", "-id")[:CHAT_ITEMS_SHOWN]),
+            "more_items": max(0, (found.count if found else 0) - CHAT_ITEMS_SHOWN),
+            "pending": scoped_services.chat_pending_reviews(chat_key=source.ident),
+            "undo_minutes": settings.MEMORY_FORGET_UNDO_MINUTES if undoable else 0,
+        }
     if source.kind == SOURCE_ALL:
         kinds = (
             SOURCE_USER,
@@ -459,10 +570,12 @@ urlpatterns = [
     path("memory/items/", source_items, name="memory_home_items"),
     path("memory/items/<slug:memory_id>/", item_detail, name="memory_home_item"),
     path("memory/items/<slug:memory_id>/correct/", item_correct, name="memory_home_item_correct"),
+    path("memory/items/<slug:memory_id>/change/", item_change, name="memory_home_item_change"),
     path("memory/items/<slug:memory_id>/forget/", item_forget, name="memory_home_item_forget"),
     path("memory/reads/", reads_page, name="memory_home_reads"),
     path("memory/forget/", forget_selected, name="memory_home_forget_selected"),
     path("memory/forget-all/", forget_all, name="memory_home_forget_all"),
+    path("memory/forget-all/undo/<slug:undo_id>/", forget_undo, name="memory_home_forget_undo"),
     path("memory/export/", export, name="memory_home_export"),
     path("memory/import/", import_page, name="memory_home_import"),
 ]

@@ -75,12 +75,12 @@ def _within_budget(response: dict) -> dict:
 
 
 def memory_search(*, user: User, query, limit: int = SEARCH_DEFAULT_HITS) -> dict:
-    """The memory home's search for ``query`` (active memories of every source the user reads
-    as their own), at most ``SEARCH_MAX_HITS`` hits of ``SEARCH_HIT_BYTES`` each, the response
+    """The memory home's search for ``query`` (the memories of every source the user reads as
+    their own that agents may use: not paused), at most ``SEARCH_MAX_HITS`` hits of ``SEARCH_HIT_BYTES`` each, the response
     at most ``SEARCH_RESPONSE_BYTES``. The notes file is not searched here: agents get it
     through its own gate (the notes resource and the run tools)."""
     query = search_query(query)
-    found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS), with_notes=False)
+    found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS), with_notes=False, for_agent=True)
     fields = {
         "result": "ok",
         "query": mark_field(query, 512)[0],
@@ -122,6 +122,7 @@ def memory_shown(memory: Memory) -> dict:
         "content": content,
         "truncated": cut,
         "status": memory.status,
+        "paused": memory.paused,
         "created_at": memory.created_at.isoformat(),
         "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
     }

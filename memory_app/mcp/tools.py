@@ -27,6 +27,7 @@ from config.throttling import RunThrottle, ScopeThrottle, SearchThrottle
 from config.validation import is_valid_id
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH
 from memory_app.context.assembly import run_context_build
+from memory_app.home import services as home_services
 from memory_app.mcp import selectors
 from memory_app.mcp.auth import Principal
 from memory_app.mcp.runs import SessionRun
@@ -142,6 +143,19 @@ def _correct_memory(ctx: CallContext, *, memory_id, content, kind=None, expires_
         expires_at=expires_at,
     )
     return selectors.memory_written("corrected", new, replaced_id=memory_id)
+
+
+def _change_memory(
+    ctx: CallContext,
+    *,
+    memory_id,
+    paused=memory_services.NOT_GIVEN,
+    expires_at=memory_services.NOT_GIVEN,
+) -> dict:
+    memory = home_services.home_item_change(
+        actor=ctx.principal.user, memory_id=memory_id, paused=paused, expires_at=expires_at
+    )
+    return selectors.memory_written("changed", memory)
 
 
 def _forget_memory(ctx: CallContext, *, memory_id) -> dict:
@@ -269,6 +283,37 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         handler=_correct_memory,
         read_only=False,
+    ),
+    ToolSpec(
+        name="change_memory",
+        title="Pause, resume or re-date a memory",
+        description=(
+            "Change a memory in place, without a new version: pause it (paused=true: it stays saved and "
+            "listed for the user, but no agent gets it, search_memories included, until it is resumed with "
+            "paused=false), or set when it stops being true (expires_at). Pass the `id` from search_memories: "
+            "the user's own memories, their projects' (where they may write) and their chats' items. Only when "
+            "the user asks for it. The change is recorded with the memory."
+        ),
+        input_schema=_schema(
+            {
+                "memory_id": {
+                    **MEMORY_ID,
+                    "description": "The `id` of a memory as search_memories returns it (or returned before it "
+                    "was paused).",
+                },
+                "paused": {"type": "boolean", "description": "true: pause it; false: resume it."},
+                "expires_at": {
+                    **EXPIRES_AT,
+                    "description": EXPIRES_AT["description"].replace(
+                        "Null or left out: it does not expire.", "Null: no expiry; left out: unchanged."
+                    ),
+                },
+            },
+            ["memory_id"],
+        ),
+        handler=_change_memory,
+        read_only=False,
+        idempotent=True,
     ),
     ToolSpec(
         name="forget_memory",

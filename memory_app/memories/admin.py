@@ -15,9 +15,10 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from config.admin import WideListMixin
 from config.errors import DomainError, NotFound
 from memory_app.memories import services
-from memory_app.memories.models import Memory, Origin, ProjectSummary
+from memory_app.memories.models import Memory, Origin, ProjectSummary, Tier
 from memory_app.memories.selectors import memory_chain
 
 MAX_ACTION_ROWS = 20
@@ -25,10 +26,12 @@ PREVIEW_CHARS = 160
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
-    list_display = ["preview", "scope_type", "scope", "kind", "status", "origin", "owner", "created_at", "updated_at"]
+class MemoryAdmin(WideListMixin, admin.ModelAdmin):
+    # Content first; the scope says whose (a user by name, a project by name, a chat by key);
+    # the status carries "paused" and "expired".
+    list_display = ["preview", "scope_type", "scope", "kind", "status_words", "origin", "created_at"]
     list_display_links = ["preview"]
-    list_filter = ["scope_type", "kind", "status", "origin", "created_at"]
+    list_filter = ["scope_type", "kind", "status", "paused", "origin", "created_at"]
     search_fields = ["id", "content", "scope_id", "owner__username", "project__name", "source_thread_id"]
     list_select_related = ["owner", "project"]
     raw_id_fields = ["owner", "project", "superseded_by", "created_by"]
@@ -41,6 +44,8 @@ class MemoryAdmin(admin.ModelAdmin):
         "project",
         "kind",
         "status",
+        "paused",
+        "expires_at",
         "superseded_by",
         # provenance
         "origin",
@@ -66,8 +71,23 @@ class MemoryAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("scope"))
     def scope(self, obj):
-        # The project's name (selected with the row), else the chat key or the user's id.
-        return obj.project.name if obj.project_id else obj.scope_id
+        # Whose: the user's name or the project's (both selected with the row), else the chat key.
+        if obj.scope_type == Tier.USER and obj.owner_id:
+            return obj.owner.get_username()
+        if obj.project_id:
+            return obj.project.name
+        if obj.scope_type == Tier.GLOBAL:
+            return _("everyone")
+        return obj.scope_id
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_words(self, obj):
+        words = [obj.get_status_display()]
+        if obj.paused:
+            words.append(_("paused"))
+        if obj.status == "active" and obj.expired:
+            words.append(_("expired"))
+        return ", ".join(str(word) for word in words)
 
     @admin.display(description=gettext_lazy("origin, in words"))
     def origin_label(self, obj):

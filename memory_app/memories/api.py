@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.filters import ApiFilterBackend
-from config.api.inputs import JSONObjectField, StrictCharField, StrictInputMixin, validated
+from config.api.inputs import JSONObjectField, StrictBooleanField, StrictCharField, StrictInputMixin, validated
 from config.api.output import PlannedListSerializer
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
@@ -46,6 +46,9 @@ class ExpiresAtField(serializers.DateTimeField):
 
 class MemoryOutput(serializers.ModelSerializer):
     expired = serializers.BooleanField(read_only=True, help_text="expires_at has passed (status stays active).")
+    paused = serializers.BooleanField(
+        read_only=True, help_text="Paused: listed, but used by no agent until resumed (PATCH paused=false)."
+    )
 
     class Meta:
         model = Memory
@@ -67,6 +70,7 @@ class MemoryOutput(serializers.ModelSerializer):
             "updated_at",
             "expires_at",
             "expired",
+            "paused",
         ]
 
 
@@ -101,6 +105,21 @@ class MemorySupersedeInput(StrictInputMixin, serializers.Serializer):
     )
 
 
+class MemoryChangeInput(StrictInputMixin, serializers.Serializer):
+    """A change in place: same id, no new version; each changed field is recorded in the
+    memory's provenance. At least one field."""
+
+    schema_required_any_of = (("expires_at",), ("paused",))
+
+    expires_at = ExpiresAtField(
+        help_text="A new expiry (ISO 8601 with a time zone, in the future), or null for none. Left out: unchanged."
+    )
+    paused = StrictBooleanField(
+        required=False,
+        help_text="true: no agent uses it (context, identity block, searches, MCP) until it is resumed with false.",
+    )
+
+
 class IdentityContextOutput(serializers.Serializer):
     profile = serializers.DictField()
     memories = serializers.DictField(child=MemoryOutput(many=True))
@@ -131,6 +150,13 @@ class MyMemoryDetailView(APIView):
     @extend_schema(responses=MemoryOutput)
     def get(self, request, memory_id):
         return Response(MemoryOutput(selectors.user_memory_get(user=request.user, memory_id=memory_id)).data)
+
+    @extend_schema(request=MemoryChangeInput, responses=MemoryOutput)
+    def patch(self, request, memory_id):
+        memory = services.memory_change(
+            actor=request.user, memory_id=memory_id, tier=Tier.USER, **validated(MemoryChangeInput, request)
+        )
+        return Response(MemoryOutput(memory).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request, memory_id):
@@ -181,6 +207,19 @@ class ProjectMemoryDetailView(APIView):
     @extend_schema(responses=MemoryOutput)
     def get(self, request, project_id, memory_id):
         memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        return Response(MemoryOutput(memory).data)
+
+    @extend_schema(request=MemoryChangeInput, responses=MemoryOutput)
+    def patch(self, request, project_id, memory_id):
+        # Visibility first so a non-member cannot learn anything from the error.
+        selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
+        memory = services.memory_change(
+            actor=request.user,
+            memory_id=memory_id,
+            tier=Tier.PROJECT,
+            project_id=project_id,
+            **validated(MemoryChangeInput, request),
+        )
         return Response(MemoryOutput(memory).data)
 
     @extend_schema(responses={204: None})

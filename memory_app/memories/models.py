@@ -85,6 +85,15 @@ def live_q(*, now=None, prefix: str = "") -> Q:
     )
 
 
+def agent_q(*, now=None, prefix: str = "") -> Q:
+    """The one rule for which rows agents may use: live (``live_q``) and not paused. A paused
+    memory stays in every list of its owner (marked), but no context, identity block, scoped
+    section, agent search or MCP tool gets it until it is resumed (docs/tiers.md, "Pause").
+    Lists and the owner's own searches use ``live_q``; every path that hands memory text to an
+    agent uses this."""
+    return live_q(now=now, prefix=prefix) & Q(**{f"{prefix}paused": False})
+
+
 def expired_q(*, now=None) -> Q:
     """Active rows whose expiry has passed: out of every context and search, listed only when
     a filter asks for them, purged after the grace period."""
@@ -152,6 +161,9 @@ class Memory(models.Model):
     # corrections, never two. Empty key: addressed by its id only (every memory not written so).
     store_namespace = models.CharField(max_length=300, blank=True, default="", verbose_name=_("store namespace"))
     store_key = models.CharField(max_length=200, blank=True, default="", verbose_name=_("store key"))
+    # Paused by a person: listed as ever, used by no agent (``agent_q``) until resumed. Changed
+    # in place (``memory_change``), each change recorded as a ``MemoryChange``.
+    paused = models.BooleanField(default=False, verbose_name=_("paused"))
 
     class Meta:
         verbose_name = _("memory")
@@ -222,6 +234,44 @@ class Memory(models.Model):
     @property
     def origin_label(self) -> str:
         return str(ORIGIN_LABELS.get(self.origin, self.origin))
+
+
+class ChangedField(models.TextChoices):
+    PAUSED = "paused", _("Paused")
+    EXPIRES_AT = "expires_at", _("Expiry")
+
+
+class MemoryChange(models.Model):
+    """One change made to a memory in place (``memory_change``): its expiry or whether it is
+    paused. No new version is written for these; this record is their provenance, shown with
+    the item and exported with it, and forgotten with it."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes", verbose_name=_("memory"))
+    field = models.CharField(max_length=16, choices=ChangedField.choices, verbose_name=_("field"))
+    # JSON values: a boolean for ``paused``, an ISO 8601 string or null for ``expires_at``.
+    old_value = models.JSONField(null=True, blank=True, verbose_name=_("old value"))
+    new_value = models.JSONField(null=True, blank=True, verbose_name=_("new value"))
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("changed by"),
+    )
+    changed_at = models.DateTimeField(default=timezone.now, verbose_name=_("changed at"))
+
+    class Meta:
+        verbose_name = _("memory change")
+        verbose_name_plural = _("memory changes")
+        ordering = ["-changed_at", "-id"]
+        indexes = [models.Index(fields=["memory", "-changed_at"], name="memory_change_latest_idx")]
+        constraints = [
+            models.CheckConstraint(name="memory_change_field_valid", condition=Q(field__in=ChangedField.values))
+        ]
+
+    def __str__(self):
+        return f"{self.memory_id} {self.field}: {self.old_value!r} → {self.new_value!r}"
 
 
 class ProjectSummary(models.Model):

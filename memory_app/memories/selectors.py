@@ -6,7 +6,7 @@ from config.errors import NotFound
 from identity_app.chat_reach import ALL_CHATS, chat_keys_reachable
 from identity_app.models import ChatBinding, User
 from identity_app.permissions import READ, acting_for_users_q, project_ids_with_permission, project_require_permission
-from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, live_q
+from memory_app.memories.models import GLOBAL_SCOPE_ID, Memory, ProjectSummary, Tier, agent_q
 
 IDENTITY_CONTEXT_LIMIT = 5
 MAX_CHAIN_LENGTH = 1000
@@ -126,9 +126,10 @@ def memory_chain(*, memory: Memory) -> list[Memory]:
 
 
 def latest_active(qs: QuerySet[Memory], limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:
-    """The newest active, unexpired ``limit`` of ``qs``, without its related rows (the identity
-    block and its API output read the memories' own fields)."""
-    return list(qs.filter(live_q()).select_related(None).order_by("-created_at", "-id")[:limit])
+    """The newest ``limit`` of ``qs`` that agents may use (active, unexpired, not paused:
+    ``agent_q``), without their related rows (the identity block and its API output read the
+    memories' own fields)."""
+    return list(qs.filter(agent_q()).select_related(None).order_by("-created_at", "-id")[:limit])
 
 
 def latest_active_user_memories(*, user, limit: int = IDENTITY_CONTEXT_LIMIT) -> list[Memory]:

@@ -1,5 +1,6 @@
 """Every write to tiered memories goes through these functions."""
 
+import enum
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,9 @@ from memory_app.memories.models import (
     IDENTITY_KINDS,
     KIND_VALUES,
     MAX_CONTENT_CHARS,
+    ChangedField,
     Memory,
+    MemoryChange,
     Origin,
     ProjectSummary,
     Status,
@@ -107,7 +110,9 @@ def staff_may_review_memories(actor: User) -> bool:
 
 # What the user a private chat is bound to may do with that chat's items: forget and correct
 # them. Not archive or move them: a move to global would share a private fact with everyone.
-BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede"})
+# Pausing and changing the expiry in place (``memory_change``) are corrections too.
+IN_PLACE = "change_in_place"
+BOUND_USER_CHAT_ACTIONS = frozenset({"forget", "supersede", IN_PLACE})
 
 
 def _forgets_as_source_chat_user(*, actor: User, memory: Memory) -> bool:
@@ -214,12 +219,14 @@ def memory_create(
     source_chat_key: str = "",
     for_user: User | None = None,
     content_guard: Callable[[str], None] | None = None,
+    paused: bool = False,
 ) -> Memory:
     """``source_chat_key``: the typed chat a chat/global item was learned in (only the scoped
     services set it, from the session key). ``for_user``: a user-tier memory of that user
     rather than of ``actor`` (``may_act_for_user``: a service principal acting for them).
     ``content_guard(content)`` may refuse the text (an adapter's secret guard) before anything
-    is written."""
+    is written. ``paused``: written paused (an import of a paused item), used by no agent until
+    resumed."""
     content = validate_content(content)
     if content_guard is not None:
         content_guard(content)
@@ -229,6 +236,7 @@ def memory_create(
     evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
     if origin not in Origin.values:
         raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
+    paused = _validate_paused(paused)
     with transaction.atomic():
         scope = _scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id, for_user=for_user)
         memory = Memory(
@@ -242,6 +250,7 @@ def memory_create(
             source_chat_key=source_chat_key if tier in (Tier.CHAT, Tier.GLOBAL) else "",
             created_by=actor if actor and actor.is_authenticated else None,
             expires_at=expires_at,
+            paused=paused,
             **scope,
         )
         memory.save(force_insert=True)
@@ -318,6 +327,8 @@ def memory_supersede(
             source_thread_id=source_thread_id,
             source_chat_key=source_chat_key,
             expires_at=old.expires_at if keep_expiry else new_expiry,
+            # A correction of a paused memory stays paused: rewording it is not resuming it.
+            paused=old.paused,
         )
 
 
@@ -333,6 +344,7 @@ def _supersede_locked(
     source_thread_id: str | None,
     source_chat_key: str | None,
     expires_at: datetime | None,
+    paused: bool = False,
 ) -> Memory:
     """The supersede of ``old`` (locked, its write rule checked), with validated values."""
     if old.status != Status.ACTIVE:
@@ -355,6 +367,7 @@ def _supersede_locked(
         source_chat_key=source_chat_key if source_chat_key is not None else old.source_chat_key,
         created_by=actor if actor and actor.is_authenticated else None,
         expires_at=expires_at,
+        paused=paused,
         store_namespace=old.store_namespace,
         store_key=old.store_key,
     )
@@ -370,6 +383,103 @@ def _supersede_locked(
     new.save(force_insert=True)
     derived.on_memories_written(created=[new], changed=[old.pk])
     return new
+
+
+class NotGiven(enum.Enum):
+    """``memory_change``'s "leave this as it is" (``None`` is a value there: no expiry)."""
+
+    NOT_GIVEN = "not given"
+
+
+NOT_GIVEN = NotGiven.NOT_GIVEN
+
+
+def _validate_paused(value) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput("paused must be true or false.", code="invalid_paused")
+    return value
+
+
+def _change_value(field: str, value):
+    """A changed field's value as ``MemoryChange`` stores it (JSON)."""
+    if field == ChangedField.EXPIRES_AT:
+        return value.astimezone(UTC).isoformat() if value is not None else None
+    return value
+
+
+# Expiry changes by one actor within this time are one record (its first old value, its last
+# new value): an agent that refreshes an item's expiry whenever it uses it (a store with a
+# time to live) leaves a record per hour, not per read. Pausing and resuming are each kept.
+EXPIRY_CHANGE_COALESCE = timedelta(hours=1)
+
+
+def _record_change(*, memory: Memory, field: str, old, new, actor: User | None, now: datetime) -> None:
+    by = actor if actor is not None and actor.is_authenticated else None
+    old, new = _change_value(field, old), _change_value(field, new)
+    if field == ChangedField.EXPIRES_AT and by is not None:
+        latest = memory.changes.filter(field=field).order_by("-changed_at", "-id").first()
+        if latest is not None and latest.changed_by_id == by.pk and now - latest.changed_at < EXPIRY_CHANGE_COALESCE:
+            if latest.old_value == new:
+                latest.delete()  # back where it was: no change to record
+            else:
+                latest.new_value, latest.changed_at = new, now
+                latest.save(update_fields=["new_value", "changed_at"])
+            return
+    MemoryChange.objects.create(memory=memory, field=field, old_value=old, new_value=new, changed_by=by, changed_at=now)
+
+
+def memory_change(
+    *,
+    actor: User,
+    memory_id: str,
+    expires_at: datetime | str | NotGiven | None = NOT_GIVEN,
+    paused: bool | NotGiven = NOT_GIVEN,
+    tier: str | None = None,
+    project_id: str | None = None,
+) -> Memory:
+    """Change a memory in place: its expiry (``expires_at``: a future date-time, or None for
+    none) and whether it is paused (``paused``; a paused memory is used by no agent, see
+    ``agent_q``). Same id, no new version: each field that really changes is recorded as a
+    ``MemoryChange`` (who, when, old → new), the provenance of the change. A value equal to
+    the current one records nothing; expiry changes by one actor within
+    ``EXPIRY_CHANGE_COALESCE`` are one record.
+
+    The write rule is the tier's (``_require_write``): the owner; a project member with
+    ``create_task`` (a viewer: 403); service principals and the user a chat is bound to for a
+    chat item; global items: staff and service principals. Hidden rows are 404, and
+    ``tier``/``project_id`` restrict which rows the caller's route may address like
+    ``memory_supersede``. Only the active version of a chain changes (409 ``not_active``); an
+    expired one may get a new expiry (or none), which brings it back before it is purged.
+    Nothing given is a 400 ``nothing_to_change``; bad values are 400 and change nothing."""
+    if expires_at is NOT_GIVEN and paused is NOT_GIVEN:
+        raise InvalidInput("Give expires_at, paused or both.", code="nothing_to_change")
+    wanted: dict[str, object] = {}
+    if not isinstance(expires_at, NotGiven):
+        wanted[ChangedField.EXPIRES_AT] = validate_expires_at(expires_at)
+    if not isinstance(paused, NotGiven):
+        wanted[ChangedField.PAUSED] = _validate_paused(paused)
+    with transaction.atomic():
+        memory = _locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
+        _require_write(actor=actor, memory=memory, action=IN_PLACE)
+        if memory.status != Status.ACTIVE:
+            raise Conflict(f"Memory is {memory.status}; only the active version can be changed.", code="not_active")
+        now = timezone.now()
+        changed: list[str] = []
+        for field, value in wanted.items():
+            old = getattr(memory, field)
+            if old == value:
+                continue
+            setattr(memory, field, value)
+            _record_change(memory=memory, field=field, old=old, new=value, actor=actor, now=now)
+            changed.append(field)
+        if changed:
+            memory.save(update_fields=[*changed, "updated_at"])
+    if changed:
+        logger.info(
+            "memory changed in place",
+            extra={"memory_id": memory.pk, "fields": changed, "actor": getattr(actor, "pk", None)},
+        )
+    return memory
 
 
 def _with_older_versions(ids: list[str], *, within: Q) -> list[str]:
@@ -693,6 +803,7 @@ def _put_keyed_locked(
         source_thread_id=None,
         source_chat_key=None,
         expires_at=values["expires_at"],
+        paused=existing.paused,  # a new value is a correction: a paused memory stays paused
     )
     if (new.store_namespace, new.store_key) != (encoded, key):  # an adopted memory takes the key
         Memory.objects.filter(pk=new.pk).update(store_namespace=encoded, store_key=key)

@@ -257,6 +257,8 @@ class Workspace:
 
 # Source and result of MEMORY.md are capped at 128 KiB (docs/runs.md); the other two files share it.
 MAX_WORKSPACE_FILE_BYTES = 128 * 1024
+# How much of MEMORY.md a run's context carries (the rest is cut, marked; docs/runs.md).
+MEMORY_CONTEXT_BYTES = 24 * 1024
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 

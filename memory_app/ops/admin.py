@@ -1,17 +1,38 @@
 """Admin of background jobs and worker heartbeats: read-only (a stuck job may be deleted)."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy
 
 from memory_app.ops.models import BackgroundJob, WorkerHeartbeat
+from memory_app.ops.services import job_kind_words, job_kinds
+
+
+class JobKindFilter(admin.SimpleListFilter):
+    title = gettext_lazy("kind")
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return job_kinds()
+
+    def queryset(self, request, queryset):
+        return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
 @admin.register(BackgroundJob)
 class BackgroundJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "user", "status", "attempts", "worker_id", "created_at", "finished_at"]
-    list_filter = ["kind", "status"]
+    list_display = ["id", "kind_words", "user", "status", "attempts", "worker_id", "created_at", "finished_at"]
+    list_filter = [JobKindFilter, "status"]
+    readonly_fields = ["kind_words"]
     list_select_related = ["user"]
     search_fields = ["id", "user__username", "worker_id"]
     date_hierarchy = "created_at"
+
+    @admin.display(description=gettext_lazy("kind"), ordering="kind")
+    def kind_words(self, job):
+        return job_kind_words(job.kind)
+
+    def get_exclude(self, request, obj=None):
+        return ["kind"]  # shown in words (kind_words)
 
     def has_add_permission(self, request):
         return False

@@ -74,7 +74,7 @@ class BackgroundJob(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.kind} {self.pk} ({self.get_status_display()})"
+        return f"{self.pk} ({self.get_status_display()})"
 
 
 class WorkerHeartbeat(models.Model):

@@ -38,14 +38,30 @@ JobHandler = Callable[[BackgroundJob], dict]
 _handlers: dict[str, JobHandler] = {}
 
 
-def job_handler(kind: str) -> Callable[[JobHandler], JobHandler]:
-    """Register ``func(job) -> dict`` (the job's JSON result) as the handler of ``kind``."""
+_labels: dict[str, object] = {}
+
+
+def job_handler(kind: str, *, label=None) -> Callable[[JobHandler], JobHandler]:
+    """Register ``func(job) -> dict`` (the job's JSON result) as the handler of ``kind``;
+    ``label``: what the job does, in words (a lazy translation), for the admin."""
 
     def register(func: JobHandler) -> JobHandler:
         _handlers[kind] = func
+        if label is not None:
+            _labels[kind] = label
         return func
 
     return register
+
+
+def job_kind_words(kind: str) -> str:
+    """A job's kind in the reader's words (the kind itself for one without a label)."""
+    return str(_labels.get(kind, kind))
+
+
+def job_kinds() -> list[tuple[str, str]]:
+    """(kind, words) of every job registered with a label, for the admin's filter."""
+    return sorted(((kind, job_kind_words(kind)) for kind in _labels), key=lambda pair: pair[1])
 
 
 def job_enqueue(*, kind: str, user, payload: dict | None = None, dedupe_key: str = "") -> BackgroundJob:

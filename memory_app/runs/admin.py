@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from config.admin import ReadOnlyAdmin
 from memory_app.runs.models import AgentRun
 from memory_app.runs.selectors import run_lease_state, runs_with_lease_state
+from memory_app.runs.words import usage_words
 
 LEASE_STATES = ("held", "expired", "released")
 LEASE_STATE_WORDS = {"held": _("held"), "expired": _("expired (claimable)"), "released": _("released")}
@@ -41,8 +42,17 @@ class AgentRunAdmin(ReadOnlyAdmin):
     list_select_related = ["user"]
     search_fields = ["id", "user__username", "request_id", "worker_id", "conversation__id"]
     raw_id_fields = ["user", "created_by", "conversation", "project", "parent_run"]
-    exclude = ["run_token_hash"]
+    exclude = ["run_token_hash", "usage"]
+    readonly_fields = ["usage_in_words"]
     date_hierarchy = "created_at"
+
+    @admin.display(description=_("usage"))
+    def usage_in_words(self, run):
+        words = usage_words(run.usage)
+        parts = [f"{label}: {value}" for label, value in words.known] + [
+            f"{key}: {value}" for key, value in words.other
+        ]
+        return " · ".join(parts) or "—"
 
     @admin.display(description=_("lease"))
     def lease_state(self, run):

@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from memory_app.runs import selectors
+from memory_app.runs.words import usage_words
 from memory_app.threads import selectors as thread_selectors
 from memory_app.threads import services as thread_services
 
@@ -80,7 +81,11 @@ def conversation_memory(request, conversation_id):
 @require_http_methods(["GET"])
 def run_detail(request, run_id):
     run = selectors.run_get(user=request.user, run_id=run_id)
-    return render(request, "runs/run_detail.html", {"run": run, "lease_state": selectors.run_lease_state(run)})
+    return render(
+        request,
+        "runs/run_detail.html",
+        {"run": run, "lease_state": selectors.run_lease_state(run), "usage": usage_words(run.usage)},
+    )
 
 
 urlpatterns = [

@@ -13,7 +13,7 @@ from identity_app.filters import ChatBindingFilter
 from identity_app.models import ApiToken, ChatBinding
 from identity_app.permissions import is_service_principal
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, SESSION_KEY_PATTERN, chat_key_pattern
-from memory_app.memories.api import ExpiresAtField
+from memory_app.memories.api import ExpiresAtField, MemoryChangeInput
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory
 from memory_app.ops.api import JobOutput, job_accepted
 from memory_app.reads import recorder as reads
@@ -69,6 +69,7 @@ class ItemOutput(serializers.ModelSerializer):
             "evidence",
             "created_at",
             "expires_at",
+            "paused",
         ]
 
 
@@ -95,6 +96,22 @@ class ItemCreateView(APIView):
             "candidate_id": pending.pk if pending else None,
         }
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ItemDetailView(APIView):
+    @extend_schema(
+        request=MemoryChangeInput,
+        responses=ItemOutput,
+        description="Change a chat or global item in place: its expiry, or pause/resume it (a paused item "
+        "stays listed but no search, context or tool returns it). Same id, no new version; the change is "
+        "recorded in the item's provenance. Service principals within their reach; the user a private chat "
+        "is bound to, for its items.",
+    )
+    def patch(self, request, memory_id):
+        memory = items.scoped_item_change(
+            actor=request.user, memory_id=memory_id, **validated(MemoryChangeInput, request)
+        )
+        return Response(ItemOutput(memory).data)
 
 
 class SearchInput(StrictInputMixin, serializers.Serializer):
@@ -249,6 +266,7 @@ class ChatBindingDetailView(APIView):
 
 urlpatterns = [
     api_route(r"memory/items", ItemCreateView.as_view(), "memory-items"),
+    api_route(r"memory/items/(?P<memory_id>[\w-]+)", ItemDetailView.as_view(), "memory-item-detail"),
     api_route(r"memory/search", SearchView.as_view(), "memory-search"),
     api_route(r"memory/consolidate", ConsolidateView.as_view(), "memory-consolidate"),
     api_route(r"memory/dream", DreamView.as_view(), "memory-dream"),

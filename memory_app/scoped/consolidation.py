@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from config.errors import DomainError, InvalidInput, PermissionDenied, TooLarge
 from config.validation import clean_text
@@ -352,7 +353,7 @@ def dream_request(*, actor: User, session_id: str) -> BackgroundJob:
     return job_enqueue(kind=DREAM_JOB, user=actor, payload={"session_id": session_id}, dedupe_key=session_id)
 
 
-@job_handler(DREAM_JOB)
+@job_handler(DREAM_JOB, label=gettext_lazy("looking back over a chat (dreaming)"))
 def dream_job(job: BackgroundJob) -> dict:
     """The result names what was decided, never the text: a forgotten memory must not live
     on in a job's result."""

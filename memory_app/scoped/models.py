@@ -11,6 +11,7 @@ from memory_app.memories.models import Kind, Tier
 
 __all__ = [
     "CandidateDecision",
+    "ChatForgetUndo",
     "MemoryCandidate",
     "MigrationApproval",
     "MigrationDecision",
@@ -156,3 +157,37 @@ class ScopeMigrationEntry(models.Model):
 
     def __str__(self):
         return f"{self.item_id}: {self.get_decision_display()} ({self.get_approval_display()})"
+
+
+def new_undo_id() -> str:
+    return new_id("undo")
+
+
+class ChatForgetUndo(models.Model):
+    """What forgetting a whole chat deleted (its items with their changes in place, and
+    consolidation's records of the chat, pending reviews included), kept for its user for
+    ``MEMORY_FORGET_UNDO_MINUTES`` so that it can be undone; then deleted for good (by the
+    worker, or at once when the user says so). No agent, search, list or export reads it: the
+    items are forgotten the moment the chat is (docs/home.md, "Undo")."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_undo_id, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", verbose_name=_("user")
+    )
+    chat_key = models.CharField(max_length=200, verbose_name=_("chat key"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    # The rows as Django's JSON serializer writes them, to be put back as they were.
+    memories = models.JSONField(default=list, verbose_name=_("memories"))
+    changes = models.JSONField(default=list, verbose_name=_("changes"))
+    candidates = models.JSONField(default=list, verbose_name=_("candidates"))
+    item_count = models.PositiveIntegerField(default=0, verbose_name=_("items"))
+    pending_count = models.PositiveIntegerField(default=0, verbose_name=_("pending reviews"))
+
+    class Meta:
+        verbose_name = _("undo of a forgotten chat")
+        verbose_name_plural = _("undos of forgotten chats")
+        indexes = [models.Index(fields=["expires_at"], name="chat_forget_undo_expiry_idx")]
+
+    def __str__(self):
+        return f"{self.chat_key} ({self.item_count})"

@@ -33,9 +33,11 @@ import dataclasses
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from identity_app.models import User
+from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied
+from identity_app.chat_reach import chat_of_session
+from identity_app.models import ChatBinding, User
 from identity_app.permissions import global_write_require, staff_may
 from memory_app.distill.extraction import Candidate
 from memory_app.memories import services
@@ -43,7 +45,7 @@ from memory_app.memories.models import Memory, Status
 from memory_app.memories.selectors import MAX_CHAIN_LENGTH
 from memory_app.scoped import consolidation
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
-from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL
+from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL, scope_for_kind
 from memory_app.scoped.services import find_duplicate, lock_scope
 
 REVIEW_PERM = "memory_app.change_memorycandidate"
@@ -85,7 +87,7 @@ def _waiting_item(candidate: MemoryCandidate) -> Memory | None:
 def _active_end(memory: Memory) -> Memory | None:
     """The active version of ``memory``'s correction chain in its scope (it may have been
     corrected while waiting), or None when the chain ends archived or forgotten."""
-    for _ in range(MAX_CHAIN_LENGTH):
+    for _step in range(MAX_CHAIN_LENGTH):
         if memory.status == Status.ACTIVE:
             return memory
         if not memory.superseded_by_id:
@@ -204,3 +206,110 @@ def candidate_reject(*, actor: User, candidate_id: str) -> ReviewOutcome:
         candidate.decision = CandidateDecision.REJECTED
         _reviewed(candidate, actor=actor, reason=f"rejected by {actor.get_username()} on review; {note}")
     return ReviewOutcome(candidate=candidate, archived=archived)
+
+
+# --- what a decision will do, said before it is made --------------------------------------------
+APPROVE, REJECT = "approve", "reject"
+
+
+@dataclasses.dataclass
+class ChatOwner:
+    """The chat a candidate was learned in and the user it is bound to (None: bound to nobody,
+    e.g. a group chat)."""
+
+    chat_key: str
+    user: User | None = None
+    name: str = ""  # the name that user gave the chat
+
+
+def chat_owners(candidates) -> dict[str, ChatOwner]:
+    """For each candidate (by id): its chat and whose chat it is, in one query."""
+    keys: dict[str, str] = {}
+    for candidate in candidates:
+        try:
+            keys[candidate.pk] = chat_of_session(candidate.session_id) or ""
+        except DomainError:
+            keys[candidate.pk] = ""
+    bindings = {
+        b.chat_key: b for b in ChatBinding.objects.filter(chat_key__in=set(keys.values()) - {""}).select_related("user")
+    }
+    return {
+        pk: ChatOwner(
+            chat_key=key,
+            user=bindings[key].user if key in bindings else None,
+            name=bindings[key].display_name if key in bindings else "",
+        )
+        for pk, key in keys.items()
+    }
+
+
+@dataclasses.dataclass
+class ReviewPreview:
+    """What deciding ``decision`` on a candidate will do, for the confirmation page: whose chat
+    it came from, the exact text that would be shared and where, and who would then see it;
+    ``possible`` is False (with ``blocked``) when the decision would be refused."""
+
+    candidate: MemoryCandidate
+    decision: str
+    owner: ChatOwner
+    text: str = ""  # the text that is shared (approve) or stays in its chat (reject)
+    to_scope: str = ""  # approve: "global" or "chat" (where the text goes)
+    shares: bool = False  # approve: shared with everyone
+    archives: Memory | None = None  # reject: the active item this candidate wrote, archived
+    possible: bool = True
+    blocked: str = ""  # why not (the services' own words)
+    waiting: bool = False  # a pending candidate whose item waits in its chat
+
+
+def review_preview(*, candidate: MemoryCandidate, decision: str, owner: ChatOwner) -> ReviewPreview:
+    """Read-only: what ``candidate_approve`` / ``candidate_reject`` would do now."""
+    preview = ReviewPreview(candidate=candidate, decision=decision, owner=owner, text=candidate.content)
+    waiting = (
+        _waiting_item(candidate)
+        if candidate.decision in (CandidateDecision.PENDING, CandidateDecision.REJECTED)
+        else None
+    )
+    item = _active_end(waiting) if waiting is not None else None
+    preview.waiting = waiting is not None
+    if decision == APPROVE:
+        if waiting is not None:
+            if item is None:
+                preview.possible = False
+                preview.blocked = _("its item is no longer active in its chat; nothing to share")
+            else:
+                preview.text, preview.to_scope, preview.shares = item.content, SCOPE_TYPE_GLOBAL, True
+        elif candidate.decision == CandidateDecision.REJECTED:
+            preview.to_scope = scope_for_kind(candidate.kind)
+            preview.shares = preview.to_scope == SCOPE_TYPE_GLOBAL
+        else:
+            preview.possible = False
+            preview.blocked = _("it is already decided: %(decision)s") % {"decision": candidate.get_decision_display()}
+        return preview
+    if candidate.decision == CandidateDecision.REJECTED:
+        preview.possible, preview.blocked = False, _("it is already rejected")
+        return preview
+    if item is not None:
+        preview.text = item.content
+    memory = candidate.memory
+    if candidate.decision in WROTE_ITEM and memory is not None and memory.status == Status.ACTIVE:
+        preview.archives = memory
+    return preview
+
+
+def review_previews(*, candidate_ids, decision: str) -> list[ReviewPreview]:
+    """The previews of the candidates ``candidate_ids`` (at most ``MAX_REVIEW_ROWS``), oldest first."""
+    candidates = list(
+        MemoryCandidate.objects.filter(pk__in=list(candidate_ids)[:MAX_REVIEW_ROWS])
+        .select_related("memory")
+        .order_by("created_at", "id")
+    )
+    owners = chat_owners(candidates)
+    return [review_preview(candidate=c, decision=decision, owner=owners[c.pk]) for c in candidates]
+
+
+MAX_REVIEW_ROWS = 50
+
+
+def everyone_count() -> int:
+    """Who an item shared with everyone reaches: the active accounts (users and services)."""
+    return User.objects.filter(is_active=True).count()

@@ -3,8 +3,10 @@ cascade (docs/scoped-memory.md) shared by all three.
 
 Ranking is the retrieval engine's (``memory_app.search.engine``: BM25 with the scope's own
 statistics, e5 vectors, reciprocal rank fusion) over one scope at a time; the hits are then
-loaded with the scope and "active, unexpired" filter (``live_q``) in the same SQL query, so an
-item that moved, was archived or expired since it was indexed is never returned.
+loaded with the scope and the "agents may use it" filter (``agent_q``: active, unexpired, not
+paused) in the same SQL query, so an item that moved, was archived, expired or was paused since
+it was indexed is never returned. Every caller is an agent's path (the API's search, the MCP
+chat search, the run context's scoped section).
 """
 
 from dataclasses import dataclass
@@ -12,7 +14,7 @@ from datetime import datetime
 
 from config.validation import clean_text
 from memory_app.memories.derived import scope_key
-from memory_app.memories.models import Memory, live_q
+from memory_app.memories.models import Memory, agent_q
 from memory_app.scoped.scope import cascade_scopes
 from memory_app.search import engine
 
@@ -47,7 +49,7 @@ class Hit:
 
 
 def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, warnings: list | None = None):
-    """The ``limit`` best active, unexpired items of one scope."""
+    """The ``limit`` best items of one scope that agents may use (``agent_q``)."""
     if limit <= 0 or not query.strip():
         return []
     found = engine.search(
@@ -58,7 +60,7 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
     rows = {
         row[0]: row
         for row in Memory.objects.filter(
-            live_q(), pk__in=found.refs, scope_type=scope[0], scope_id=scope[1]
+            agent_q(), pk__in=found.refs, scope_type=scope[0], scope_id=scope[1]
         ).values_list("id", "content", "kind", "created_at", "expires_at")
     }
     hits = [

@@ -26,6 +26,8 @@ MAX_CHATS = 50
 class RenameForm(forms.Form):
     chat = forms.CharField(widget=forms.HiddenInput, max_length=200)
     display_name = forms.CharField(required=False, max_length=MAX_DISPLAY_NAME, label=gettext_lazy("Name"))
+    # "items": back to the chat's own list (the rename form at its top), else this page.
+    back = forms.ChoiceField(choices=[("", ""), ("items", "items")], required=False, widget=forms.HiddenInput)
 
 
 def chat_items_url(chat_key: str, **params) -> str:
@@ -50,6 +52,8 @@ def chat_memories(request):
                 )
             if call.ok:
                 messages.success(request, _("Chat renamed to “%(name)s”.") % {"name": binding.name})
+                if form.cleaned_data["back"] == "items":
+                    return redirect(chat_items_url(binding.chat_key))
                 return redirect("web:chat_memories")
             status = call.status
         else:

@@ -26,7 +26,7 @@ from identity_app.selectors import user_get_subject
 from identity_app.session_keys import ChatAddress
 from memory_app.memories.derived import scope_key
 from memory_app.memories.keys import STORE_EVIDENCE, store_namespace_encode, store_namespace_labels
-from memory_app.memories.models import Memory, Tier, live_q
+from memory_app.memories.models import Memory, Tier, agent_q
 from memory_app.memories.selectors import memories_of_users, memories_visible, memory_visibility_q
 from memory_app.search import engine
 
@@ -128,7 +128,7 @@ def _in_namespace(rest: tuple[str, ...], *, prefix: bool) -> Q:
 def item_get(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> Memory | None:
     """The live memory under ``key`` in the namespace; in a scope's own namespace also a
     memory written without a key, by its id."""
-    rows = scope.memories(actor).filter(live_q(), _in_namespace(rest, prefix=False))
+    rows = scope.memories(actor).filter(agent_q(), _in_namespace(rest, prefix=False))
     found = rows.filter(store_key=key).first()
     if found is None and not rest:
         found = rows.filter(store_key="", pk=key[:40]).first()
@@ -220,7 +220,7 @@ def items_search(
         raise InvalidInput(
             f"offset + limit may be at most {MAX_SCAN}: narrow the namespace or the filter.", code="invalid"
         )
-    rows = scope.memories(actor).filter(live_q(), _in_namespace(rest, prefix=True))
+    rows = scope.memories(actor).filter(agent_q(), _in_namespace(rest, prefix=True))
     wanted_count = offset + limit
     found: list[Found] = []
     ranked_ids: list[str] = []
@@ -283,7 +283,7 @@ def namespaces_list(
     for root in roots:
         if root not in ROOTS:
             return []
-        rows = Memory.objects.filter(live_q(), scope_type=ROOTS[root])
+        rows = Memory.objects.filter(agent_q(), scope_type=ROOTS[root])
         if root == USERS:
             rows = rows.filter(acting_for_users_q(actor, user_field="owner"))
             if named is not None:

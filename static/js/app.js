@@ -18,12 +18,18 @@ document.addEventListener("click", async (event) => {
   event.preventDefault();
   const field = document.getElementById(button.dataset.copy);
   if (!field) return;
+  // An input's value, or the text of any other element (a code snippet).
+  const text = "value" in field ? field.value : field.textContent;
   let copied = false;
   try {
-    await navigator.clipboard.writeText(field.value);
+    await navigator.clipboard.writeText(text);
     copied = true;
   } catch (error) {
-    field.select();
+    if ("select" in field) {
+      field.select();
+    } else {
+      window.getSelection().selectAllChildren(field);
+    }
     copied = document.execCommand && document.execCommand("copy");
   }
   const status = document.getElementById(`${button.dataset.copy}-status`);

@@ -12,10 +12,12 @@ from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from memory_app.home.services import MAX_SELECTED
 from memory_app.memories.models import Memory
+from memory_app.memories.services import memory_change
 from memory_app.notes.models import WorkspaceChange
 from tests.browser.phone import PHONE
 from tests.route_matrix import CHAT_KEY, build_world, routes, write_notes_file
@@ -81,6 +83,9 @@ def _get_pages(w):
         ("web:memory_home_item", "alice", at("web:memory_home_item", {"memory_id": w.project_memory.pk})),
         ("web:memory_home_item_correct", "alice", at("web:memory_home_item_correct", user_item)),
         ("web:memory_home_item_forget", "alice", at("web:memory_home_item_forget", user_item)),
+        ("web:memory_home_item_change", "alice", at("web:memory_home_item_change", user_item)),
+        ("web:memory_home_forget_undo", "alice", at("web:memory_home_forget_undo", {"undo_id": w.undo.pk})),
+        ("web:connect", "alice", at("web:connect")),
         ("web:memory_home_forget_all", "alice", at("web:memory_home_forget_all")),
         ("web:memory_home_forget_all", "alice", at("web:memory_home_forget_all", query=chat_source)),
         ("web:memory_home_import", "alice", at("web:memory_home_import")),
@@ -107,6 +112,11 @@ def _get_pages(w):
         ("admin", "root", at("admin:memory_app_memory_changelist")),
         ("admin", "root", at("admin:memory_app_memory_change", {"object_id": w.user_memory.pk})),
         ("admin", "root", at("admin:memory_app_memorycandidate_change", {"object_id": w.candidate.pk})),
+        (
+            "admin",
+            "root",
+            at("admin:memory_app_memorycandidate_review", {"object_id": quote(w.candidate.pk), "decision": "approve"}),
+        ),
         ("admin", "root", at("admin:memory_app_scopemigrationplan_changelist")),
         ("admin", "root", at("admin:memory_app_automemorysettings_changelist")),
         ("admin", "root", at("admin:memory_app_usersettings_changelist")),
@@ -121,6 +131,7 @@ def _get_pages(w):
 
 # The pages reached by a submission, in the order _submitted_pages shows them.
 SUBMITTED = (
+    "web:connect",
     "web:tokens",
     "web:token_rotate",
     "web:token_revoke",
@@ -133,6 +144,10 @@ SUBMITTED = (
 
 def _submitted_pages(page, base_url, w):
     """The pages shown after a submission: yield (route, url) once each is on screen."""
+    page.goto(base_url + reverse("web:connect"))
+    page.click("#make-key button[type=submit]")
+    page.wait_for_selector("#new-key")
+    yield "web:connect"
     page.goto(base_url + reverse("web:tokens"))
     page.fill("#create-token input[name=name]", "ci")
     page.click("#create-token button[type=submit]")
@@ -235,6 +250,9 @@ def test_every_page_has_no_serious_axe_violation_in_both_schemes_and_widths(chro
     settings.WORKSPACE_ROOT = tmp_path
     world = build_world()
     write_notes_file(world)
+    # A paused item (its mark on the lists, the item and its provenance) and a changed expiry.
+    memory_change(actor=world.users["alice"], memory_id=world.chat_item.pk, paused=True)
+    memory_change(actor=world.users["alice"], memory_id=world.user_memory.pk, expires_at="2031-01-01T00:00:00Z")
     pages = _get_pages(world)
 
     visited = {route for route, _persona, _url in pages} | set(SUBMITTED)
@@ -309,7 +327,10 @@ def test_the_keyboard_reaches_the_skip_link_first_and_the_header_marks_the_curre
     assert page.locator("header.topbar nav a[aria-current=page]").get_attribute("href") == reverse("web:projects")
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.className") == "brand"
+    # One brand (not a link: the first link of the header is the memory home's, named once).
+    assert page.evaluate("document.activeElement.getAttribute('href')") == reverse("web:home")
+    assert page.locator("header.topbar a", has_text="Memory").count() == 1
+    assert page.locator("header.topbar .brand").inner_text() == "Memory service"
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid"
     context.close()

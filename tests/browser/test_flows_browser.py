@@ -101,7 +101,7 @@ def test_search_then_correct_and_forget_a_chat_item_bound_to_me(open_page, live_
     # Correct it from its page: a new version in the same chat, the old one superseded.
     hit.locator("a").first.click()
     page.wait_for_url(live_server.url + reverse("web:memory_home_item", args=[passport.pk]))
-    correct = page.locator("p.actions").get_by_role("link", name="Correct")
+    correct = page.locator("#item-actions").get_by_role("link", name="Correct")
     in_view(page, correct)
     fits(page)
     correct.click()
@@ -126,7 +126,7 @@ def test_search_then_correct_and_forget_a_chat_item_bound_to_me(open_page, live_
 
     # Forget the new version: a look first changes nothing; then both versions go, with their
     # search entries, and the other item of the chat stays.
-    page.locator("p.actions").get_by_role("link", name="Forget").click()
+    page.locator("#item-actions").get_by_role("link", name="Forget").click()
     expect(page.locator("h1")).to_have_text("Forget this memory?")
     expect(page.locator("#forget-memory")).to_contain_text("1 older version")
     assert len(chat_rows()) == 3

@@ -88,10 +88,10 @@ def test_home_search_bulk_forget_and_forget_everything(page, live_server):
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")  # not the header's language buttons
     page.wait_for_url(live_server.url + "/")
-    chat_section = page.locator(f'section.source[data-source="chat:{CHAT}"]')
+    chat_section = page.locator(f'li.source[data-source="chat:{CHAT}"]')
     expect(chat_section.locator(".count")).to_have_text("3")
-    expect(page.locator('section.source[data-source="user"] .count')).to_have_text("2")
-    expect(page.locator('section.source[data-source="notes"]')).to_contain_text("1 line")
+    expect(page.locator('li.source[data-source="user"] .count')).to_have_text("2")
+    expect(page.locator('li.source[data-source="notes"]')).to_contain_text("1 line")
 
     # One search across all of it: the chat's item is found and its word marked.
     page.fill("#home-search input[name=q]", "passport")
@@ -101,7 +101,7 @@ def test_home_search_bulk_forget_and_forget_everything(page, live_server):
     assert_no_csp_violations(page)
 
     # The chat's items: select all (a script), leave one out, forget the rest after a look.
-    chat_section.locator("h2 a").click()
+    chat_section.locator("h3 a").click()
     expect(page.locator("tr.home-item")).to_have_count(3)
     page.check("thead input[data-select-all=ids]")  # the table header box (wide screens)
     for item in (passport, seats, tea):
@@ -135,7 +135,7 @@ def test_home_search_bulk_forget_and_forget_everything(page, live_server):
     assert not notes.exists()
     assert not SearchDocument.objects.filter(scope__key__in=[f"user:{carol.pk}", f"chat:{CHAT}"]).exists()
     assert Memory.objects.filter(pk=daves.pk).exists()
-    expect(page.locator(f'section.source[data-source="chat:{CHAT}"] .count')).to_have_text("0")
+    expect(page.locator(f'li.source[data-source="chat:{CHAT}"] .count')).to_have_text("0")
     assert_no_csp_violations(page)
 
 

@@ -32,6 +32,7 @@ USER_TOOLS = {
     "search_memories",
     "add_memory",
     "correct_memory",
+    "change_memory",
     "forget_memory",
     "get_identity_context",
     "remember_memory",

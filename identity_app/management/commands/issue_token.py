@@ -7,6 +7,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from config.errors import DomainError
+from config.public_address import DEFAULT, STARTED, public_address
 from identity_app.services import sign_in_link_issue, token_issue, user_grant_service
 
 
@@ -40,8 +41,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sign-in-link",
             action="store_true",
-            help="Also print a one-time link (PUBLIC_BASE_URL, valid SIGN_IN_LINK_HOURS) with which the user "
-            "signs in to the web pages and chooses a password.",
+            help="Also print a one-time link (at PUBLIC_BASE_URL, else the address `make run` / `make serve` "
+            "was started with; valid SIGN_IN_LINK_HOURS) with which the user signs in to the web pages and "
+            "chooses a password.",
         )
         parser.add_argument(
             "--expires-in",
@@ -110,9 +112,21 @@ class Command(BaseCommand):
             + f", expires {token.expires_at:%Y-%m-%d %H:%M} UTC. Store it now; it cannot be shown again."
         )
         if link_secret:
-            url = settings.PUBLIC_BASE_URL + reverse("sign_in_link", args=[link_secret])
+            address = public_address()
+            url = address.url + reverse("sign_in_link", args=[link_secret])
             self.stderr.write(
                 f"Sign-in link for {username!r} (works once, for {settings.SIGN_IN_LINK_HOURS} hours; "
                 f"they choose a password there):\n{url}"
             )
+            if address.source == STARTED:
+                self.stderr.write(
+                    f"(The address is the one `make run` / `make serve` was last started with, {address.url}. "
+                    "If people reach this service at another address, set PUBLIC_BASE_URL to it and run this again.)"
+                )
+            elif address.source == DEFAULT:
+                self.stderr.write(
+                    f"(PUBLIC_BASE_URL is not set and no server was started here with `make run` or `make serve`, "
+                    f"so the link assumes {address.url}. Set PUBLIC_BASE_URL to the address people reach this "
+                    "service at, e.g. PUBLIC_BASE_URL=https://memory.example.com, and run this again.)"
+                )
         self.stdout.write(key)

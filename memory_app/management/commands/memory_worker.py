@@ -25,6 +25,7 @@ from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbe
 from memory_app.reads.recorder import flush as reads_flush
 from memory_app.reads.services import reads_purge
 from memory_app.scoped.consolidation import dream_round
+from memory_app.scoped.services import chat_forget_undos_purge
 from memory_app.search.embedder import embed_pending, embed_stale
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,15 @@ class Command(BaseCommand):
             return
         if purged:
             self.stdout.write(f"expired memories purged: {len(purged)}")
+        # A forgotten chat's undo time is over: its kept rows go for good (docs/home.md, "Undo").
+        try:
+            undone = chat_forget_undos_purge()
+        except DatabaseError as exc:
+            logger.warning("forgotten-chat undo purge failed", extra={"error_class": type(exc).__name__})
+            close_old_connections()
+            return
+        if undone:
+            self.stdout.write(f"forgotten chats past their undo time: {undone}")
         # Who read what is kept MEMORY_READS_RETENTION_DAYS (docs/home.md), a bounded batch per round.
         try:
             reads_flush()

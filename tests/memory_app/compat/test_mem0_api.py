@@ -393,6 +393,14 @@ def test_search_and_lists_refuse_expired_ones_and_never_show_them(api, alice, al
     assert refused.status_code == 400 and "show_expired" in refused.json()["detail"]
 
 
+def test_a_paused_memory_is_for_no_agent_but_its_id_still_answers(api, alice, alices):
+    client = api(alice)
+    Memory.objects.filter(pk=alices["pizza"]).update(paused=True)
+    assert alices["pizza"] not in search(client, "pizza olives")
+    assert alices["pizza"] not in [m["id"] for m in client.post("/v3/memories/", {}, format="json").json()["results"]]
+    assert client.get(f"/v1/memories/{alices['pizza']}/").json()["paused"] is True
+
+
 def test_get_all_pages_and_narrows(api, alice, alices):
     client = api(alice)
     page = client.post("/v3/memories/?page_size=2", {"filters": {"user_id": "alice"}}, format="json").json()

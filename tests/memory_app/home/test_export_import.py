@@ -95,8 +95,8 @@ def test_markdown_export_reads_as_a_document(api, home):
     assert response.status_code == 200 and response["Content-Type"].startswith("text/markdown")
     text = response.content.decode()
     assert text.startswith("# Memory export of alice")
-    assert "## My memories" in text and "I like green tea" in text and "You wrote it by hand." in text
-    assert f"## Chat {ALICE_CHAT}" in text and "## Project Apollo (your role: owner)" in text
+    assert "## About me" in text and "I like green tea" in text and "You wrote it by hand." in text
+    assert f"## Chat {ALICE_CHAT}" in text and "## Project Apollo (your role: Owner)" in text
     assert "- Allergic to walnuts" in text
 
 

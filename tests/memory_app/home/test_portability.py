@@ -124,7 +124,7 @@ def test_export_carries_profile_settings_and_notes_files(api, alice_home):
 def test_markdown_export_shows_profile_and_settings(api, alice_home):
     text = api(alice_home.alice).get(EXPORT + "/markdown").content.decode()
     assert "## Profile" in text and "Alice Liddell" in text and "Asia/Shanghai" in text and "zh-hans" in text
-    assert "Memory (the notes file): off" in text and "Use my memories in new runs: on" in text
+    assert "Memory (the notes file): off" in text and "Use my memories in new agent tasks: on" in text
     assert "Wait after the conversation's last message: 5 minutes" in text
     assert "## USER.md" in text and "Alice, 30, Shanghai" in text
 

@@ -2,6 +2,7 @@
 correction chain and the actions, and only staff holding the permission may use them."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -10,6 +11,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
@@ -58,11 +60,29 @@ def test_the_list_shows_the_content_first_as_the_link(client, admin, alice, proj
     header = re.search(r"<thead>.*?</thead>", text, re.S).group(0)
     columns = re.findall(r'class="[^"]*column-(\w+)', header)
     assert columns[:2] == ["preview", "scope_type"], columns  # after the selection box
-    assert columns.index("status") < columns.index("origin") < columns.index("owner") < columns.index("created_at")
+    assert (
+        columns.index("scope") < columns.index("status_words") < columns.index("origin") < columns.index("created_at")
+    )
+    # Whose: a user's memory names the user, not their id; the status says paused and expired.
+    scope = re.search(rf'<tr>.*?{memory.pk}.*?<td class="field-scope">([^<]+)</td>', text, re.S).group(1)
+    assert scope == "alice"
     first_cell = re.search(r'<th class="field-preview"><a href="([^"]+)">([^<]+)</a>', text)
     assert first_cell and first_cell.group(1).endswith(change_url(memory)) and "window seats" in first_cell.group(2)
     assert "css/admin-memory.css" in text
     assert "created_at__gte" in text  # the date filter beside tier, kind, status and origin
+    assert "paused__exact" in text
+    # The list gets the page's width: no navigation sidebar beside the filter panel.
+    assert 'id="nav-sidebar"' not in text and 'id="changelist-filter"' in text
+
+
+def test_the_list_says_paused_and_expired_in_the_status(client, admin, alice):
+    client.force_login(admin)
+    paused = UserMemoryFactory(owner=alice, content="Paused one", paused=True)
+    expired = UserMemoryFactory(owner=alice, content="Old one", expires_at=timezone.now() - timedelta(days=1))
+    text = client.get(CHANGELIST).text
+    for memory, words in ((paused, "Active, paused"), (expired, "Active, expired")):
+        cell = re.search(rf'{memory.pk}.*?<td class="field-status_words">([^<]+)</td>', text, re.S).group(1)
+        assert cell == words
 
 
 def test_the_list_reads_every_tier_in_a_fixed_number_of_queries(client, admin, project, django_assert_num_queries):

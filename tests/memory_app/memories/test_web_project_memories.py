@@ -60,7 +60,7 @@ def test_projects_page_lists_only_my_projects_with_role(web, alice, bob, project
     assert "Apollo" in response.text and "Hidden project" not in response.text
     row = response.text[response.text.index("Apollo") :]
     assert (
-        '<td class="nowrap" data-label="Your role">member</td><td class="nowrap" data-label="Active memories">1</td>'
+        '<td class="nowrap" data-label="Your role">Member</td><td class="nowrap" data-label="Active memories">1</td>'
         in row
     )
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
@@ -13,7 +14,8 @@ from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.migration import inspect_plan, plan_import
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate, ScopeMigrationEntry
-from tests.factories import ChatMemoryFactory, MemoryCandidateFactory, UserFactory
+from memory_app.scoped.services import scoped_item_create
+from tests.factories import ChatBindingFactory, ChatMemoryFactory, MemoryCandidateFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +42,10 @@ def state():
     )
 
 
+def review_url(candidate, decision):
+    return reverse("admin:memory_app_memorycandidate_review", args=[quote(candidate.pk), decision])
+
+
 def rejected(**kwargs):
     return MemoryCandidateFactory(decision=CandidateDecision.REJECTED, reason="low confidence", **kwargs)
 
@@ -51,7 +57,9 @@ def test_approve_consolidates_a_rejected_candidate_as_the_product_would(client, 
     client.force_login(admin)
     candidate = rejected(content="I like green tea", subject_key="drink")
     response = client.post(
-        CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}, follow=True
+        CANDIDATES,
+        {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"},
+        follow=True,
     )
     candidate.refresh_from_db()
     memory = Memory.objects.get()
@@ -65,7 +73,7 @@ def test_approve_consolidates_a_rejected_candidate_as_the_product_would(client, 
     assert (candidate.decision, candidate.memory_id) == (CandidateDecision.CREATED, memory.pk)
     assert candidate.reason.startswith("approved by admin on review")
     assert MemoryCandidate.objects.count() == 1  # the record took the outcome; no second record
-    assert "Approved 1 candidate" in response.text
+    assert "Consolidated now, as the chat&#x27;s review allows: “I like green tea”" in response.text
 
 
 def test_approve_finds_the_duplicate_inside_the_scope(client, admin):
@@ -73,7 +81,7 @@ def test_approve_finds_the_duplicate_inside_the_scope(client, admin):
     existing = ChatMemoryFactory(scope_id=A, content="I like green tea")
     ChatMemoryFactory(scope_id=B, content="I like oolong")
     candidate = rejected(content="I like green tea")
-    client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]})
+    client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"})
     candidate.refresh_from_db()
     assert (candidate.decision, candidate.memory_id) == (CandidateDecision.DUPLICATE, existing.pk)
     assert Memory.objects.count() == 2
@@ -84,7 +92,9 @@ def test_a_candidate_consolidation_itself_refuses_cannot_be_approved(client, adm
     candidate = rejected(kind="gossip", content="x")
     before = state()
     response = client.post(
-        CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}, follow=True
+        CANDIDATES,
+        {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"},
+        follow=True,
     )
     assert f"Candidate {candidate.pk} cannot be approved: unknown kind or empty content." in response.text
     assert state() == before
@@ -97,9 +107,12 @@ def test_reject_records_the_decision_and_archives_the_item_it_wrote(client, admi
     elsewhere = ChatMemoryFactory(scope_id=A, content="I like blues")
     duplicate = MemoryCandidateFactory(memory=elsewhere, decision=CandidateDecision.DUPLICATE)
     response = client.post(
-        CANDIDATES, {"action": "reject_candidates", ACTION_CHECKBOX_NAME: [created.pk, duplicate.pk]}, follow=True
+        CANDIDATES,
+        {"action": "reject_candidates", ACTION_CHECKBOX_NAME: [created.pk, duplicate.pk], "confirmed": "yes"},
+        follow=True,
     )
-    assert "Rejected 2 candidates." in response.text and written.pk in response.text
+    assert "Rejected: “I like jazz”. The item it wrote is archived: agents no longer use it." in response.text
+    assert "Rejected: “I like blues”. It had written no item that is still in use." in response.text
     created.refresh_from_db(), duplicate.refresh_from_db()
     assert created.decision == duplicate.decision == CandidateDecision.REJECTED
     assert "its item was archived" in created.reason and created.memory_id == written.pk
@@ -112,7 +125,9 @@ def test_rejecting_twice_or_approving_a_consolidated_candidate_changes_nothing(c
     candidate = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A, content="I like jazz"))
     before = state()
     response = client.post(
-        CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}, follow=True
+        CANDIDATES,
+        {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"},
+        follow=True,
     )
     assert f"Candidate {candidate.pk} is already created." in response.text
     assert state() == before
@@ -123,9 +138,9 @@ def test_the_candidate_page_offers_the_action_that_applies(client, admin):
     done = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A))
     refused = rejected()
     page = client.get(reverse("admin:memory_app_memorycandidate_change", args=[refused.pk])).text
-    assert 'value="approve_candidates"' in page and 'value="reject_candidates"' not in page
+    assert review_url(refused, "approve") in page and review_url(refused, "reject") not in page
     page = client.get(reverse("admin:memory_app_memorycandidate_change", args=[done.pk])).text
-    assert 'value="reject_candidates"' in page and 'value="approve_candidates"' not in page
+    assert review_url(done, "reject") in page and review_url(done, "approve") not in page
 
 
 def test_staff_who_may_only_read_candidates_cannot_approve_or_reject(client):
@@ -133,10 +148,12 @@ def test_staff_who_may_only_read_candidates_cannot_approve_or_reject(client):
     candidate = rejected()
     other = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A))
     page = client.get(reverse("admin:memory_app_memorycandidate_change", args=[candidate.pk]))
-    assert page.status_code == 200 and 'value="approve_candidates"' not in page.text
+    assert page.status_code == 200 and review_url(candidate, "approve") not in page.text
+    for decision in ("approve", "reject"):
+        assert client.post(review_url(candidate, decision), {"confirmed": "yes"}).status_code == 403
     before = state()
     for action, pk in (("approve_candidates", candidate.pk), ("reject_candidates", other.pk)):
-        client.post(CANDIDATES, {"action": action, ACTION_CHECKBOX_NAME: [pk]})
+        client.post(CANDIDATES, {"action": action, ACTION_CHECKBOX_NAME: [pk], "confirmed": "yes"})
     assert state() == before
 
 
@@ -145,7 +162,9 @@ def test_staff_without_candidate_permissions_get_403(client):
     candidate = rejected()
     before = state()
     assert client.get(CANDIDATES).status_code == 403
-    response = client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]})
+    response = client.post(
+        CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"}
+    )
     assert response.status_code == 403
     assert state() == before
 
@@ -157,7 +176,9 @@ def test_a_global_candidate_also_takes_the_global_write_permission(client):
     staff_with(client, "memory_app.change_memorycandidate", "memory_app.view_memorycandidate")
     before = state()
     response = client.post(
-        CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}, follow=True
+        CANDIDATES,
+        {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"},
+        follow=True,
     )
     assert "identity_app.write_global_memories" in response.text
     assert state() == before
@@ -168,7 +189,7 @@ def test_a_global_candidate_also_takes_the_global_write_permission(client):
         "identity_app.write_global_memories",
         username="lead",
     )
-    client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]})
+    client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"})
     candidate.refresh_from_db()
     assert candidate.decision == CandidateDecision.CREATED
     assert (candidate.memory.scope_type, candidate.memory.content) == ("global", "Deploy with the blue button")
@@ -303,9 +324,12 @@ def test_review_messages_and_the_report_speak_chinese_too(client, admin, plan):
     candidate = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A, content="I like jazz"))
     zh = {"HTTP_ACCEPT_LANGUAGE": "zh-CN"}
     response = client.post(
-        CANDIDATES, {"action": "reject_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}, follow=True, **zh
+        CANDIDATES,
+        {"action": "reject_candidates", ACTION_CHECKBOX_NAME: [candidate.pk], "confirmed": "yes"},
+        follow=True,
+        **zh,
     )
-    assert "已拒绝 1 个候选。" in response.text
+    assert "已拒绝：“I like jazz”。它写下的条目已归档：智能体不再使用它。" in response.text
     response = client.post(
         ENTRIES, {"action": "approve", ACTION_CHECKBOX_NAME: [entry(plan, "manual").pk]}, follow=True, **zh
     )
@@ -314,3 +338,79 @@ def test_review_messages_and_the_report_speak_chinese_too(client, admin, plan):
         reverse("admin:memory_app_scopemigrationplan_apply", args=[plan.pk]), {"confirm": "on", "dry_run": "on"}, **zh
     ).text
     assert "试运行报告" in report and "将被跳过" in report and "它尚未获批准" in report
+
+
+# --- approving a share is a decision: the page says whose chat, what and who, then what happened ---
+
+
+def test_approving_a_pending_share_first_says_whose_chat_what_and_who_and_changes_nothing(client, admin, svc, settings):
+    settings.MEMORY_CHAT_TO_GLOBAL = "review"
+    alice = UserFactory(username="alice")
+    ChatBindingFactory(user=alice, chat_key=A, display_name="Travel")
+    item, _created = scoped_item_create(actor=svc, session_id=A, kind="decision", content="We fly economy only.")
+    candidate = MemoryCandidate.objects.get(memory=item, decision=CandidateDecision.PENDING)
+    # The item was corrected while it waited: what is shared is the corrected text.
+    corrected = services.memory_supersede(actor=svc, memory_id=item.pk, content="We fly economy, never business.")
+    client.force_login(admin)
+    before = state()
+    for page in (
+        client.get(review_url(candidate, "approve")),
+        client.post(CANDIDATES, {"action": "approve_candidates", ACTION_CHECKBOX_NAME: [candidate.pk]}),
+    ):
+        text = page.text
+        assert page.status_code == 200 and 'id="confirm-review"' in text
+        assert "From the private chat milky:private:10001 of alice" in text and "“Travel”" in text
+        assert "We fly economy, never business." in text and "We fly economy only." not in text
+        assert "This exact text becomes global" in text and "active accounts on this service" in text
+        assert "alice sees it under “Shared from your chats”" in text
+    assert state() == before  # showing what it will do changes nothing
+    response = client.post(review_url(candidate, "approve"), {"confirmed": "yes"}, follow=True)
+    assert (
+        "Shared with everyone: “We fly economy, never business.”, from alice&#x27;s chat “Travel” (milky:private:10001)"
+        in response.text
+    )
+    shared = Memory.objects.get(pk=corrected.pk)
+    assert (shared.scope_type, shared.source_chat_key) == ("global", A)
+
+
+def test_rejecting_a_pending_share_says_it_stays_in_the_chat(client, admin, svc, settings):
+    settings.MEMORY_CHAT_TO_GLOBAL = "review"
+    item, _created = scoped_item_create(actor=svc, session_id=B, kind="warning", content="The lift is broken.")
+    candidate = MemoryCandidate.objects.get(memory=item)
+    client.force_login(admin)
+    page = client.get(review_url(candidate, "reject")).text
+    assert "From the chat milky:private:20002, bound to nobody" in page and "It is not shared." in page
+    response = client.post(review_url(candidate, "reject"), {"confirmed": "yes"}, follow=True)
+    assert "Not shared: “The lift is broken.” stays in the chat milky:private:20002, bound to nobody only." in (
+        response.text
+    )
+    assert Memory.objects.get(pk=item.pk).scope_type == "chat"
+
+
+def test_a_decision_that_cannot_be_made_says_why_and_offers_no_button(client, admin):
+    client.force_login(admin)
+    done = MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A, content="I like jazz"))
+    page = client.get(review_url(done, "approve")).text
+    assert "This cannot be done: it is already decided: Created an item." in page and 'id="confirm-review"' not in page
+    assert client.get(review_url(done, "maybe")).status_code == 404
+    assert (
+        client.get(reverse("admin:memory_app_memorycandidate_review", args=["cand_nothing", "approve"])).status_code
+        == 404
+    )
+
+
+def test_the_candidate_list_says_whose_chat_each_came_from(client, admin):
+    alice = UserFactory(username="alice")
+    ChatBindingFactory(user=alice, chat_key=A)
+    MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=A), session_id=f"{A}:cron:nightly")
+    MemoryCandidateFactory(memory=ChatMemoryFactory(scope_id=B), session_id=B)
+    client.force_login(admin)
+    page = client.get(CANDIDATES).text
+    cells = re.findall(r'<td class="field-chat_of[^"]*">(.*?)</td>', page)
+    assert sorted(cells) == sorted(["alice", "nobody&#x27;s (not bound)"])
+
+
+def test_the_plan_list_leads_to_apply(client, admin, plan):
+    client.force_login(admin)
+    page = client.get(reverse("admin:memory_app_scopemigrationplan_changelist")).text
+    assert reverse("admin:memory_app_scopemigrationplan_apply", args=[plan.pk]) in page

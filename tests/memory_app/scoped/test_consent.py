@@ -58,7 +58,9 @@ def search(client, session, query="flat in Alfama"):
 
 def review(client, reviewer, action, *candidate_ids):
     client.force_login(reviewer)
-    return client.post(CANDIDATES, {"action": action, ACTION_CHECKBOX_NAME: list(candidate_ids)}, follow=True)
+    return client.post(
+        CANDIDATES, {"action": action, ACTION_CHECKBOX_NAME: list(candidate_ids), "confirmed": "yes"}, follow=True
+    )
 
 
 def shared_source(client):
@@ -104,7 +106,7 @@ def test_alfama_waits_in_alices_chat_until_an_operator_shares_it(api, client, sv
 
     # The operator approves: the same row moves to global, with who approved it and when.
     page = review(client, admin, "approve_candidates", candidate["id"])
-    assert page.status_code == 200 and "Approved 1 candidate" in page.text
+    assert page.status_code == 200 and "Shared with everyone: “" in page.text
     item.refresh_from_db()
     assert (item.scope_type, item.scope_id, item.source_chat_key) == ("global", "__global__", A)
     record = MemoryCandidate.objects.get(pk=candidate["id"])

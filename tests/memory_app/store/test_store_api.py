@@ -176,6 +176,16 @@ def test_index_false_is_never_ranked_by_a_query(api, alice):
     assert [i["key"] for i in found] == ["a", "b"] and found[1]["score"] is None
 
 
+def test_a_paused_memory_is_for_no_agent(api, alice):
+    client = api(alice)
+    ns = ("users", "alice", "p")
+    batch(client, put(ns, "k", {"content": "a paused pizza note"}))
+    Memory.objects.filter(store_key="k").update(paused=True)
+    assert batch(client, get(ns, "k"), search(ns, query="pizza"), search(ns)) == [None, [], []]
+    batch(client, put(ns, "k", {"content": "a paused pasta note"}))  # a correction stays paused
+    assert Memory.objects.get(store_key="k", status=Status.ACTIVE).paused
+
+
 def test_list_namespaces(api, alice):
     client = api(alice)
     for ns in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "c", "f"), ("x",)]:

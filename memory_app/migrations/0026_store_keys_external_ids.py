@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('identity_app', '0010_verbose_names'),
-        ('memory_app', '0023_search_document_recipe'),
+        ('memory_app', '0025_chat_forget_undo'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
