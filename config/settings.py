@@ -168,6 +168,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # shares, at a few extra queries per API request. "redis" (the default when REDIS_URL is set):
 # Django's built-in Redis backend, shared by every node at one round trip per counter. Login
 # lockouts (django-axes) and sessions are rows in the database, not in the cache.
+# While Redis cannot answer, the limits count per process (config/throttling.py): a request
+# waits at most REDIS_TIMEOUT_MS for it, then the breaker leaves it alone for
+# THROTTLE_BREAKER_SECONDS before one request tries it again.
+REDIS_TIMEOUT_MS = env_int("REDIS_TIMEOUT_MS", 50)
+if not 1 <= REDIS_TIMEOUT_MS <= 10_000:
+    raise ImproperlyConfigured("REDIS_TIMEOUT_MS must be between 1 and 10000")
+THROTTLE_BREAKER_SECONDS = env_int("THROTTLE_BREAKER_SECONDS", 5)
+if not 1 <= THROTTLE_BREAKER_SECONDS <= 3600:
+    raise ImproperlyConfigured("THROTTLE_BREAKER_SECONDS must be between 1 and 3600")
 _CACHE_BACKENDS = {
     "locmem": "django.core.cache.backends.locmem.LocMemCache",
     "database": "django.core.cache.backends.db.DatabaseCache",
@@ -186,8 +195,11 @@ if CACHE_BACKEND == "redis":
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "memsvc"),
             # A Redis that stops answering must not hang requests: fail fast, and the throttle
-            # lets the request through (config/throttling.py).
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+            # counts per process meanwhile (config/throttling.py).
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_TIMEOUT_MS / 1000,
+                "socket_timeout": REDIS_TIMEOUT_MS / 1000,
+            },
         }
     }
 else:
