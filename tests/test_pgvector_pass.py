@@ -15,7 +15,9 @@ from tests.serving import ROOT
 
 # One test of the pgvector file, which needs the extension (it skips without it): enough to
 # show that the cluster started, answered and ran the tests.
-ONE_VECTOR_TEST = "tests/memory_app/search/test_pgvector.py::test_check_deploy_is_quiet_with_the_extension_and_its_index"
+ONE_VECTOR_TEST = (
+    "tests/memory_app/search/test_pgvector.py::test_check_deploy_is_quiet_with_the_extension_and_its_index"
+)
 # Settings of this test process that must not reach the pass (it picks its own database).
 _NOT_INHERITED = {"DATABASE_URL", "DATABASE_TEST_NAME", "PGVECTOR_URL", "TEST_DB_AGNOSTIC", "DJANGO_SETTINGS_MODULE"}
 

@@ -200,7 +200,12 @@ def test_with_redis_down_forged_tokens_search_and_run_calls_still_end_in_429(
     api, svc, alice, make_run, run_api, breaker, settings
 ):
     settings.API_THROTTLE = True
-    settings.API_THROTTLE_RATES = {"anon": "60/minute", "user": "100000/minute", "run": "3/minute", "search": "2/minute"}
+    settings.API_THROTTLE_RATES = {
+        "anon": "60/minute",
+        "user": "100000/minute",
+        "run": "3/minute",
+        "search": "2/minute",
+    }
     with override_settings(CACHES=_redis_cache(f"redis://127.0.0.1:{free_port()}/0", "memsvc-down")):
         forged = api()
         statuses = []
@@ -262,7 +267,13 @@ def test_the_production_settings_wait_at_most_50_ms_for_redis():
     assert done.stdout.split() == ["0.05", "0.05", "5"], done.stderr
     env["REDIS_TIMEOUT_MS"] = "0"
     done = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode != 0 and "REDIS_TIMEOUT_MS" in done.stderr
 

@@ -536,6 +536,7 @@ class ImportOutput(serializers.Serializer):
     created = serializers.ListField(child=serializers.CharField())
     duplicates = serializers.IntegerField()
     not_active = serializers.IntegerField()
+    redacted = serializers.IntegerField(help_text="Items whose text held a secret, removed before it was stored.")
     results = serializers.ListField(child=serializers.DictField())
     notes_files = ImportNotesFileOutput(many=True)
     settings = ImportSettingOutput(many=True)
