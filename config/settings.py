@@ -473,6 +473,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024
 # API request bodies: refused (413) above this size before anything reads them, and (400)
 # when arrays and objects nest deeper than this before they are decoded.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
+
+# The MCP HTTP transport: a session (an API token and the user it works for) keeps one run for
+# its notes-file and history calls, finished once it has been idle this long; less than the run's
+# 60 s lease, which only the calls renew (docs/mcp.md, Runs).
+MCP_HTTP_RUN_IDLE_SECONDS = env_int("MCP_HTTP_RUN_IDLE_SECONDS", 30)
+if not 1 <= MCP_HTTP_RUN_IDLE_SECONDS <= 50:
+    raise ImproperlyConfigured("MCP_HTTP_RUN_IDLE_SECONDS must be between 1 and 50")
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
 if API_MAX_BODY_BYTES < 1024 or not 2 <= API_MAX_JSON_DEPTH <= 200:
     raise ImproperlyConfigured("API_MAX_BODY_BYTES must be at least 1024 and API_MAX_JSON_DEPTH 2..200")

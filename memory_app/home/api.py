@@ -311,6 +311,12 @@ class ReadOutput(serializers.Serializer):
     run_id = serializers.CharField(allow_null=True)
     run_generation = serializers.IntegerField(allow_null=True, help_text="The lease generation of the run token.")
     item = serializers.CharField(help_text="The memory id, or the SHA-256 of the notes-file text shown.")
+    details_hidden = serializers.BooleanField(
+        help_text=(
+            "A project memory read by another member's agent: principal, token_name and run are shown only to the "
+            "memory's author, the project's owners and admins, and that member."
+        )
+    )
 
 
 class HomeItemDetailOutput(HomeItemOutput):

@@ -35,6 +35,7 @@ EXPORT_ITEM_KEYS = (
     "created_at",
     "updated_at",
     "expires_at",
+    "expired",
     "replaces",
     "superseded_by",
     "source_thread_id",
@@ -55,6 +56,8 @@ def export_item(memory: Memory, prov: Provenance) -> dict:
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
         "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
+        # Kept until it is purged, but no longer true: agents have stopped seeing it.
+        "expired": memory.expired,
         "replaces": prov.replaces or None,
         "superseded_by": memory.superseded_by_id,
         "source_thread_id": memory.source_thread_id,

@@ -7,7 +7,10 @@ SECTION_LIMIT = 100_000  # characters of one notes file shown; the JSON holds it
 
 
 def _item(lines: list[str], item: dict) -> None:
-    status = "" if item["status"] == "active" else f" ({item['status']})"
+    if item.get("expired") and item["status"] == "active":
+        status = f" (expired {item['expires_at'][:16].replace('T', ' ')})"
+    else:
+        status = "" if item["status"] == "active" else f" ({item['status']})"
     lines.append(f"- **{item['kind']}**{status}: {_one_line(item['content'])}")
     lines.append(f"  - {item['provenance']['sentence']} — {item['created_at'][:16].replace('T', ' ')}")
 
