@@ -28,6 +28,7 @@ logged once each way and shown in ``/metrics`` (``memsvc_throttle_fallback``,
 import ipaddress
 import logging
 import math
+import os
 import re
 import threading
 import time
@@ -86,7 +87,12 @@ def address_key(request) -> str:
 
 
 # Defined here rather than in config/metrics.py, which imports the error handler that imports
-# this module. One sample per live process: 1 while that process counts on its own.
+# this module. A metric of a process under `make serve` writes its samples to a file in
+# PROMETHEUS_MULTIPROC_DIR from the moment it is defined, so the folder must exist first (as
+# config/metrics.py makes sure for its own): this module may be imported before that one.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+# One sample per live process: 1 while that process counts on its own.
 FALLBACK = Gauge(
     "memsvc_throttle_fallback",
     "1 while this process counts rate limits on its own because the shared cache (Redis) does not answer.",
