@@ -5,7 +5,9 @@
 1. Each adversarial shape is repeated to the largest size a run text can have (MAX_TEXT_CHARS,
    200 000 characters); prints seconds per shape (linear patterns stay well under a second
    each; a quadratic one would take minutes).
-2. False positives: redacts ordinary text that holds no secret and prints, per corpus, how many
+2. The secret corpus of tests/memory_app/distill/secret_corpus.py: forms removed (written,
+   generated, held out) and look-alikes changed (target: at most 1 %).
+3. False positives: redacts ordinary text that holds no secret and prints, per corpus, how many
    redactions of each kind were made (``--show`` prints each redacted piece). The corpora are
    built from what every installation has: Python's own documentation (English prose with code),
    this repository's README and docs (but the one listing the secret forms), Django's Chinese
@@ -71,6 +73,27 @@ SHAPES = {
     "passwort": "Passwort für ",
     "russian": "пароль от ",
     "japanese": "パスワードは",
+    # Shapes aimed at the loose password values, the other languages, command lines and the
+    # identifiers with check digits.
+    "loose_password": "password aB3! ",
+    "password_words": "password password ",
+    "set_to": "set the password to ",
+    "long_options": "--db-password --api-key ",
+    "htpasswd": "htpasswd -b a b ",
+    "piped_token": "echo aB3 | ",
+    "with_token": "echo a | gh --with-token ",
+    "dutch_colon": "wachtwoord a b: ",
+    "arabic": "كلمة المرور ",
+    "hindi": "पासवर्ड a1 ",
+    "chinese_ascii": "密码a1",
+    "pin": "PIN 1234 ",
+    "iban_groups": "DE89 3704 ",
+    "digit_groups": "2345 6789 ",
+    "cn_id_digits": "110105194912310021",
+    "dni_digits": "12345678Z ",
+    "ssn_digits": "123-45-6789 ",
+    "nino": "AB 12 34 56 C ",
+    "variables": "password=$A ",
 }
 
 
@@ -176,7 +199,30 @@ def false_positives(show: bool) -> None:
                 print(f"          - {before[:160]}\n          + {after[:160]}")
 
 
+def corpus(show: bool) -> None:
+    """The secret corpus (tests/memory_app/distill/secret_corpus.py): how many forms lose their
+    secret whole, by part, and how many look-alikes come back changed."""
+    from tests.memory_app.distill import secret_corpus as c
+
+    print("\nSecret corpus (the secret must be gone whole; look-alikes must come back unchanged)")
+    for name, entries in (("written", c.WRITTEN), ("generated", c.generated()), ("held-out", c.HELD_OUT)):
+        missed = [e for e in entries if e.secret in redact(e.text).text]
+        languages = len({e.lang for e in entries})
+        print(f"{name:>10}: {len(entries) - len(missed):>3} of {len(entries):>3} removed ({languages} languages)")
+        for entry in missed if show else []:
+            print(f"          missed: {entry.text}")
+    changed = [e for e in c.LOOKALIKES if redact(e.text, contact_info=False).counts]
+    rate = len(changed) / len(c.LOOKALIKES)
+    languages = len({e.lang for e in c.LOOKALIKES})
+    print(
+        f"lookalikes: {len(changed):>3} of {len(c.LOOKALIKES):>3} changed ({languages} languages): {rate:.1%} (target <= 1%)"
+    )
+    for entry in changed if show else []:
+        print(f"          changed: {entry.text} -> {redact(entry.text, contact_info=False).text}")
+
+
 def main() -> None:
+    corpus(show="--show" in sys.argv)
     worst_case()
     false_positives(show="--show" in sys.argv)
 

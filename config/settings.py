@@ -168,6 +168,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # shares, at a few extra queries per API request. "redis" (the default when REDIS_URL is set):
 # Django's built-in Redis backend, shared by every node at one round trip per counter. Login
 # lockouts (django-axes) and sessions are rows in the database, not in the cache.
+# While Redis cannot answer, the limits count per process (config/throttling.py): a request
+# waits at most REDIS_TIMEOUT_MS for it, then the breaker leaves it alone for
+# THROTTLE_BREAKER_SECONDS before one request tries it again.
+REDIS_TIMEOUT_MS = env_int("REDIS_TIMEOUT_MS", 50)
+if not 1 <= REDIS_TIMEOUT_MS <= 10_000:
+    raise ImproperlyConfigured("REDIS_TIMEOUT_MS must be between 1 and 10000")
+THROTTLE_BREAKER_SECONDS = env_int("THROTTLE_BREAKER_SECONDS", 5)
+if not 1 <= THROTTLE_BREAKER_SECONDS <= 3600:
+    raise ImproperlyConfigured("THROTTLE_BREAKER_SECONDS must be between 1 and 3600")
 _CACHE_BACKENDS = {
     "locmem": "django.core.cache.backends.locmem.LocMemCache",
     "database": "django.core.cache.backends.db.DatabaseCache",
@@ -186,8 +195,11 @@ if CACHE_BACKEND == "redis":
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "memsvc"),
             # A Redis that stops answering must not hang requests: fail fast, and the throttle
-            # lets the request through (config/throttling.py).
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+            # counts per process meanwhile (config/throttling.py).
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_TIMEOUT_MS / 1000,
+                "socket_timeout": REDIS_TIMEOUT_MS / 1000,
+            },
         }
     }
 else:
@@ -474,6 +486,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024
 # API request bodies: refused (413) above this size before anything reads them, and (400)
 # when arrays and objects nest deeper than this before they are decoded.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)
+
+# The MCP HTTP transport: a session (an API token and the user it works for) keeps one run for
+# its notes-file and history calls, finished once it has been idle this long; less than the run's
+# 60 s lease, which only the calls renew (docs/mcp.md, Runs).
+MCP_HTTP_RUN_IDLE_SECONDS = env_int("MCP_HTTP_RUN_IDLE_SECONDS", 30)
+if not 1 <= MCP_HTTP_RUN_IDLE_SECONDS <= 50:
+    raise ImproperlyConfigured("MCP_HTTP_RUN_IDLE_SECONDS must be between 1 and 50")
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
 if API_MAX_BODY_BYTES < 1024 or not 2 <= API_MAX_JSON_DEPTH <= 200:
     raise ImproperlyConfigured("API_MAX_BODY_BYTES must be at least 1024 and API_MAX_JSON_DEPTH 2..200")

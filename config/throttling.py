@@ -13,19 +13,30 @@ Scopes (rates in ``settings.API_THROTTLE_RATES``, read on every request so they 
 A view joins ``run`` or ``search`` with ``throttle_scopes = (...)`` or, when that depends on
 the request, ``get_throttle_scopes(request)``. ``API_THROTTLE=off`` turns every scope off.
 Counters live in the ``default`` cache: with several processes or nodes that cache must be
-shared (``REDIS_URL``, or ``CACHE_BACKEND=database``), or each process counts on its own. A
-Redis that does not answer (within its 1 s timeout) lets the request through and logs it: the
-limits are a guard against overuse, not a gate the service should go down with.
+shared (``REDIS_URL``, or ``CACHE_BACKEND=database``), or each process counts on its own.
+
+Fail safe, not open (``SharedCounters``): while the shared cache cannot answer (Redis down, or
+accepting and never answering past its socket timeout, ``REDIS_TIMEOUT_MS``), every limit counts
+in a per-process fallback instead, so nothing becomes unlimited: each process then allows the
+full rate, as with ``locmem``. A breaker keeps a dead or hanging Redis out of the requests'
+path: after a failure the shared counters are left alone for ``THROTTLE_BREAKER_SECONDS``, then
+one request at a time tries them again, and the first answer brings them back. The switch is
+logged once each way and shown in ``/metrics`` (``memsvc_throttle_fallback``,
+``memsvc_throttle_fallback_charges_total``).
 """
 
 import ipaddress
 import logging
 import math
+import os
 import re
+import threading
 import time
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
+from prometheus_client import Counter, Gauge
 from redis.exceptions import RedisError
 from rest_framework import exceptions
 from rest_framework.settings import api_settings
@@ -75,6 +86,111 @@ def address_key(request) -> str:
     return str(parsed)
 
 
+# Defined here rather than in config/metrics.py, which imports the error handler that imports
+# this module. A metric of a process under `make serve` writes its samples to a file in
+# PROMETHEUS_MULTIPROC_DIR from the moment it is defined, so the folder must exist first (as
+# config/metrics.py makes sure for its own): this module may be imported before that one.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+# One sample per live process: 1 while that process counts on its own.
+FALLBACK = Gauge(
+    "memsvc_throttle_fallback",
+    "1 while this process counts rate limits on its own because the shared cache (Redis) does not answer.",
+    multiprocess_mode="liveall",
+)
+FALLBACK_CHARGES = Counter(
+    "memsvc_throttle_fallback_charges_total",
+    "Rate-limit charges counted per process because the shared cache (Redis) did not answer.",
+)
+# What a shared cache that cannot answer raises: redis-py's errors (refused, reset, timed out)
+# and the socket's own.
+CACHE_ERRORS = (RedisError, OSError)
+
+
+class SharedCounters:
+    """Fixed-window counters in the shared cache, with a per-process fallback and a breaker.
+
+    ``incr`` never raises for a cache that cannot answer and never returns "unlimited": it counts
+    in ``local`` (a bounded in-process cache) while the shared one is out. ``clock`` is monotonic
+    time, for the breaker only (windows follow the throttle's own timer)."""
+
+    def __init__(self, *, clock=time.monotonic):
+        self.clock = clock
+        self.local = LocMemCache("throttle-fallback", {"OPTIONS": {"MAX_ENTRIES": 20000}})
+        self._lock = threading.Lock()
+        self._open_until: float | None = None  # None: the shared cache is in use
+        self._probing = False
+
+    @property
+    def degraded(self) -> bool:
+        return self._open_until is not None
+
+    def _use_shared(self) -> tuple[bool, bool]:
+        """(use the shared cache for this charge, this charge is the breaker's probe)."""
+        with self._lock:
+            if self._open_until is None:
+                return True, False
+            if self._probing or self.clock() < self._open_until:
+                return False, False
+            self._probing = True  # one request tries the shared cache; the others count locally
+            return True, True
+
+    def incr(self, key: str, *, timeout: int) -> int:
+        use_shared, probe = self._use_shared()
+        if use_shared:
+            try:
+                count = _incr(cache, key, timeout)
+            except CACHE_ERRORS as exc:
+                self._failed(exc, probe=probe)
+            else:
+                if probe:
+                    self._recovered()
+                return count
+        FALLBACK_CHARGES.inc()
+        return _incr(self.local, key, timeout)
+
+    def _failed(self, exc: Exception, *, probe: bool) -> None:
+        seconds = float(getattr(settings, "THROTTLE_BREAKER_SECONDS", 5))
+        with self._lock:
+            first = self._open_until is None
+            self._open_until = self.clock() + seconds
+            if probe:
+                self._probing = False
+        if first:
+            FALLBACK.set(1)
+            logger.warning(
+                "throttle cache unavailable; rate limits count per process until it answers",
+                extra={"error_class": type(exc).__name__, "retry_seconds": seconds},
+            )
+        else:
+            logger.debug("throttle cache still unavailable", extra={"error_class": type(exc).__name__})
+
+    def _recovered(self) -> None:
+        with self._lock:
+            self._open_until = None
+            self._probing = False
+        FALLBACK.set(0)
+        logger.warning("throttle cache answers again; rate limits are shared again")
+
+    def reset(self) -> None:
+        """Back to the shared cache with empty local counters (tests)."""
+        with self._lock:
+            self._open_until = None
+            self._probing = False
+        self.local.clear()
+        FALLBACK.set(0)
+
+
+def _incr(store, key: str, timeout: int) -> int:
+    try:
+        return store.incr(key)
+    except ValueError:  # the first request of this window (or its entry was evicted)
+        return 1 if store.add(key, 1, timeout=timeout) else store.incr(key)
+
+
+COUNTERS = SharedCounters()
+
+
 def _view_scopes(request, view) -> tuple[str, ...]:
     get_scopes = getattr(view, "get_throttle_scopes", None)
     scopes = tuple(get_scopes(request)) if get_scopes else tuple(getattr(view, "throttle_scopes", ()))
@@ -112,14 +228,7 @@ class ScopeThrottle(BaseThrottle):
         now = self.timer()
         start = math.floor(now / window) * window
         key = f"throttle:{self.scope}:{ident}:{window}:{start}"
-        try:
-            try:
-                count = cache.incr(key)
-            except ValueError:  # the first request of this window (or its entry was evicted)
-                count = 1 if cache.add(key, 1, timeout=window + 1) else cache.incr(key)
-        except RedisError as exc:
-            logger.warning("throttle cache unavailable", extra={"error_class": type(exc).__name__})
-            return True
+        count = COUNTERS.incr(key, timeout=window + 1)
         if count <= limit:
             return True
         self._wait = max(1, math.ceil(start + window - now))

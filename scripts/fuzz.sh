@@ -89,7 +89,9 @@ status=0
 for persona in user service; do
   echo "=== schemathesis as the $persona (at most ${SECONDS_PER_PASS}s) ==="
   # --max-time ends the phases; the timeout also bounds a request or a shutdown that hangs.
+  # scripts/fuzz_hooks.py: how to generate the schema's own formats (expires_at: future-date-time).
   FUZZ_TOKEN=$(field "${persona}_token") FUZZ_SPARE_TOKEN_ID=$(field "${persona}_spare_token_id") \
+    PYTHONPATH="$ROOT/scripts" SCHEMATHESIS_HOOKS=fuzz_hooks \
     timeout --signal=INT --kill-after=30 $((SECONDS_PER_PASS + 120)) "$VENV/bin/schemathesis" --config-file scripts/schemathesis.toml run "$BASE/api/schema/" \
     --phases coverage,fuzzing,stateful --checks all \
     --max-examples "$MAX_EXAMPLES" --max-time "$SECONDS_PER_PASS" --workers "${FUZZ_WORKERS:-1}" \

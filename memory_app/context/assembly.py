@@ -12,6 +12,7 @@ kind reaches a sub-agent, a coordinator, a checkpoint or a run with a parent. On
 none of them (``memory_off_reason`` says why).
 """
 
+import codecs
 import logging
 
 from config.budgets import truncate_utf8
@@ -58,9 +59,9 @@ def _read_text(
     ``versions``: a list the SHA-256 of the bytes shown is appended to (when text is returned)."""
 
     def build(read: FileRead) -> str | Marked:
-        # A code point split by the read limit decodes to U+FFFD past the budget, so the cut
-        # below always removes it.
-        text = read.content.decode("utf-8", errors="replace")
+        # A code point split by the read limit is left out, not decoded to U+FFFD: the cut below
+        # need not remove it (neutralizing look-alikes can shrink the text so much that it fits).
+        text = _decoded_prefix(read)
         if not text.strip():
             return ""
         if not low_trust:
@@ -82,6 +83,15 @@ def _read_text(
         return low_trust_block(built, notice=MEMORY_HEADER)
     assert isinstance(built, str)  # build() makes a text or Marked content
     return built
+
+
+def _decoded_prefix(read: FileRead) -> str:
+    """The bytes read as text. Invalid bytes inside become U+FFFD, but the partial code point a
+    read limit left at the end of a longer file is dropped (an incremental decoder that is not
+    told the input ended keeps it back)."""
+    if not read.truncated:
+        return read.content.decode("utf-8", errors="replace")
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(read.content, final=False)
 
 
 def context_round(value) -> int | None:

@@ -352,6 +352,12 @@ class ReadOutput(serializers.Serializer):
     run_id = serializers.CharField(allow_null=True)
     run_generation = serializers.IntegerField(allow_null=True, help_text="The lease generation of the run token.")
     item = serializers.CharField(help_text="The memory id, or the SHA-256 of the notes-file text shown.")
+    details_hidden = serializers.BooleanField(
+        help_text=(
+            "A project memory read by another member's agent: principal, token_name and run are shown only to the "
+            "memory's author, the project's owners and admins, and that member."
+        )
+    )
 
 
 class HomeItemDetailOutput(HomeItemOutput):
@@ -646,6 +652,7 @@ class ImportOutput(serializers.Serializer):
     created = serializers.ListField(child=serializers.CharField())
     duplicates = serializers.IntegerField()
     not_active = serializers.IntegerField()
+    redacted = serializers.IntegerField(help_text="Items whose text held a secret, removed before it was stored.")
     results = serializers.ListField(child=serializers.DictField())
     notes_files = ImportNotesFileOutput(many=True)
     settings = ImportSettingOutput(many=True)

@@ -35,6 +35,7 @@ EXPORT_ITEM_KEYS = (
     "updated_at",
     "expires_at",
     "paused",
+    "expired",
     "replaces",
     "superseded_by",
     "source_thread_id",
@@ -56,6 +57,8 @@ def export_item(memory: Memory, prov: Provenance) -> dict:
         "updated_at": memory.updated_at.isoformat(),
         "expires_at": memory.expires_at.isoformat() if memory.expires_at else None,
         "paused": memory.paused,
+        # Kept until it is purged, but no longer true: agents have stopped seeing it.
+        "expired": memory.expired,
         "replaces": prov.replaces or None,
         "superseded_by": memory.superseded_by_id,
         "source_thread_id": memory.source_thread_id,

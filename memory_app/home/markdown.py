@@ -24,6 +24,9 @@ def _item(lines: list[str], item: dict) -> None:
     marks = []
     if item["status"] != Status.ACTIVE:
         marks.append(_label(Status, item["status"]))
+    elif item.get("expired"):
+        # Kept until it is purged, but no longer true: agents have stopped seeing it.
+        marks.append(_("expired %(when)s") % {"when": item["expires_at"][:16].replace("T", " ")})
     if item.get("paused"):
         marks.append(_("paused"))
     status = f" ({', '.join(marks)})" if marks else ""

@@ -1,13 +1,19 @@
 """Who read an item of the memory home (docs/home.md): the reads log as its reader is shown
-it, and the JSON form the API and the export share."""
+it, and the JSON form the API and the export share.
+
+A project memory's reads show every member that the project's agents read it, and when; which
+member's agent it was — the identity, the API key's name, the run — only to the memory's author,
+to the project's owners and admins (``manage``), and to the member whose own run read it
+(``ReadView.hidden``)."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from identity_app.models import User
-from identity_app.permissions import service_principal_ids
+from identity_app.permissions import MANAGE, project_ids_with_permission, service_principal_ids
 from memory_app.home.sources import SOURCE_NOTES, SourceRef, home_item_get, home_memories, source_memories
 from memory_app.memories.models import Memory
 from memory_app.reads.models import ItemKind, MemoryRead
@@ -30,6 +36,30 @@ class ReadView:
     run_generation: int | None
     item_ref: str
     memory: Memory | None = None
+    hidden: bool = False  # which member's agent read it is not this reader's to see
+
+
+def _hidden_reads(*, user: User, reads: list[MemoryRead]) -> set[int]:
+    """The reads (ids) of project memories whose reader is not the memory's author, not an owner
+    or admin of its project, and not the member whose run read it. Two queries at most."""
+    refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY and r.user_id != user.pk}
+    if not refs:
+        return set()
+    projects = dict(
+        Memory.objects.filter(pk__in=refs, project__isnull=False)
+        .exclude(created_by=user)
+        .values_list("pk", "project_id")
+    )
+    if not projects:
+        return set()
+    managed = set(
+        project_ids_with_permission(user=user, permission=MANAGE)
+        .filter(project_id__in=set(projects.values()))
+        .values_list("project_id", flat=True)
+    )
+    return {
+        r.pk for r in reads if r.item_ref in projects and projects[r.item_ref] not in managed and r.user_id != user.pk
+    }
 
 
 def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = None) -> list[ReadView]:
@@ -38,8 +68,26 @@ def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = 
     runs = set(runs_visible(user=user).filter(pk__in=run_ids).values_list("pk", flat=True)) if run_ids else set()
     token_owners = {r.token.user_id for r in reads if r.token is not None}
     services = service_principal_ids(token_owners) if token_owners else set()
+    hidden = _hidden_reads(user=user, reads=reads)
     views = []
     for read in reads:
+        if read.pk in hidden:
+            views.append(
+                ReadView(
+                    at=read.at,
+                    path=read.path,
+                    path_label=read.get_path_display(),
+                    principal=_("an agent of the project"),
+                    token_name="",
+                    run_id="",
+                    run_visible=False,
+                    run_generation=None,
+                    item_ref=read.item_ref,
+                    memory=(memories or {}).get(read.item_ref),
+                    hidden=True,
+                )
+            )
+            continue
         token = read.token
         # A token's name is the holder's: shown for the reader's own tokens and a service's.
         shown_token = token is not None and (token.user_id == user.pk or token.user_id in services)
@@ -94,9 +142,10 @@ def read_data(view: ReadView) -> dict:
     return {
         "at": view.at.isoformat(),
         "path": view.path,
-        "principal": view.principal or None,
+        "principal": None if view.hidden else view.principal or None,
         "token_name": view.token_name or None,
         "run_id": view.run_id or None,
         "run_generation": view.run_generation,
         "item": view.item_ref,
+        "details_hidden": view.hidden,
     }

@@ -33,6 +33,7 @@ from identity_app.models import Profile, User
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
+from memory_app.distill.redaction import redact, redact_strings
 from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READABLE_VERSIONS
 from memory_app.home.sources import (
     SOURCE_ALL,
@@ -243,6 +244,8 @@ class ImportReport:
     created: list[str] = field(default_factory=list)
     duplicates: int = 0
     not_active: int = 0
+    # Items whose text held a secret (or, for global items, contact details) that was removed.
+    redacted: int = 0
     results: list[dict] = field(default_factory=list)
     # Pre-isolation global items brought in by the operator's --legacy import (ids; also in ``created``).
     created_global: list[str] = field(default_factory=list)
@@ -484,13 +487,23 @@ def _import_memories(
             report.not_active += 1  # no longer true: like a replaced version, nothing to bring back
             report.results.append({**row, "result": "expired"})
             continue
-        key = scoped_services.duplicate_key(item["content"])
-        if key in seen or (not scanned_all and active.filter(content__iexact=item["content"].strip()).exists()):
+        # Secrets never enter a memory from a file either (docs/auto-memory.md, Redaction); what
+        # goes to the shared global scope also loses contact details.
+        contact_info = section == GLOBAL_SECTION
+        found = redact(item["content"], contact_info=contact_info)
+        content = found.text
+        key = scoped_services.duplicate_key(content)
+        if key in seen or (not scanned_all and active.filter(content__iexact=content.strip()).exists()):
             report.duplicates += 1
             report.results.append({**row, "result": "duplicate"})
             continue
         seen.add(key)
         metadata, evidence = _metadata(item, legacy=create["legacy"]), _evidence(item, legacy=create["legacy"])
+        metadata = redact_strings(metadata, contact_info=contact_info)
+        evidence = redact_strings(evidence, contact_info=contact_info)
+        if found.counts:
+            report.redacted += 1
+            row["redacted"] = sorted(found.counts)
         try:
             for name, value in (("metadata", metadata), ("evidence", evidence)):
                 validate_json_container(value, field=name, max_bytes=memory_services.MAX_JSON_BYTES)
@@ -501,7 +514,7 @@ def _import_memories(
             memory = memory_services.memory_create(
                 actor=author,
                 kind=item["kind"],
-                content=item["content"],
+                content=content,
                 metadata=metadata,
                 evidence=evidence,
                 tier=create["tier"],

@@ -15,6 +15,7 @@ next call opens a new one.
 
 import logging
 import threading
+import time
 import uuid
 
 from django.db import DatabaseError, connection
@@ -48,6 +49,10 @@ class SessionRun:
     @property
     def run_id(self) -> str | None:
         return self._credential.run_id if self._credential else None
+
+    @property
+    def ended(self) -> bool:
+        return self._ended is not None
 
     def credential(self) -> RunCredential:
         """The run's credential with its lease renewed just now; opens the run on first use."""
@@ -163,3 +168,97 @@ class Heartbeat(threading.Thread):
                 logger.warning("MCP heartbeat failed: %s", exc.__class__.__name__)
             finally:
                 connection.close()  # this thread's own connection; nothing keeps it between beats
+
+
+class HttpSessionRuns:
+    """The runs of the HTTP transport, one per client session and process.
+
+    Streamable HTTP runs stateless: no session id ties two requests together. What does is the
+    API token and the user it works for, so a session here is ``(token, actor, user)``: its
+    notes-file and history calls share one ``SessionRun`` (one run row, its lease renewed at each
+    call) instead of opening and finishing a run per call. A session idle ``idle_seconds`` is
+    over: its run is finished (``completed``) by a timer thread, or at the next call of any
+    session, or when the server stops; a run someone else ended is answered once with its error,
+    then the session's next call opens a new one. Another process or node keeps its own run for
+    the same token: at most one run per session and process.
+    """
+
+    def __init__(self, *, idle_seconds: float, lease_seconds: int = LEASE_SECONDS):
+        self.idle_seconds = idle_seconds
+        self.lease_seconds = lease_seconds
+        self._lock = threading.Lock()
+        self._sessions: dict[tuple, _HttpSession] = {}
+        self._reaper: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    @staticmethod
+    def key(principal: Principal) -> tuple:
+        return (principal.token_id, principal.actor.pk, principal.user.pk)
+
+    def acquire(self, principal: Principal) -> SessionRun:
+        """The session's run, marked in use until ``release``."""
+        key = self.key(principal)
+        with self._lock:
+            idle = self._take_idle()
+            session = self._sessions.get(key)
+            if session is None or session.runs.ended:
+                session = self._sessions[key] = _HttpSession(SessionRun(principal, lease_seconds=self.lease_seconds))
+            session.in_use += 1
+            self._start_reaper()
+        self._close(idle)
+        return session.runs
+
+    def release(self, principal: Principal) -> None:
+        with self._lock:
+            session = self._sessions.get(self.key(principal))
+            if session is not None:
+                session.in_use -= 1
+                session.last_used = time.monotonic()
+
+    def close_idle(self) -> int:
+        with self._lock:
+            idle = self._take_idle()
+        self._close(idle)
+        return len(idle)
+
+    def close_all(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            every, self._sessions = list(self._sessions.values()), {}
+        self._close(every)
+
+    def _take_idle(self) -> list["_HttpSession"]:
+        """Sessions idle past ``idle_seconds`` (or whose run ended), removed; the lock is held."""
+        now = time.monotonic()
+        idle = [
+            key
+            for key, session in self._sessions.items()
+            if session.in_use == 0 and (session.runs.ended or now - session.last_used >= self.idle_seconds)
+        ]
+        return [self._sessions.pop(key) for key in idle]
+
+    @staticmethod
+    def _close(sessions: list["_HttpSession"]) -> None:
+        for session in sessions:
+            session.runs.close()
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap, name="mcp-http-runs", daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        while not self._stopped.wait(max(self.idle_seconds / 3, 0.05)):
+            try:
+                self.close_idle()
+            except DatabaseError as exc:  # the database is away: the leases expire on their own
+                logger.warning("MCP HTTP runs: closing idle runs failed: %s", exc.__class__.__name__)
+            finally:
+                connection.close()  # this thread's own connection; nothing keeps it between rounds
+
+
+class _HttpSession:
+    def __init__(self, runs: SessionRun):
+        self.runs = runs
+        self.in_use = 0
+        self.last_used = time.monotonic()

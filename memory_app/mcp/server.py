@@ -8,9 +8,11 @@ stdio
 streamable HTTP
     Its own port (``manage.py mcp_server --http``), stateless: every HTTP request is
     authenticated by ``TokenAuthMiddleware`` with the REST API's token rules before the MCP app
-    sees it, and a notes-file or history call runs in a run opened and finished within that
-    call. No state lives between requests, so any process or node can answer any request, and a
-    client that vanishes leaves nothing open.
+    sees it. The notes-file and history calls of one session — an API token and the user it
+    works for — share one leased run per process (``runs.HttpSessionRuns``), finished once the
+    session has been idle ``MCP_HTTP_RUN_IDLE_SECONDS``. Nothing else lives between requests, so
+    any process or node can answer any request, and a client that vanishes leaves nothing open
+    for long.
 
 The Django ORM is synchronous: every handler runs its work in a worker thread, with the
 connection upkeep of a Django request around it.
@@ -40,7 +42,7 @@ from config.throttling import UserThrottle, unauthenticated_throttled
 from config.validation import DuplicateKey, unique_keys
 from memory_app.mcp import tools
 from memory_app.mcp.auth import NotAuthenticated, Principal, principal_resolve
-from memory_app.mcp.runs import SessionRun
+from memory_app.mcp.runs import HttpSessionRuns, SessionRun
 from memory_app.reads import recorder as reads
 
 logger = logging.getLogger(__name__)
@@ -138,6 +140,10 @@ class StdioBinding(Binding):
 
 
 class HttpBinding(Binding):
+    def __init__(self, *, idle_seconds: float | None = None):
+        idle = settings.MCP_HTTP_RUN_IDLE_SECONDS if idle_seconds is None else idle_seconds
+        self.runs = HttpSessionRuns(idle_seconds=idle)
+
     def principal(self, ctx) -> Principal:
         request = ctx.request
         principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
@@ -147,11 +153,12 @@ class HttpBinding(Binding):
 
     @contextmanager
     def call(self, principal: Principal) -> Iterator[tools.CallContext]:
-        runs = SessionRun(principal)
+        # The session's run (one per token and user, reused while calls keep coming).
+        runs = self.runs.acquire(principal)
         try:
             yield tools.CallContext(principal=principal, runs=runs)
         finally:
-            runs.close()
+            self.runs.release(principal)
 
 
 def _protocol_error(exc: DomainError) -> MCPError:
@@ -372,8 +379,8 @@ def _replay(messages: list[dict], receive):
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def http_app(*, host: str):
-    server = build_server(HttpBinding())
+def http_app(*, host: str, binding: HttpBinding | None = None):
+    server = build_server(binding or HttpBinding())
     # On a loopback address the SDK checks Host and Origin against DNS rebinding; elsewhere every
     # request needs a token anyway, which a rebound page does not have.
     security = None if host in LOOPBACK_HOSTS else TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -389,5 +396,9 @@ def http_app(*, host: str):
 
 
 def serve_http(*, host: str, port: int) -> None:
-    # log_config=None keeps Django's logging configuration.
-    uvicorn.run(http_app(host=host), host=host, port=port, log_config=None, access_log=False)
+    binding = HttpBinding()
+    try:
+        # log_config=None keeps Django's logging configuration.
+        uvicorn.run(http_app(host=host, binding=binding), host=host, port=port, log_config=None, access_log=False)
+    finally:
+        binding.runs.close_all()  # the sessions' runs are finished, not left to expire

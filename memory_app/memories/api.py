@@ -20,7 +20,24 @@ from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.identity_context import identity_context_build
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
 
+# The schema says what the services check: a date-time with a time zone that lies in the
+# future. OpenAPI has no bound for a date-time, so the format is one of our own (docs/API.md,
+# "Expiry"); a client that does not know it reads an ISO 8601 string, and `make fuzz` generates
+# future date-times for it (scripts/fuzz_hooks.py).
+EXPIRES_AT_FORMAT = "future-date-time"
 
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": EXPIRES_AT_FORMAT,
+        "nullable": True,
+        "description": (
+            "When the statement stops being true: an ISO 8601 date-time with a time zone, later than the "
+            "request (a past or naive one is a 400 invalid_expires_at); null: never."
+        ),
+    }
+)
 class ExpiresAtField(serializers.DateTimeField):
     """``expires_at`` as input: an ISO 8601 date-time with a time zone (a naive one is refused,
     never read in the server's zone), or null for "never expires". The services also refuse a

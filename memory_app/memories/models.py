@@ -176,8 +176,16 @@ class Memory(models.Model):
                 name="memory_scope_latest_idx",
             ),
             models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_idx"),
-            # A user's own memories newest first: the memory list's page and its count.
+            # A user's own memories newest first: the memory list's page.
             models.Index(fields=["owner", "scope_type", "-created_at", "-id"], name="memory_owner_recent_idx"),
+            # The default list's count (live_q: active and not expired) from the index alone: with
+            # the expiry test the count read every row of the user (3.3 ms at 10,000 memories on
+            # PostgreSQL, 1.35 ms with this index; docs/deploy.md, Performance).
+            models.Index(
+                fields=["owner", "scope_type", "expires_at"],
+                condition=Q(status="active"),
+                name="memory_owner_live_idx",
+            ),
             models.Index(fields=["project", "status", "-created_at"], name="memory_project_idx"),
             # Only rows that expire: the purge job and the "expiring soon" group read them.
             models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="memory_expires_idx"),

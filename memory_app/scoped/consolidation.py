@@ -25,7 +25,7 @@ from identity_app.models import User
 from identity_app.permissions import is_service_principal, may_write_global
 from identity_app.services import user_grant_service
 from memory_app.distill.extraction import Candidate, DeterministicExtractor, Extractor
-from memory_app.distill.redaction import redact
+from memory_app.distill.redaction import redact, redact_strings
 from memory_app.distill.timebound import expiry_details, with_expiry
 from memory_app.memories import services
 from memory_app.memories.models import KIND_VALUES, Memory, Origin, live_q
@@ -110,10 +110,7 @@ def turn_text(messages: list[dict]) -> str:
 
 
 def _redacted(candidate: Candidate, *, contact_info: bool) -> Candidate:
-    evidence = {
-        key: redact(value, contact_info=contact_info).text if isinstance(value, str) else value
-        for key, value in (candidate.evidence or {}).items()
-    }
+    evidence = redact_strings(candidate.evidence or {}, contact_info=contact_info)
     return dataclasses.replace(
         candidate, content=redact(candidate.content, contact_info=contact_info).text, evidence=evidence
     )

@@ -8,7 +8,6 @@ lines follow the file lazily (``memory_app.notes.notes_index``).
 """
 
 from django.db import models
-from pgvector.django import HalfVectorField
 
 
 class SearchScope(models.Model):
@@ -30,6 +29,13 @@ class SearchScope(models.Model):
 
 class SearchDocument(models.Model):
     """One indexed row of an owner: its scope, length in terms, and vector (if embedded yet).
+
+    Where PostgreSQL has the ``vector`` extension, the table also holds a ``vec halfvec`` copy of
+    the vector (migration 0021), which no model names: every model matches its table on every
+    database, so whatever reads all of a model's fields (``dumpdata``, the admin) works on SQLite
+    and on a PostgreSQL without the extension too. ``memory_app.search.vectorstore`` reads and
+    writes that column in SQL, and fills it from ``vector`` where it is missing (``backfill``,
+    run by every ``prepare_node``, ``refresh_embeddings`` and the migration).
 
     ``model`` names the embedding model of ``vector`` ("" while not embedded); a change of the
     configured model makes every vector stale until ``refresh_embeddings`` re-embeds it.
@@ -77,22 +83,3 @@ class SearchPosting(models.Model):
 
     def __str__(self):
         return f"{self.term} in {self.document_id}"
-
-
-class DocumentVector(models.Model):
-    """The pgvector copy of a document's vector: the ``vec`` column of ``SearchDocument``'s own
-    table, which exists only on PostgreSQL with the ``vector`` extension (migration 0018), so
-    it is not a field of ``SearchDocument`` (whose every query would then fail without it).
-    Not managed by Django: read it only where ``vectorstore.column_ready()``; written and
-    ranked by ``memory_app.search.vectorstore``, deleted with its document row."""
-
-    scope_id = models.BigIntegerField()
-    model = models.CharField(max_length=128)
-    vec = HalfVectorField(null=True)
-
-    class Meta:
-        managed = False
-        db_table = "memory_app_searchdocument"
-
-    def __str__(self):
-        return f"vector of document {self.pk}"

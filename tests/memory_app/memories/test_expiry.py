@@ -348,3 +348,28 @@ def test_the_home_speaks_of_time_in_chinese_for_a_chinese_profile(client, alice,
     client.force_login(alice)
     home = client.get("/").content.decode()
     assert "即将过期" in home and "有效至 12月8日 星期二 20:00" in home
+
+
+def test_where_an_expired_item_still_shows_it_says_so(api, alice, world, clock):
+    """Until the purge an expired item stays the owner's record: its detail, the JSON and the
+    Markdown exports still hold it, marked as expired (its status stays active)."""
+    project, mine, _lasting, freeze, _ = world
+    owner = api(alice)
+
+    def marks(expired: bool):
+        detail = owner.get(f"/api/users/me/memories/{mine.pk}").json()
+        assert (detail["expired"], detail["status"]) == (expired, "active")
+        assert owner.get(f"/api/projects/{project.pk}/identity-memories/{freeze.pk}").json()["expired"] is expired
+        assert owner.get(f"/api/users/me/memory-home/items/{mine.pk}").json()["expired"] is expired
+        exported = owner.get("/api/users/me/export").json()
+        items = {item["content"]: item for item in exported["memories"]["user"]}
+        assert items["Alice is in Lisbon this week"]["expired"] is expired
+        assert items["Alice lives in Berlin"]["expired"] is False
+        [line] = [
+            line
+            for line in owner.get("/api/users/me/export/markdown").content.decode().splitlines()
+            if "Alice is in Lisbon this week" in line
+        ]
+        assert ("(expired 2026-12-08 12:00)" in line) is expired
+
+    both_sides(clock, marks)

@@ -4,6 +4,7 @@ only to readers of the items, go with the items, are exported and purged after t
 the buffer is bounded and never fails the request."""
 
 import hashlib
+import json
 import threading
 import time
 from datetime import timedelta
@@ -32,6 +33,7 @@ from tests.factories import (
     MembershipFactory,
     ProjectFactory,
     ProjectMemoryFactory,
+    UserFactory,
     UserMemoryFactory,
 )
 
@@ -370,3 +372,50 @@ def test_item_page_shows_last_use_and_the_reads_log(client, alice, svc, setup):
     log = client.get("/memory/reads/", {"source": "user"})
     assert log.status_code == 200 and own.content in log.content.decode()
     assert client.get("/memory/reads/", {"source": "chat:milky:private:99999"}).status_code == 404
+
+
+def test_project_reads_show_members_that_agents_read_it_and_who_only_to_author_owners_and_the_reader(
+    api, alice, bob, svc, setup
+):
+    """Every member sees when the project's agents read one of its memories; which member's agent
+    it was (principal, API key, run) only the memory's author, the project's owners and admins,
+    and the member whose own run read it."""
+    project = setup["project"]
+    carol, dave = UserFactory(username="carol"), UserFactory(username="dave")
+    MembershipFactory(project=project, user=carol, role=Role.VIEWER)
+    MembershipFactory(project=project, user=dave, role=Role.MEMBER)
+    memory = memory_services.memory_create(
+        actor=dave, tier="project", project_id=project.pk, kind="decision", content="Apollo ships on Fridays."
+    )
+    runtime, _ = token_issue(user=svc, name="runtime-eu")
+    _read(memory.pk, principal=svc, token=runtime, user=bob, run_ref="run-of-bob", run_generation=2)
+    _read(memory.pk, principal=svc, token=runtime, user=carol, run_ref="run-of-carol", run_generation=1)
+    source = {"source": f"project:{project.pk}"}
+
+    def reads_seen_by(user) -> dict:
+        rows = api(user).get("/api/users/me/memory-home/reads", source).json()["results"]
+        rows = [r for r in rows if r["item"] == memory.pk]
+        assert len(rows) == 2 and all(r["at"] and r["path"] == ReadPath.API_SEARCH for r in rows)
+        return {r["run_id"]: r for r in rows}
+
+    hidden = {"principal": None, "token_name": None, "run_id": None, "run_generation": None, "details_hidden": True}
+    for who in (alice, dave):  # the owner, the author: everything
+        seen = reads_seen_by(who)
+        assert set(seen) == {"run-of-bob", "run-of-carol"}
+        assert {(r["principal"], r["token_name"], r["details_hidden"]) for r in seen.values()} == {
+            ("svc", "runtime-eu", False)
+        }
+    for who, own_run in ((bob, "run-of-bob"), (carol, "run-of-carol")):  # a member, a viewer
+        seen = reads_seen_by(who)
+        assert set(seen) == {own_run, None}
+        assert seen[own_run]["principal"] == "svc" and seen[own_run]["details_hidden"] is False
+        assert {k: seen[None][k] for k in hidden} == hidden
+    # The item's last read (carol's run's), and the export, by the same rule.
+    last = api(bob).get(f"/api/users/me/memory-home/items/{memory.pk}").json()["last_read"]
+    assert {k: last[k] for k in hidden} == hidden
+    assert (
+        api(carol).get(f"/api/users/me/memory-home/items/{memory.pk}").json()["last_read"]["run_id"] == "run-of-carol"
+    )
+    exported = json.dumps(api(carol).get("/api/users/me/export").json())
+    assert "run-of-carol" in exported and "run-of-bob" not in exported and "runtime-eu" in exported
+    assert "run-of-bob" not in api(carol).get("/api/users/me/export/markdown").content.decode()

