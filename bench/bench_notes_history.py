@@ -78,7 +78,7 @@ def run(args):
     from django.urls import reverse
 
     from identity_app.services import token_issue, user_grant_service
-    from memory_app.notes import notes_history, selectors
+    from memory_app.notes import history, selectors
     from memory_app.notes import services as notes_services
     from memory_app.notes.models import WorkspaceChange
     from memory_app.notes.workspace import Workspace
@@ -130,11 +130,11 @@ def run(args):
         rewrite = [f"- rewritten {i}\n" for i in range(count)]
         report(
             f"line diff, {count} lines, one edit",
-            timed(lambda b=before, a=one_edit: notes_history.line_hunks(b, a), 50),
+            timed(lambda b=before, a=one_edit: history.line_hunks(b, a), 50),
         )
         report(
             f"line diff, {count} lines, every line rewritten",
-            timed(lambda b=before, a=rewrite: notes_history.line_hunks(b, a), 10),
+            timed(lambda b=before, a=rewrite: history.line_hunks(b, a), 10),
         )
 
     # Undo of the oldest change with N later changes to follow through.

@@ -60,9 +60,9 @@ from memory_app.memories.models import (
 )
 from memory_app.memories.selectors import chat_is_bound_to
 from memory_app.notes import services as notes_services
+from memory_app.notes.history import Author
 from memory_app.notes.locks import user_lock_acquire
 from memory_app.notes.models import WorkspaceChangeSource
-from memory_app.notes.notes_history import Author
 from memory_app.notes.selectors import user_settings_get
 from memory_app.notes.workspace import MEMORY_FILE, WORKSPACE_FILES, validate_workspace_content
 from memory_app.scoped import services as scoped_services

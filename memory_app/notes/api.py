@@ -12,7 +12,7 @@ from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
 from identity_app.models import ApiToken
-from memory_app.notes import notes_history, selectors, services
+from memory_app.notes import history, selectors, services
 from memory_app.notes.models import WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
 from memory_app.notes.workspace import WORKSPACE_FILES
 
@@ -142,11 +142,11 @@ class WorkspaceChangeOutput(serializers.ModelSerializer):
             "diff_truncated",
         ]
 
-    def _view(self, change) -> notes_history.DiffView:
+    def _view(self, change) -> history.DiffView:
         limits = self.context.get("diff_limits", {})
         cache = self.context.setdefault("diff_views", {})
         if change.pk not in cache:
-            cache[change.pk] = notes_history.diff_view(change, **limits)
+            cache[change.pk] = history.diff_view(change, **limits)
         return cache[change.pk]
 
     @extend_schema_field(DiffLineOutput(many=True))
@@ -173,10 +173,10 @@ class WorkspaceHistoryClearInput(StrictInputMixin, serializers.Serializer):
     name = documented(StrictCharField, enum_schema([(n, n) for n in WORKSPACE_FILES]), required=False, default=None)
 
 
-def _api_author(request) -> notes_history.Author:
+def _api_author(request) -> history.Author:
     token = request.auth
     client = f"API token {token.prefix}… {token.name}".strip() if isinstance(token, ApiToken) else ""
-    return notes_history.Author(WorkspaceChangeSource.API, actor=request.user, client=client)
+    return history.Author(WorkspaceChangeSource.API, actor=request.user, client=client)
 
 
 class WorkspaceHistoryView(generics.ListAPIView):
@@ -206,7 +206,7 @@ class WorkspaceChangeDetailView(APIView):
     @extend_schema(responses=WorkspaceChangeOutput)
     def get(self, request, change_id):
         change = selectors.workspace_change_get(user=request.user, change_id=change_id)
-        limits = {"max_lines": notes_history.DETAIL_MAX_LINES, "max_bytes": notes_history.DETAIL_MAX_BYTES}
+        limits = {"max_lines": history.DETAIL_MAX_LINES, "max_bytes": history.DETAIL_MAX_BYTES}
         return Response(WorkspaceChangeOutput(change, context={"diff_limits": limits}).data)
 
 

@@ -1,21 +1,27 @@
 """Writes of the notes file: the user's workspace files (publish, delete, fill on import, undo of
-one change, forgetting the change history) and the memory switch.
+one change, forgetting the change history), an agent's notes (``MemoryFileEditor``: every write
+of ``MEMORY.md`` by an agent goes through it) and the memory switch.
 
-Every write owns its transaction and takes the per-user lock (``locks.py``) so it serializes
-with ``remember_memory`` (docs/runs.md)."""
+Every write owns its transaction and takes the per-user lock (``locks.py``), so writes of one
+user serialize across processes (docs/runs.md)."""
 
+import copy
 import hmac
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
-from config.errors import InvalidInput, NotFound, TooLarge
+from config.errors import Conflict, DomainError, InvalidInput, NotFound, TooLarge
+from config.metrics import NOTES_WRITE_BATCH
 from identity_app.models import User
-from memory_app.notes import notes_history, notes_index
+from memory_app.notes import history, notes_index
+from memory_app.notes import lines as line_rules
+from memory_app.notes.groupcommit import GroupCommitter
+from memory_app.notes.history import Author
 from memory_app.notes.locks import LockFailed, user_lock_acquire
 from memory_app.notes.models import UserSettings, WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
-from memory_app.notes.notes_history import Author
 from memory_app.notes.selectors import workspace_changes_visible
 from memory_app.notes.workspace import (
     MAX_WORKSPACE_FILE_BYTES,
@@ -166,7 +172,7 @@ def workspace_files_unpublish(*, user: User, published: list[Published]) -> None
 
 
 def _record(*, user, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra):
-    notes_history.change_record(
+    history.change_record(
         user_id=user.pk,
         name=name,
         action=action,
@@ -195,9 +201,9 @@ def workspace_change_undo(
         workspace = Workspace(user.pk)
         before = _read_under_lock(workspace, change.name, base_sha256)
         if before.truncated:
-            raise notes_history.UndoConflict(f"{change.name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes.")
+            raise history.UndoConflict(f"{change.name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes.")
         later = list(WorkspaceChange.objects.filter(user=user, name=change.name, seq__gt=change.seq).order_by("seq"))
-        text = notes_history.change_reversed(change=change, later=later, current=before.content, exists=before.exists)
+        text = history.change_reversed(change=change, later=later, current=before.content, exists=before.exists)
         data = text.encode("utf-8")
         if len(data) > MAX_WORKSPACE_FILE_BYTES:
             raise TooLarge(
@@ -206,8 +212,8 @@ def workspace_change_undo(
         # Undoing the change that created the file removes it again.
         after = None if not data and not change.before_exists else data
         if (after is not None) == before.exists and (after or b"") == before.content:
-            raise notes_history.UndoConflict("There is nothing left to undo in this change.")
-        undo = notes_history.change_record(
+            raise history.UndoConflict("There is nothing left to undo in this change.")
+        undo = history.change_record(
             user_id=user.pk,
             name=change.name,
             action=WorkspaceChangeAction.UNDO,
@@ -255,3 +261,109 @@ def user_settings_update(*, user: User, enable_memory: bool) -> UserSettings:
             row.enable_memory = enable_memory
             row.save(update_fields=["enable_memory", "updated_at"])
     return row
+
+
+# --- an agent's notes ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LineEdit:
+    """One note for the user's ``MEMORY.md`` (``lines.line_edit_apply``): append ``content``, or
+    replace the text ``replaces`` (which must occur once) by it. ``caller`` is what the editor's
+    ``authorize`` needs to decide who makes it (an agent run's credential and claims)."""
+
+    content: str
+    replaces: str | None
+    caller: object = None
+
+
+# ``authorize(user_id, edits)``, called under the per-user lock in the batch's transaction: for
+# each edit, in order, who makes it (an ``Author``) or the error that refuses it alone.
+Authorize = Callable[[int, list[LineEdit]], list[Author | DomainError]]
+
+
+class MemoryFileEditor:
+    """The one writer of an agent's notes to ``MEMORY.md``: ``edit(user_id, line_edit)`` queues
+    the note behind the batch of that user's notes in progress (``groupcommit.py``) and returns
+    ``{"result": "appended" | "replaced" | "unchanged", "bytes": <file size>}`` once the publish
+    that holds it is durable, or raises the error that refused it."""
+
+    def __init__(self, authorize: Authorize):
+        self._authorize = authorize
+        self.committer = GroupCommitter(self.apply_batch)
+
+    def edit(self, user_id: int, edit: LineEdit) -> dict:
+        return self.committer.submit(user_id, edit)
+
+    def apply_batch(self, user_id: int, edits: list[LineEdit]) -> list:
+        """Apply queued notes of one user in order, with one lock, one read and one publish: each
+        note is authorized and applied on its own (a refused note changes nothing and gets its
+        own error), each applied note is recorded as its own change, and the file is published
+        once before any caller is answered. A failure of the lock, the read or the publish
+        refuses every note of the batch and leaves the file as it was."""
+        outcomes: list = [None] * len(edits)
+        NOTES_WRITE_BATCH.observe(len(edits))
+        try:
+            with transaction.atomic(durable=True):
+                user_lock_acquire(user_id=user_id)
+                authors = self._authorize(user_id, edits)
+                workspace, read, steps = Workspace(user_id), None, []
+                for index, (edit, author) in enumerate(zip(edits, authors, strict=True)):
+                    try:
+                        if isinstance(author, DomainError):
+                            raise author
+                        if read is None:  # read once, after the first note that was authorized
+                            read = workspace.read_file(MEMORY_FILE, max_bytes=MAX_WORKSPACE_FILE_BYTES)
+                            current, file_error = _memory_file_text(read)
+                            data, exists = read.content, read.exists
+                            lines = line_rules.file_lines(user_id, current) if file_error is None else []
+                        if file_error is not None:
+                            raise copy.copy(file_error)
+                        result, updated, new_lines = line_rules.line_edit_apply(
+                            current=current, lines=lines, content=edit.content, replaces=edit.replaces
+                        )
+                        if updated is not None:
+                            new_data = updated.encode("utf-8")
+                            if len(new_data) > MAX_WORKSPACE_FILE_BYTES:
+                                raise TooLarge(
+                                    f"MEMORY.md would grow beyond {MAX_WORKSPACE_FILE_BYTES} bytes.",
+                                    code="memory_file_too_large",
+                                )
+                            action = (
+                                WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE
+                            )
+                            steps.append(history.ChangeStep(action, author, data, exists, new_data))
+                            current, data, exists, lines = updated, new_data, True, new_lines
+                        outcomes[index] = {"result": result, "bytes": len(data)}
+                    except DomainError as exc:
+                        logger.info("notes edit refused for user %s: %s", user_id, exc.code)
+                        outcomes[index] = exc
+                if steps:
+                    # Recorded first: if the publish fails, the transaction takes the records back.
+                    history.changes_record(user_id=user_id, name=MEMORY_FILE, steps=steps)
+                    workspace.replace_authorized_file(MEMORY_FILE, data)
+                if read is not None and file_error is None:
+                    line_rules.file_lines_keep(user_id, current, lines)
+        except DomainError as exc:
+            logger.info("notes edits refused for user %s (%d edits): %s", user_id, len(edits), exc.code)
+            raise
+        except DatabaseError as exc:
+            logger.warning(
+                "notes edits refused for user %s (%d edits): database error %s",
+                user_id,
+                len(edits),
+                exc.__class__.__name__,
+            )
+            raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
+        return outcomes
+
+
+def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
+    """The current MEMORY.md as text, or the error that refuses every write to it."""
+    if read.truncated:
+        return "", TooLarge(
+            f"MEMORY.md is larger than {MAX_WORKSPACE_FILE_BYTES} bytes; ask the user to tidy it.",
+            code="memory_file_too_large",
+        )
+    try:
+        return read.content.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return "", Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid")

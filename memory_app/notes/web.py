@@ -11,9 +11,9 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, NotFound
-from memory_app.notes import notes_history, selectors, services
+from memory_app.notes import history, selectors, services
+from memory_app.notes.history import Author, UndoConflict
 from memory_app.notes.models import WorkspaceChangeSource
-from memory_app.notes.notes_history import Author, UndoConflict
 from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_FILE, WORKSPACE_FILES, WorkspaceEditConflict
 
 
@@ -100,7 +100,7 @@ def _history_page(request, *, status: int = 200):
             current[file_name] = selectors.workspace_file_get(user=request.user, name=file_name).sha256
         except DomainError:
             current[file_name] = ""  # unreadable now: an undo is refused by the service anyway
-    changes = [(change, notes_history.diff_view(change), current[change.name]) for change in page.object_list]
+    changes = [(change, history.diff_view(change), current[change.name]) for change in page.object_list]
     return render(
         request,
         "notes/workspace_history.html",

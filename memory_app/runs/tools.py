@@ -1,30 +1,22 @@
 """The three main-agent tools (docs/runs.md). The caller's identity is the run token only; no tool
 takes a uid, path, worker or thread-owner argument."""
 
-import copy
 import functools
 import logging
-import re
-import threading
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal, cast, overload
 
-from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from config.budgets import utf8_len
-from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.errors import DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.lowtrust import RESULT_FRAME_NOTE
-from config.metrics import NOTES_WRITE_BATCH, REMEMBER_MEMORY
+from config.metrics import REMEMBER_MEMORY
 from config.validation import clean_text
-from memory_app.notes import notes_history
-from memory_app.notes.groupcommit import GroupCommitter
-from memory_app.notes.locks import LockFailed, user_lock_acquire
-from memory_app.notes.models import WorkspaceChangeAction, WorkspaceChangeSource
+from memory_app.notes.history import Author
+from memory_app.notes.models import WorkspaceChangeSource
 from memory_app.notes.selectors import enable_memory_subquery, run_memory_enabled
-from memory_app.notes.workspace import MEMORY_FILE, FileRead, Workspace
+from memory_app.notes.services import LineEdit, MemoryFileEditor
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
@@ -33,7 +25,6 @@ from memory_app.threads import history
 
 logger = logging.getLogger(__name__)
 REMEMBER_MAX_BYTES = 4 * 1024
-MEMORY_FILE_MAX_BYTES = 128 * 1024
 TOOL_SCHEMAS = [
     {
         "name": "remember_memory",
@@ -129,67 +120,6 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: 
 
 
 # --- remember_memory ------------------------------------------------------------------------
-_BULLET_RE = re.compile(r"^(?:[-*+•]|\d+[.)])\s+")
-_SPACE_RE = re.compile(r"\s+")
-
-
-def normalize_line(line: str) -> str:
-    line = unicodedata.normalize("NFKC", line).casefold()
-    line = _SPACE_RE.sub(" ", line).strip()
-    return _BULLET_RE.sub("", line).strip()
-
-
-def _normalized_lines(text: str) -> list[str]:
-    return [n for n in (normalize_line(line) for line in text.splitlines()) if n]
-
-
-def _contains_lines(haystack: list[str], needle: list[str]) -> bool:
-    """Whether ``needle`` occurs as consecutive lines of ``haystack``."""
-    if not needle:
-        return True
-    size, start = len(needle), 0
-    while True:
-        try:
-            index = haystack.index(needle[0], start)
-        except ValueError:
-            return False
-        if haystack[index : index + size] == needle:
-            return True
-        start = index + 1
-
-
-# The normalized lines of each user's MEMORY.md as last seen, so an append does not normalize
-# the whole file again: valid for exactly that text (a pure function of it, never stale).
-_LINES_CACHE: dict[int, tuple[str, list[str]]] = {}
-_LINES_CACHE_MAX = 512
-_lines_lock = threading.Lock()
-
-
-def _file_lines(user_id: int, text: str) -> list[str]:
-    cached = _LINES_CACHE.get(user_id)
-    if cached is not None and cached[0] == text:
-        return cached[1]
-    return _normalized_lines(text)
-
-
-def _keep_file_lines(user_id: int, text: str, lines: list[str]) -> None:
-    with _lines_lock:
-        _LINES_CACHE.pop(user_id, None)
-        while len(_LINES_CACHE) >= _LINES_CACHE_MAX:
-            _LINES_CACHE.pop(next(iter(_LINES_CACHE)))
-        _LINES_CACHE[user_id] = (text, lines)
-
-
-def _count_occurrences(text: str, part: str) -> int:
-    count, start = 0, text.find(part)
-    while start >= 0:
-        count += 1
-        if count > 1:
-            return count
-        start = text.find(part, start + 1)
-    return count
-
-
 @overload
 def _validate_tool_text(value, name: str, *, required: Literal[True]) -> str: ...
 @overload
@@ -225,19 +155,11 @@ def remember_memory(
     return answer
 
 
-@dataclass(frozen=True)
-class _Write:
-    credential: RunCredential
-    content: str
-    replaces: str | None
-    claims: dict | None
-
-
 def _remember(*, credential: RunCredential, content, replaces, claims: dict | None) -> dict:
     content = _validate_tool_text(content, "content", required=True).strip()
     replaces = _validate_tool_text(replaces, "replaces", required=False)
-    # Queued behind the batch of this user's writes in progress, if any (groupcommit.py).
-    answer = _notes_writes.submit(credential.user_id, _Write(credential, content, replaces, claims))
+    # Queued behind the batch of this user's notes in progress, if any (notes/groupcommit.py).
+    answer = _notes_editor.edit(credential.user_id, LineEdit(content, replaces, caller=(credential, claims)))
     logger.info(
         "remember_memory %s for user %s by run %s (%d bytes)",
         answer["result"],
@@ -248,70 +170,23 @@ def _remember(*, credential: RunCredential, content, replaces, claims: dict | No
     return answer
 
 
-def _remember_batch(user_id: int, writes: list[_Write]) -> list:
-    """Apply queued ``remember_memory`` calls of one user in order, with one lock, one read and
-    one publish: each call is checked and applied on its own (a refused call changes nothing and
-    gets its own error), each applied call is recorded as its own change, and the file is
-    published once before any caller is answered. A failure of the lock, the read or the publish
-    refuses every call of the batch and leaves the file as it was."""
-    outcomes: list = [None] * len(writes)
-    NOTES_WRITE_BATCH.observe(len(writes))
-    try:
-        with transaction.atomic(durable=True):
-            user_lock_acquire(user_id=user_id)
-            runs = {run.pk: run for run in _batch_runs().filter(pk__in={write.credential.run_id for write in writes})}
-            workspace, current_read, steps = Workspace(user_id), None, []
-            for index, write in enumerate(writes):
-                try:
-                    run = _check_tool_run(
-                        run=runs.get(write.credential.run_id), credential=write.credential, claims=write.claims
-                    )
-                    # Read under the lock: a switch turned off mid-run stops this write.
-                    if not run_memory_enabled(run):  # stored_enable_memory, read with the locked run
-                        raise MemoryDisabled("Memory is turned off for this user.")
-                    if current_read is None:  # read once, after the first call that passed its checks
-                        current_read = workspace.read_file(MEMORY_FILE, max_bytes=MEMORY_FILE_MAX_BYTES)
-                        current, file_error = _memory_file_text(current_read)
-                        data, exists = current_read.content, current_read.exists
-                        lines = _file_lines(user_id, current) if file_error is None else []
-                    if file_error is not None:
-                        raise copy.copy(file_error)
-                    result, updated, new_lines = _apply(
-                        current=current, lines=lines, content=write.content, replaces=write.replaces
-                    )
-                    if updated is not None:
-                        new_data = updated.encode("utf-8")
-                        if len(new_data) > MEMORY_FILE_MAX_BYTES:
-                            raise TooLarge(
-                                f"MEMORY.md would grow beyond {MEMORY_FILE_MAX_BYTES} bytes.",
-                                code="memory_file_too_large",
-                            )
-                        action = WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE
-                        author = notes_history.Author(WorkspaceChangeSource.AGENT, run=run)
-                        steps.append(notes_history.ChangeStep(action, author, data, exists, new_data))
-                        current, data, exists, lines = updated, new_data, True, new_lines
-                    outcomes[index] = {"result": result, "bytes": len(data)}
-                except DomainError as exc:
-                    logger.info("remember_memory refused for run %s: %s", write.credential.run_id, exc.code)
-                    outcomes[index] = exc
-            if steps:
-                # Recorded first: if the publish fails, the transaction takes the records back.
-                notes_history.changes_record(user_id=user_id, name=MEMORY_FILE, steps=steps)
-                workspace.replace_authorized_file(MEMORY_FILE, data)
-            if current_read is not None and file_error is None:
-                _keep_file_lines(user_id, current, lines)
-    except DomainError as exc:
-        logger.info("remember_memory refused for user %s (%d calls): %s", user_id, len(writes), exc.code)
-        raise
-    except DatabaseError as exc:
-        logger.warning(
-            "remember_memory refused for user %s (%d calls): database error %s",
-            user_id,
-            len(writes),
-            exc.__class__.__name__,
-        )
-        raise LockFailed(f"Memory write refused: database unavailable ({exc.__class__.__name__}).") from exc
-    return outcomes
+def _authorize_notes(user_id: int, edits: list[LineEdit]) -> list[Author | DomainError]:
+    """Who makes each queued note (its run), or why it is refused: called by the notes editor
+    under the per-user lock, with the batch's runs locked and read in one query."""
+    callers = [cast(tuple[RunCredential, dict | None], edit.caller) for edit in edits]
+    runs = {run.pk: run for run in _batch_runs().filter(pk__in={credential.run_id for credential, _ in callers})}
+    authors: list[Author | DomainError] = []
+    for credential, claims in callers:
+        try:
+            run = _check_tool_run(run=runs.get(credential.run_id), credential=credential, claims=claims)
+            # Read under the lock: a switch turned off mid-run stops this write.
+            if not run_memory_enabled(run):  # stored_enable_memory, read with the locked run
+                raise MemoryDisabled("Memory is turned off for this user.")
+            authors.append(Author(WorkspaceChangeSource.AGENT, run=run))
+        except DomainError as exc:
+            logger.info("remember_memory refused for run %s: %s", credential.run_id, exc.code)
+            authors.append(exc)
+    return authors
 
 
 @functools.cache
@@ -325,44 +200,7 @@ def _batch_runs():
     )
 
 
-def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
-    """The current MEMORY.md as text, or the error that refuses every write to it."""
-    if read.truncated:
-        return "", TooLarge(
-            f"MEMORY.md is larger than {MEMORY_FILE_MAX_BYTES} bytes; ask the user to tidy it.",
-            code="memory_file_too_large",
-        )
-    try:
-        return read.content.decode("utf-8"), None
-    except UnicodeDecodeError:
-        return "", Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid")
-
-
-_notes_writes = GroupCommitter(_remember_batch)
-
-
-def _apply(*, current: str, lines: list[str], content: str, replaces: str | None) -> tuple[str, str | None, list[str]]:
-    """``(result, updated text or None, normalized lines of the result)``; ``lines`` are the
-    normalized lines of ``current`` (never changed in place)."""
-    if replaces is None:
-        added = _normalized_lines(content)
-        if _contains_lines(lines, added):
-            return "unchanged", None, lines
-        prefix = current if not current or current.endswith("\n") else current + "\n"
-        # The prefix ends a line, so the new text's lines are the old ones then the content's.
-        return "appended", f"{prefix}{content}\n", lines + added
-    matches = _count_occurrences(current, replaces)
-    if matches != 1:
-        raise Conflict(
-            "The text to replace must occur exactly once in MEMORY.md"
-            + (" (it was not found)." if matches == 0 else " (it occurs more than once)."),
-            code="conflict",
-            details={"matches": "0" if matches == 0 else "many"},
-        )
-    updated = current.replace(replaces, content, 1)
-    if updated == current:
-        return "unchanged", None, lines
-    return "replaced", updated, _normalized_lines(updated)
+_notes_editor = MemoryFileEditor(_authorize_notes)
 
 
 # --- history tools --------------------------------------------------------------------------

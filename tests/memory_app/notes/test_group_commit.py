@@ -12,10 +12,12 @@ from django.db import connections, transaction
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from memory_app.notes import lines as lines_rules
 from memory_app.notes import services, workspace
 from memory_app.notes.groupcommit import GroupCommitter
 from memory_app.notes.locks import user_lock_acquire
 from memory_app.notes.models import WorkspaceChange
+from memory_app.notes.services import LineEdit
 from memory_app.runs import leases, tools
 from memory_app.runs.models import AgentRun
 from tests.memory_app.runs.helpers import memory_path
@@ -166,7 +168,7 @@ def test_remember_calls_queued_behind_the_lock_share_one_publish(make_run, alice
         answer["published"] = any(content in text for text in published)
         return answer
 
-    committer = tools._notes_writes
+    committer = tools._notes_editor.committer
     batches_before = {
         name: REGISTRY.get_sample_value(f"memsvc_notes_write_batch_size_{name}", labels) or 0.0
         for name, labels in (("bucket", {"le": "1.0"}), ("count", {}), ("sum", {}))
@@ -233,9 +235,9 @@ def test_a_failed_publish_refuses_the_whole_batch_and_records_nothing(make_run, 
         raise workspace.WorkspaceWriteFailed("Publishing MEMORY.md failed: I/O error.")
 
     monkeypatch.setattr(workspace.Workspace, "replace_authorized_file", failing_publish)
-    writes = [tools._Write(credential, f"fact {i}", None, None) for i in range(3)]
+    edits = [LineEdit(f"fact {i}", None, caller=(credential, None)) for i in range(3)]
     with pytest.raises(workspace.WorkspaceWriteFailed):
-        tools._remember_batch(alice.pk, writes)
+        tools._notes_editor.apply_batch(alice.pk, edits)
     assert memory_path(workspace_root, alice).read_bytes() == before
     assert WorkspaceChange.objects.filter(user=alice).count() == changes_before
 
@@ -250,12 +252,14 @@ def test_the_kept_normalized_lines_are_those_of_the_new_text():
     for _ in range(300):
         current = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) + rng.choice(["", "\n", "\r\n"])
         content = "\n".join(rng.choice(pieces[:7]) for _ in range(rng.randint(1, 3))).strip() or "note"
-        lines = tools._normalized_lines(current)
-        result, updated, new_lines = tools._apply(current=current, lines=lines, content=content, replaces=None)
+        lines = lines_rules.normalized_lines(current)
+        result, updated, new_lines = lines_rules.line_edit_apply(
+            current=current, lines=lines, content=content, replaces=None
+        )
         expected_text = updated if updated is not None else current
-        assert new_lines == tools._normalized_lines(expected_text), (current, content)
+        assert new_lines == lines_rules.normalized_lines(expected_text), (current, content)
         # "unchanged" exactly when the content's lines already appear consecutively.
-        wanted = tools._normalized_lines(content)
+        wanted = lines_rules.normalized_lines(content)
         size = len(wanted)
         present = any(lines[i : i + size] == wanted for i in range(len(lines) - size + 1))
         assert (result == "unchanged") is present

@@ -10,9 +10,10 @@ import pytest
 from django.db import connections
 from django.urls import reverse
 
-from memory_app.notes import notes_history, services
+from config.errors import Conflict
+from memory_app.notes import history, services
+from memory_app.notes.history import Author, line_hunks, split_lines, text_hunks
 from memory_app.notes.models import WorkspaceChange
-from memory_app.notes.notes_history import Author, line_hunks, split_lines, text_hunks
 from memory_app.runs import tools
 from tests.memory_app.runs.helpers import memory_path
 
@@ -79,7 +80,7 @@ def test_no_change_no_record_and_refused_writes_record_nothing(api, alice, make_
     sub = make_run(alice, kind="subagent", request_id="req-sub")
     with pytest.raises(tools.NotTopLevelRun):
         tools.remember_memory(credential=sub.credential, content="from a sub-agent")
-    with pytest.raises(tools.Conflict):
+    with pytest.raises(Conflict):
         tools.remember_memory(credential=handle.credential, content="x", replaces="not there")
     response = api(alice).put(FILE, {"content": "- coffee\n", "base_sha256": _sha(b"stale")}, format="json")
     assert response.status_code == 409
@@ -187,7 +188,7 @@ def test_undo_twice_is_refused_and_undoing_the_undo_redoes(api, alice, make_run,
 def test_only_the_last_changes_of_a_file_are_kept_and_a_kept_undo_loses_its_dropped_link(
     api, alice, bob, make_run, workspace_root, monkeypatch
 ):
-    monkeypatch.setattr(notes_history, "HISTORY_KEEP", 3)
+    monkeypatch.setattr(history, "HISTORY_KEEP", 3)
     client = api(alice)
     client.put(FILE, {"content": "- tea\n"}, format="json")  # seq 1
     credential = make_run(alice).credential
@@ -308,7 +309,7 @@ def test_listing_bounds_the_diff_and_the_detail_shows_more(api, alice, workspace
     client = api(alice)
     client.put(FILE, {"content": "".join(f"- line {i}\n" for i in range(300))}, format="json")
     row = client.get(HISTORY).json()["results"][0]
-    assert row["diff_truncated"] is True and len(row["diff"]) == notes_history.VIEW_MAX_LINES
+    assert row["diff_truncated"] is True and len(row["diff"]) == history.VIEW_MAX_LINES
     detail = client.get(f"{HISTORY}/{row['id']}").json()
     assert detail["diff_truncated"] is False and len(detail["diff"]) == 301
     client.delete(FILE)
@@ -433,7 +434,7 @@ def test_random_undos_either_restore_exactly_or_refuse(alice, workspace_root):
         before_bytes = memory_path(workspace_root, alice).read_bytes()
         try:
             services.workspace_change_undo(user=alice, change_id=target.pk)
-        except notes_history.UndoConflict:
+        except history.UndoConflict:
             assert memory_path(workspace_root, alice).read_bytes() == before_bytes
             continue
         now = memory_path(workspace_root, alice).read_text()
@@ -468,7 +469,7 @@ def test_parallel_writers_and_undos_keep_one_unbroken_chain(make_run, alice, wor
                 try:
                     services.workspace_change_undo(user=alice, change_id=early[i])
                     return "undone"
-                except notes_history.UndoConflict:
+                except history.UndoConflict:
                     return "conflict"
             return tools.remember_memory(credential=credential, content=f"parallel {i}")["result"]
         finally:

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from config.errors import Conflict
 from memory_app.notes import selectors, workspace
 from memory_app.notes import services as notes_services
-from memory_app.notes.locks import user_lock_acquire, user_lock_key
+from memory_app.notes.locks import LockFailed, user_lock_acquire, user_lock_key
 from memory_app.runs import leases, tools
 from memory_app.runs import services as run_services
 from memory_app.runs.models import AgentRun
@@ -39,7 +39,7 @@ def _in_thread(fn):
 def _outcome(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)["result"]
-    except tools.Conflict:
+    except Conflict:
         return "conflict"
 
 
@@ -260,7 +260,7 @@ def test_lock_timeout_refuses_and_keeps_the_file(make_run, alice, workspace_root
         holder = pool.submit(hold)
         assert holding.wait(timeout=10)
         try:
-            with pytest.raises(tools.LockFailed) as info:
+            with pytest.raises(LockFailed) as info:
                 tools.remember_memory(credential=credential, content="must not land")
         finally:
             release.set()

@@ -4,8 +4,10 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
+from config.errors import Conflict
 from memory_app.notes import services as notes_services
 from memory_app.notes.models import UserSettings
+from memory_app.notes.workspace import Workspace
 from memory_app.runs import leases, tools
 from memory_app.runs import services as run_services
 from memory_app.runs.models import AgentRun
@@ -241,9 +243,9 @@ def test_lock_failure_is_refused(run_api, make_run, alice, workspace_root, monke
     before, handle = _seed(workspace_root, alice), make_run(alice)
 
     def broken(**kwargs):
-        raise tools.LockFailed("lock service down")
+        raise notes_services.LockFailed("lock service down")
 
-    monkeypatch.setattr(tools, "user_lock_acquire", broken)
+    monkeypatch.setattr(notes_services, "user_lock_acquire", broken)  # the notes editor's lock
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 503, "memory_lock_failed", workspace_root, alice, before)
 
@@ -254,7 +256,7 @@ def test_database_failure_under_the_lock_is_refused(run_api, make_run, alice, wo
     def broken(**kwargs):
         raise DatabaseError("connection lost")
 
-    monkeypatch.setattr(tools.notes_history, "changes_record", broken)  # the write under the lock
+    monkeypatch.setattr(notes_services.history, "changes_record", broken)  # the write under the lock
     response = _remember(run_api, handle, {"content": "x"})
     _assert_refused(response, 503, "memory_lock_failed", workspace_root, alice, before)
 
@@ -286,22 +288,22 @@ def test_retry_after_crash_between_rename_and_response_converges(make_run, alice
     """The publish succeeded but the caller never saw the answer; the retry must not duplicate."""
     handle = make_run(alice)
     _seed(workspace_root, alice, "- old fact\n")
-    real_publish = tools.Workspace.replace_authorized_file
+    real_publish = Workspace.replace_authorized_file
 
     def publish_then_crash(self, name, data):
         real_publish(self, name, data)
         raise KeyboardInterrupt("process died after rename")
 
-    monkeypatch.setattr(tools.Workspace, "replace_authorized_file", publish_then_crash)
+    monkeypatch.setattr(Workspace, "replace_authorized_file", publish_then_crash)
     with pytest.raises(KeyboardInterrupt):
         tools.remember_memory(credential=handle.credential, content="new fact")
     with pytest.raises(KeyboardInterrupt):
         tools.remember_memory(credential=handle.credential, content="newer fact", replaces="old fact")
-    monkeypatch.setattr(tools.Workspace, "replace_authorized_file", real_publish)
+    monkeypatch.setattr(Workspace, "replace_authorized_file", real_publish)
     after_crash = memory_path(workspace_root, alice).read_text()
     assert after_crash == "- newer fact\nnew fact\n"
     assert tools.remember_memory(credential=handle.credential, content="new fact")["result"] == "unchanged"
-    with pytest.raises(tools.Conflict):
+    with pytest.raises(Conflict):
         tools.remember_memory(credential=handle.credential, content="newer fact", replaces="old fact")
     assert memory_path(workspace_root, alice).read_text() == after_crash
 
