@@ -19,7 +19,7 @@ import time
 import pytest
 from django.db import connections, transaction
 
-from config.errors import NotFound
+from config.errors import Conflict, NotFound
 from identity_app.authentication import ApiTokenAuthentication
 from identity_app.chat_reach import _decide, chat_in_reach, chat_keys_reachable, chat_require_reach
 from identity_app.permissions import TokenReach
@@ -28,6 +28,7 @@ from memory_app.context.assembly import run_context_build as context_build
 from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
+from memory_app.memories.services import supersede
 from memory_app.notes import workspace as workspace_module
 from memory_app.notes.workspace import Workspace, WorkspaceWriteFailed
 from memory_app.runs import tools
@@ -310,7 +311,7 @@ def test_superseding_a_memory_that_is_not_active_is_409_and_changes_nothing(api,
         assert response.status_code == 409, (path, response.content)
         assert response.json()["error"]["code"] == "not_active"
         assert f"Memory is {status}" in response.json()["error"]["message"]
-    with pytest.raises(services.Conflict):
+    with pytest.raises(Conflict):
         services.memory_supersede(actor=alice, memory_id=memory.pk, content="new words")
     assert list(Memory.objects.order_by("pk").values_list("pk", "status", "content", "superseded_by")) == before
 
@@ -319,7 +320,7 @@ def test_superseding_a_memory_that_is_not_active_is_409_and_changes_nothing(api,
 def test_superseding_an_archived_chat_item_is_409(svc):
     item = services.memory_create(actor=svc, tier="chat", scope_id=CHAT_A, kind="fact", content="old")
     services.memory_archive(actor=svc, memory_id=item.pk)
-    with pytest.raises(services.Conflict) as caught:
+    with pytest.raises(Conflict) as caught:
         services.memory_supersede(actor=svc, memory_id=item.pk, content="new")
     assert caught.value.code == "not_active" and "archived" in str(caught.value)
     assert Memory.objects.count() == 1
@@ -511,7 +512,7 @@ def _supersede_in_thread(alice, memory_id: str, outcome: dict, statements: list[
     try:
         with connections["default"].execute_wrapper(record):
             outcome["new"] = services.memory_supersede(actor=alice, memory_id=memory_id, content="new words")
-    except services.Conflict as exc:
+    except Conflict as exc:
         outcome["error"] = str(exc)
     finally:
         connections.close_all()
@@ -549,7 +550,7 @@ def test_supersede_conditional_update_alone_stops_a_second_winner(alice, monkeyp
     that forgot it would), a row superseded meanwhile still moves only once."""
     memory = UserMemoryFactory(owner=alice, content="old words")
     monkeypatch.setattr(
-        services, "_locked_memory", lambda *, memory_id, **_: Memory.objects.filter(pk=memory_id).first()
+        supersede, "locked_memory", lambda *, memory_id, **_: Memory.objects.filter(pk=memory_id).first()
     )
     locked, release = threading.Event(), threading.Event()
     holder = threading.Thread(target=_hold_row_while, args=(memory.pk, locked, release))

@@ -1,4 +1,4 @@
-"""The write rule of chat items (``memory_app.memories.services._require_write``): the user a
+"""The write rule of chat items (``memory_app.memories.services.rules.require_write``): the user a
 private chat is bound to may forget and correct its items; everything else stays refused."""
 
 import pytest
