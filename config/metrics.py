@@ -5,7 +5,7 @@ it does not exist (404). Request latency is labelled by the resolver's route nam
 the raw path (which holds ids). The domain counters are recorded where the thing happens:
 ``remember_memory`` (``memory_app/runs/tools.py``) and the per-user lock
 (``memory_app/notes/locks.py``), the rate limits' fallback (``config/throttling.py``, which
-defines its own), auto-memory extraction (``memory_app/automemory/worker.py``),
+defines its own), auto-memory extraction (``memory_app/automemory/worker/rounds.py``),
 search (``memory_app/search/engine.py``), scope-migration applies
 (``memory_app/scoped/migration.py``) and background jobs (``memory_app/ops``).
 

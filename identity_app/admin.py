@@ -1,5 +1,6 @@
-"""Identity admin. Projects, memberships (and chat bindings, in ``memory_app.scoped.admin``)
-are saved and deleted through the identity services, so the last-owner rule lives only there."""
+"""Identity admin. Projects, memberships (and chat bindings, in
+``memory_app.scoped.admin.chat_bindings``) are saved and deleted through the identity
+services, so the last-owner rule lives only there."""
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _

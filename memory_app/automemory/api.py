@@ -16,7 +16,7 @@ from memory_app.automemory.models import (
     AutoMemoryOutcome,
     AutoMemorySettings,
 )
-from memory_app.automemory.worker import auto_memory_round_request
+from memory_app.automemory.worker.rounds import auto_memory_round_request
 from memory_app.ops.api import JobOutput, job_accepted
 from memory_app.runs.models import AgentRun
 

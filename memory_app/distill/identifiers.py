@@ -1,6 +1,6 @@
-"""Account and national identity numbers that redaction removes (``redaction.py``), each found
-by its shape and, where the format has one, confirmed by its check digits, so an order number
-or a phone number of the same length stays as it is.
+"""Account and national identity numbers that redaction removes (``redaction/checksums.py``),
+each found by its shape and, where the format has one, confirmed by its check digits, so an
+order number or a phone number of the same length stays as it is.
 
 - payment cards: the Luhn check (ISO/IEC 7812);
 - IBANs: the country's length and ISO 13616's mod-97 check;

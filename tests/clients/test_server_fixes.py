@@ -9,7 +9,7 @@ import pytest
 def test_import_logs_without_a_reserved_log_record_key(api, alice, bob, caplog):
     """``home import`` logged ``extra={"created": …}``, a key ``logging.LogRecord`` reserves:
     with INFO logging on (production) every import answered 500."""
-    caplog.set_level(logging.INFO, logger="memory_app.home.services")
+    caplog.set_level(logging.INFO, logger="memory_app.home.services.importing")
     owner = api(alice)
     owner.post("/api/users/me/memories", {"kind": "fact", "content": "Exported fact"}, format="json")
     exported = owner.get("/api/users/me/export").json()

@@ -18,7 +18,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from config.errors import DomainError
-from memory_app.home.services import MAX_IMPORT_BYTES, home_import, import_parse
+from memory_app.home.services.import_file import MAX_IMPORT_BYTES, import_parse
+from memory_app.home.services.importing import home_import
 from memory_app.memories.models import Origin
 from memory_app.scoped.consolidation import system_actor
 

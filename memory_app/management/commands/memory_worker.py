@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from config.errors import DomainError, ServiceUnavailable
 from identity_app.services import invitations_expire
-from memory_app.automemory.worker import SWEEP_BATCH, round_run
+from memory_app.automemory.worker.claim import SWEEP_BATCH
+from memory_app.automemory.worker.rounds import round_run
 from memory_app.distill.extraction import get_extractor
 from memory_app.memories.services import memories_purge_expired
 from memory_app.ops.services import jobs_prune, jobs_run_pending, worker_heartbeat, worker_heartbeat_end

@@ -482,9 +482,9 @@ def test_forget_everything_input_is_checked(api, home, body):
 
 
 def test_forget_everything_is_bounded_per_call(api, home, monkeypatch):
-    from memory_app.home import services
+    from memory_app.home.services import forget
 
-    monkeypatch.setattr(services, "FORGET_ALL_LIMIT", 3)
+    monkeypatch.setattr(forget, "FORGET_ALL_LIMIT", 3)
     for n in range(5):
         UserMemoryFactory(owner=home.alice, content=f"fact {n}")
     client = api(home.alice)
