@@ -479,6 +479,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "memory_app.runs.models.RunStatus.choices",
         "MemoryTierEnum": "memory_app.memories.models.Tier.choices",
         "MemoryStatusEnum": "memory_app.memories.models.Status.choices",
+        "AuthorEnum": "memory_app.home.provenance.AUTHORS",
     },
 }
 

@@ -31,7 +31,7 @@ from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READA
 from memory_app.home.items import home_items
 from memory_app.home.markdown import export_markdown
 from memory_app.home.overview import home_overview
-from memory_app.home.provenance import provenance_data
+from memory_app.home.provenance import AUTHORS, provenance_data
 from memory_app.home.reads import item_last_read, read_data, read_views, source_reads
 from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_LIMIT, NotesHit, home_search
 from memory_app.home.sources import (
@@ -64,7 +64,7 @@ ProvenanceOutput = inline_serializer(
     {
         "sentence": serializers.CharField(help_text="Who or what wrote it, how, and its place in the chain."),
         "created_at": serializers.DateTimeField(),
-        "author": serializers.ChoiceField(choices=["you", "member", "service", "user", "system"]),
+        "author": serializers.ChoiceField(choices=AUTHORS),
         "author_name": serializers.CharField(),
         "thread": inline_serializer(
             "HomeProvenanceThread", {"id": serializers.CharField(), "title": serializers.CharField()}, allow_null=True
@@ -98,7 +98,7 @@ ProvenanceOutput = inline_serializer(
                 "old": serializers.JSONField(help_text="true/false for paused; an ISO 8601 time or null."),
                 "new": serializers.JSONField(),
                 "at": serializers.DateTimeField(),
-                "by": serializers.ChoiceField(choices=["you", "member", "service", "user", "system"]),
+                "by": serializers.ChoiceField(choices=AUTHORS),
                 "by_name": serializers.CharField(),
             },
             many=True,

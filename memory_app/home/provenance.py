@@ -25,6 +25,8 @@ from memory_app.threads.selectors import conversations_visible
 
 PROVENANCE_CHUNK = 500
 CHANGES_SHOWN = 5  # the latest changes in place per memory (``changes_total`` counts them all)
+# Who wrote a memory or changed it, as the API names them (``author``, a change's ``by``).
+AUTHORS = ("you", "member", "service", "user", "system")
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Provenance:
 
     sentence: str
     created_at: datetime
-    author: str  # "you", "member", "service", "user", "system"
+    author: str  # one of AUTHORS
     author_name: str = ""
     thread_id: str = ""
     thread_title: str = ""

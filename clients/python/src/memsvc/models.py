@@ -40,6 +40,7 @@ class Memory(TypedDict):
     evidence: dict[str, Any]
     expires_at: str | None
     expired: bool
+    paused: bool  # listed, but used by no agent until resumed
     created_at: str
     updated_at: str
 
