@@ -152,7 +152,7 @@ def profile(args, runs, asked):
     from django.test.utils import override_settings
 
     from memory_app.search import embeddings, engine
-    from memory_app.threads import history
+    from memory_app.threads import candidates, history
     from memory_app.threads.history import history_search
 
     stages: dict[str, float] = {}
@@ -181,8 +181,8 @@ def profile(args, runs, asked):
     # The same call, its own thread's CPU only (the process's above also counts what runs beside it).
     clocked(embeddings.E5Embedding, "embed_query", "  the query embedding, its own thread", time.thread_time)
     clocked(engine, "_refs_of", "refs of the hits (scope cache)")
-    clocked(history, "_candidate_loader", "candidates statement compiled (in hybrid while the query is embedded)")
-    compiled = history._candidate_loader
+    clocked(candidates, "candidate_loader", "candidates statement compiled (in hybrid while the query is embedded)")
+    compiled = candidates.candidate_loader
 
     def timed_loader(*a, **k):
         load = compiled(*a, **k)
@@ -190,7 +190,7 @@ def profile(args, runs, asked):
         clocked(clocked_load, "load", "candidates + next turns + speakers (1 statement run)")
         return clocked_load["load"]
 
-    history._candidate_loader = timed_loader
+    candidates.candidate_loader = timed_loader
     clocked(history, "_snippet", "snippets")
     try:
         from pyinstrument import Profiler

@@ -219,38 +219,37 @@ def ask_history(conversations, users, positions, label: str) -> tuple[list[dict]
 LEVERS = {
     # name: {(module or class, attribute): value}; every run starts from the defaults of the code.
     "default": {},
-    "no next-turn share": {("history", "NEXT_TURN_WEIGHT"): 0.0},
-    "no dense window": {("history", "WINDOW_SOURCES"): 0},
-    "dense window 10": {("history", "WINDOW_SOURCES"): 10},
-    "names in coverage": {("history", "NAMES_OUT_OF_COVERAGE"): False},
-    "speakers' names in the meaning query": {("history", "SPEAKERS_OUT_OF_MEANING"): False},
-    "speakers' names out of the words too": {("history", "SPEAKERS_OUT_OF_WORDS"): True},
-    "dense window 50": {("history", "WINDOW_SOURCES"): 50},
-    "next-turn 0.25": {("history", "NEXT_TURN_WEIGHT"): 0.25},
-    "speaker 0.25": {("history", "SPEAKER_WEIGHT"): 0.25},
-    "speaker 0.5": {("history", "SPEAKER_WEIGHT"): 0.5},
-    "speaker 1": {("history", "SPEAKER_WEIGHT"): 1.0},
+    "no next-turn share": {("dialogue", "NEXT_TURN_WEIGHT"): 0.0},
+    "no dense window": {("dialogue", "WINDOW_SOURCES"): 0},
+    "dense window 10": {("dialogue", "WINDOW_SOURCES"): 10},
+    "names in coverage": {("dialogue", "NAMES_OUT_OF_COVERAGE"): False},
+    "speakers' names in the meaning query": {("dialogue", "SPEAKERS_OUT_OF_MEANING"): False},
+    "dense window 50": {("dialogue", "WINDOW_SOURCES"): 50},
+    "next-turn 0.25": {("dialogue", "NEXT_TURN_WEIGHT"): 0.25},
+    "speaker 0.25": {("dialogue", "SPEAKER_WEIGHT"): 0.25},
+    "speaker 0.5": {("dialogue", "SPEAKER_WEIGHT"): 0.5},
+    "speaker 1": {("dialogue", "SPEAKER_WEIGHT"): 1.0},
     "coverage^1": {("engine", "COVERAGE_POWER"): 1.0},
     "coverage^2": {("engine", "COVERAGE_POWER"): 2.0},
-    "lexical weight 0.5": {("history", "LEXICAL_WEIGHT"): 0.5},
-    "speaker 0.5 + coverage^1": {("engine", "COVERAGE_POWER"): 1.0, ("history", "SPEAKER_WEIGHT"): 0.5},
-    "speaker 0.5 + coverage^2": {("engine", "COVERAGE_POWER"): 2.0, ("history", "SPEAKER_WEIGHT"): 0.5},
-    "speaker 0.5 + lexical weight 0.5": {("history", "LEXICAL_WEIGHT"): 0.5, ("history", "SPEAKER_WEIGHT"): 0.5},
+    "lexical weight 0.5": {("dialogue", "LEXICAL_WEIGHT"): 0.5},
+    "speaker 0.5 + coverage^1": {("engine", "COVERAGE_POWER"): 1.0, ("dialogue", "SPEAKER_WEIGHT"): 0.5},
+    "speaker 0.5 + coverage^2": {("engine", "COVERAGE_POWER"): 2.0, ("dialogue", "SPEAKER_WEIGHT"): 0.5},
+    "speaker 0.5 + lexical weight 0.5": {("dialogue", "LEXICAL_WEIGHT"): 0.5, ("dialogue", "SPEAKER_WEIGHT"): 0.5},
     "no hub correction": {("e5", "hub_weight"): 0.0},
-    "no proper names out of the meaning query": {("history", "PROPER_NAMES_OUT_OF_MEANING"): 0},
+    "no proper names out of the meaning query": {("dialogue", "PROPER_NAMES_OUT_OF_MEANING"): 0},
     "hub 0.25": {("e5", "hub_weight"): 0.25},
     "hub 0.75": {("e5", "hub_weight"): 0.75},
     "language in the hub mean": {("engine", "LANGUAGE_OUT_OF_MEAN"): False},
     "hashed hub 0.5": {("hashed", "hub_weight"): 0.5},
     "speaker 0.5 + coverage^1 + next 0.25": {
         ("engine", "COVERAGE_POWER"): 1.0,
-        ("history", "SPEAKER_WEIGHT"): 0.5,
-        ("history", "NEXT_TURN_WEIGHT"): 0.25,
+        ("dialogue", "SPEAKER_WEIGHT"): 0.5,
+        ("dialogue", "NEXT_TURN_WEIGHT"): 0.25,
     },
     "speaker 0.5 + coverage^1 + no next": {
         ("engine", "COVERAGE_POWER"): 1.0,
-        ("history", "SPEAKER_WEIGHT"): 0.5,
-        ("history", "NEXT_TURN_WEIGHT"): 0.0,
+        ("dialogue", "SPEAKER_WEIGHT"): 0.5,
+        ("dialogue", "NEXT_TURN_WEIGHT"): 0.0,
     },
 }
 
@@ -258,11 +257,10 @@ LEVERS = {
 def patched(changes: dict):
     import contextlib
 
-    from memory_app.search import engine
+    from memory_app.search import dialogue, engine
     from memory_app.search.embeddings import E5Embedding, HashedNgramEmbedding
-    from memory_app.threads import history
 
-    modules = {"history": history, "engine": engine, "e5": E5Embedding, "hashed": HashedNgramEmbedding}
+    modules = {"dialogue": dialogue, "engine": engine, "e5": E5Embedding, "hashed": HashedNgramEmbedding}
 
     @contextlib.contextmanager
     def manager():
@@ -400,7 +398,7 @@ def run(args) -> dict:
     user_grant_service(user=svc)
     users, positions = {}, {}
     t0 = time.perf_counter()
-    if args.part in ("history", "all"):
+    if args.part in ("dialogue", "all"):
         for data in conversations:
             user = users_model.create_user(username=data["user"])
             users[data["user"]] = user.pk
@@ -426,7 +424,7 @@ def run(args) -> dict:
         report["levers"] = ask_levers(
             conversations, users, positions, names, tuple(args.lever_modes.split(",")), service, item_turns
         )
-    elif args.part in ("history", "all"):
+    elif args.part in ("dialogue", "all"):
         _, report["history"] = ask_history(conversations, users, positions, args.split)
     if args.part in ("memory", "all"):
         report["memory"] = ask_memory(conversations, service, item_turns, args.split)
@@ -438,7 +436,7 @@ def run(args) -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
-    parser.add_argument("--part", choices=("history", "memory", "all"), default="all")
+    parser.add_argument("--part", choices=("dialogue", "memory", "all"), default="all")
     parser.add_argument("--provider", choices=("e5", "hashed"), default="e5")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--levers", default="", help="'all' or names of LEVERS, comma-separated (history only)")

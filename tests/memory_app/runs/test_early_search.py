@@ -17,7 +17,7 @@ from memory_app.runs.leases import hash_run_token
 from memory_app.search import embeddings, engine
 from memory_app.search.analysis import query_terms
 from memory_app.search.embeddings import HashedNgramEmbedding
-from memory_app.threads import history
+from memory_app.threads import candidates, history
 from memory_app.threads import services as thread_services
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +62,7 @@ def events(monkeypatch, settings):
     monkeypatch.setattr(early, "_credits", type(early._credits)())
     # What this process remembers of users' speakers: nothing yet (another test's user may have
     # had this one's id).
-    monkeypatch.setattr(history, "_speakers", type(history._speakers)())
+    monkeypatch.setattr(candidates, "_speakers", type(candidates._speakers)())
     monkeypatch.setattr(embeddings, "_started", type(embeddings._started)())  # no query under way
     return seen, provider
 

@@ -180,15 +180,15 @@ def test_the_floor_comes_before_the_best_are_taken(scripted, monkeypatch):
 
 
 def test_a_named_speaker_is_favoured_whatever_the_sign_of_the_score():
-    from memory_app.threads import history
+    from memory_app.search import dialogue
 
     rows = {
         1: {"speaker": "Mia", "display_name": "", "role": "assistant"},
         2: {"speaker": "Leo", "display_name": "", "role": "assistant"},
     }
-    favoured = history._speaker_aware([("2", -0.05), ("1", -0.08)], rows, "what did Mia adopt?")
-    assert favoured[0] == ("1", pytest.approx(-0.08 + 0.08 * history.SPEAKER_WEIGHT))
-    assert history._speaker_aware([("2", 0.4), ("1", 0.3)], rows, "what did Mia adopt?")[0] == (
+    favoured = dialogue.speaker_aware([("2", -0.05), ("1", -0.08)], rows, "what did Mia adopt?")
+    assert favoured[0] == ("1", pytest.approx(-0.08 + 0.08 * dialogue.SPEAKER_WEIGHT))
+    assert dialogue.speaker_aware([("2", 0.4), ("1", 0.3)], rows, "what did Mia adopt?")[0] == (
         "1",
-        pytest.approx(0.3 * (1 + history.SPEAKER_WEIGHT)),
+        pytest.approx(0.3 * (1 + dialogue.SPEAKER_WEIGHT)),
     )

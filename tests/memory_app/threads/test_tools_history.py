@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from config.budgets import truncate_utf8
 from config.lowtrust import DATA_MARK
 from memory_app.notes import services as notes_services
+from memory_app.search import dialogue
+from memory_app.threads import candidates
 from memory_app.threads import services as thread_services
 from memory_app.threads.history import (
     READ_CONTENT_BYTES,
@@ -426,17 +428,16 @@ def test_a_question_naming_a_speaker_favours_their_turns(svc, alice, settings, m
 
 
 def test_the_metadatas_name_wins_over_its_speaker_and_other_keys_name_nobody(svc, alice):
-    from memory_app.threads import history
 
     thread = _thread(svc, alice, title="catching up")
     both = _say(svc, thread, "I flew to Porto for my sister's wedding", metadata={"name": "Mia", "speaker": "Jon"})
     other = _say(svc, thread, "I flew to Lisbon", role="assistant", metadata={"author": "Jon", "name": " "})
     alt = _say(svc, thread, "How lovely!", metadata={"name": "", "speaker": "Lena"})
-    rows = history._candidate_loader(alice.pk)([both.pk, other.pk, alt.pk])
-    assert [history._speaker(rows[m.pk]) for m in (both, other, alt)] == ["Mia", "", "Lena"]
+    rows = candidates.candidate_loader(alice.pk)([both.pk, other.pk, alt.pk])
+    assert [dialogue.speaker(rows[m.pk]) for m in (both, other, alt)] == ["Mia", "", "Lena"]
     # The names searches look for are the ones turns are read as: not the losing ``speaker``,
     # not another key, not a blank name.
-    assert history._history_speakers(alice.pk) == frozenset({"Mia", "Lena"})
+    assert candidates.history_speakers(alice.pk) == frozenset({"Mia", "Lena"})
 
 
 @pytest.mark.parametrize(
@@ -456,26 +457,25 @@ def test_only_a_json_string_names_a_speaker_on_every_database(svc, alice, metada
     """A number, ``true``, ``null``, an object or a list names nobody: read as text, PostgreSQL
     would call ``42`` a speaker and SQLite would call ``null`` one (and then take the number
     out of the question the model embeds)."""
-    from memory_app.threads import history, indexing
+    from memory_app.threads import indexing
 
     message = _say(svc, _thread(svc, alice, title="types"), "I flew to Porto", metadata=metadata)
-    rows = history._candidate_loader(alice.pk)([message.pk])
-    assert history._speaker(rows[message.pk]) == speaker
+    rows = candidates.candidate_loader(alice.pk)([message.pk])
+    assert dialogue.speaker(rows[message.pk]) == speaker
     assert indexing.metadata_speaker(metadata) == speaker  # the vectors read the same name
-    assert history._history_speakers(alice.pk) == (frozenset({speaker}) if speaker else frozenset())
+    assert candidates.history_speakers(alice.pk) == (frozenset({speaker}) if speaker else frozenset())
 
 
 def test_the_speakers_a_history_has_are_counted_by_name(svc, alice, monkeypatch):
     """``SPEAKERS_MAX`` bounds names, not the pairs of keys that spell them: many turns whose
     losing ``speaker`` key differs still leave room for the next name."""
-    from memory_app.threads import history
 
-    monkeypatch.setattr(history, "SPEAKERS_MAX", 4)
+    monkeypatch.setattr(candidates, "SPEAKERS_MAX", 4)
     thread = _thread(svc, alice, title="group")
     for n in range(6):
         _say(svc, thread, f"turn {n}", metadata={"name": "Ann", "speaker": f"member-{n}"})
     _say(svc, thread, "hello", metadata={"name": "Zoe"})
-    assert history._history_speakers(alice.pk) == frozenset({"Ann", "Zoe"})
+    assert candidates.history_speakers(alice.pk) == frozenset({"Ann", "Zoe"})
 
 
 def test_a_transcripts_written_speaker_names_the_turn_when_the_metadata_does_not(svc, alice):
@@ -483,7 +483,6 @@ def test_a_transcripts_written_speaker_names_the_turn_when_the_metadata_does_not
     to four CJK characters), names the speaker; the metadata wins over it, and it over the user's display name.
     "note: …", "TODO: …", "I think: …" or a long Chinese clause before a colon name nobody."""
     from identity_app.models import Profile
-    from memory_app.threads import history
 
     Profile.objects.update_or_create(user=alice, defaults={"display_name": "Alice"})
     thread = _thread(svc, alice, title="transcript")
@@ -502,9 +501,9 @@ def test_a_transcripts_written_speaker_names_the_turn_when_the_metadata_does_not
     messages = {text: _say(svc, thread, text) for text in said}
     named = _say(svc, thread, "Jon: hello", metadata={"name": "Mia"})
     reply = _say(svc, thread, "note: nothing", role="assistant")
-    rows = history._candidate_loader(alice.pk)([m.pk for m in [*messages.values(), named, reply]])
-    assert {text: history._speaker(rows[m.pk]) for text, m in messages.items()} == said
-    assert history._speaker(rows[named.pk]) == "Mia" and history._speaker(rows[reply.pk]) == ""
+    rows = candidates.candidate_loader(alice.pk)([m.pk for m in [*messages.values(), named, reply]])
+    assert {text: dialogue.speaker(rows[m.pk]) for text, m in messages.items()} == said
+    assert dialogue.speaker(rows[named.pk]) == "Mia" and dialogue.speaker(rows[reply.pk]) == ""
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
@@ -545,11 +544,11 @@ def test_a_question_naming_nobody_keeps_the_word_ranking(svc, alice, settings):
     _two_person_thread(svc, alice)
     query = "Where did someone fly for a sister's wedding?"
     with_speakers = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
-    settings_weight, history.SPEAKER_WEIGHT = history.SPEAKER_WEIGHT, 0.0
+    settings_weight, dialogue.SPEAKER_WEIGHT = dialogue.SPEAKER_WEIGHT, 0.0
     try:
         plain = [hit["message_id"] for hit in history.history_search(user_id=alice.pk, query=query)["results"]]
     finally:
-        history.SPEAKER_WEIGHT = settings_weight
+        dialogue.SPEAKER_WEIGHT = settings_weight
     assert with_speakers == plain
 
 
@@ -602,22 +601,21 @@ def _window_thread(svc, alice):
 
 
 def test_a_fact_is_found_by_its_own_text_and_a_reply_brings_the_turn_it_answers(svc, alice, settings):
-    from memory_app.threads import history
 
     settings.MEMORY_SEARCH_MODE = "dense"
     fact, reply = _window_thread(svc, alice)
     query = "border collie called Biscuit"
-    saved, history.WINDOW_SOURCES = history.WINDOW_SOURCES, 0
+    saved, dialogue.WINDOW_SOURCES = dialogue.WINDOW_SOURCES, 0
     try:
         without = _dense_ids(alice, query)
     finally:
-        history.WINDOW_SOURCES = saved
+        dialogue.WINDOW_SOURCES = saved
     # The long turn before it does not bury the fact: its own text is half its vector.
     assert without[0] == fact.pk
     assert _dense_ids(alice, query)[0] == fact.pk
     # A hit on the reply (its vector holds the fact it answers) ranks that fact right after it.
-    rows = history._candidate_loader(alice.pk)([fact.pk, reply.pk])
-    lifted = history._with_previous_turns([(str(reply.pk), 0.9), ("999999", 0.8)], rows)
+    rows = candidates.candidate_loader(alice.pk)([fact.pk, reply.pk])
+    lifted = dialogue.with_previous_turns([(str(reply.pk), 0.9), ("999999", 0.8)], rows)
     assert [ref for ref, _ in lifted] == [str(reply.pk), str(fact.pk), "999999"]
 
 
@@ -697,7 +695,6 @@ def test_a_window_never_reaches_across_threads_or_users(svc, alice, bob, setting
 
 def test_a_speakers_name_found_in_no_turn_leaves_the_coverage_mass():
     from memory_app.search.engine import Rankings
-    from memory_app.threads import history
 
     def rankings():
         return Rankings(
@@ -712,16 +709,16 @@ def test_a_speakers_name_found_in_no_turn_leaves_the_coverage_mass():
 
     rows = {1: {"speaker": "Mia", "role": "user", "display_name": ""}, 2: {"speaker": "Jon", "role": "assistant"}}
     named = rankings()
-    history._names_out_of_coverage(named, rows, "What pet did Mia get?")
+    dialogue.names_out_of_coverage(named, rows, "What pet did Mia get?")
     assert named.coverage == pytest.approx({"1": 1.0, "2": 0.25})
     # A name that is no speaker's stays a word the answer misses.
     other = rankings()
-    history._names_out_of_coverage(other, rows, "What pet did Lena get?")
+    dialogue.names_out_of_coverage(other, rows, "What pet did Lena get?")
     assert other.coverage == {"1": 0.4, "2": 0.1}
     # A speaker's name that some turn holds is a word like any other (it is not absent).
     held = rankings()
     held.absent = {"": 10.0}
-    history._names_out_of_coverage(held, rows, "What pet did Mia get?")
+    dialogue.names_out_of_coverage(held, rows, "What pet did Mia get?")
     assert held.coverage == {"1": 0.4, "2": 0.1}
 
 
@@ -729,7 +726,6 @@ def test_the_compiled_candidates_statement_keeps_visibility_and_takes_any_number
     """Compiled once (while the query is embedded), run with the ids: only the visible user and
     assistant text of the owner comes back, whatever ids are asked (another user's, hidden
     threads', tool and system turns, ids that do not exist), one statement a call."""
-    from memory_app.threads.history import _candidate_loader
     from memory_app.threads.models import Message
 
     every_id = list(Message.objects.values_list("id", flat=True))
@@ -739,7 +735,7 @@ def test_the_compiled_candidates_statement_keeps_visibility_and_takes_any_number
         ).values_list("id", flat=True)
     )
     assert len(visible) == 2 and len(every_id) > 10
-    load = _candidate_loader(alice.pk)
+    load = candidates.candidate_loader(alice.pk)
     for asked in (every_id, [*every_id, 10**12, -1], sorted(visible)[:1], [max(every_id) + 1]):
         with CaptureQueriesContext(connection) as queries:
             rows = load(asked)
@@ -754,32 +750,31 @@ def test_the_compiled_candidates_statement_keeps_visibility_and_takes_any_number
     assert first["created_at"].tzinfo is not None and "MARK-VISIBLE-USER" in first["head"]
     assert first["conversation__title"] == "Billing" and first["speaker"] is None
     # Mallory's loader sees none of Alice's.
-    assert _candidate_loader(mallory.pk)(every_id).keys().isdisjoint(visible)
+    assert candidates.candidate_loader(mallory.pk)(every_id).keys().isdisjoint(visible)
 
 
 # --- the meaning ranking embeds the question without the speakers' names ---------------------
 
 
 def test_speakers_names_leave_the_question_the_model_embeds():
-    from memory_app.threads.history import _without_speakers
 
     names = frozenset({"Mia", "Jon Smith", "小雨", "Al"})
-    assert _without_speakers("Which family celebration did Mia travel for?", names) == (
+    assert dialogue.without_speakers("Which family celebration did Mia travel for?", names) == (
         "Which family celebration did travel for?"
     )
-    assert _without_speakers("What did MIA's brother tell jon smith?", names) == "What did brother tell ?"
-    assert _without_speakers("Did Jon call?", names) == "Did call?"  # a name's first word
-    assert _without_speakers("小雨的姐姐在哪里结婚？", names) == "的姐姐在哪里结婚？"
+    assert dialogue.without_speakers("What did MIA's brother tell jon smith?", names) == "What did brother tell ?"
+    assert dialogue.without_speakers("Did Jon call?", names) == "Did call?"  # a name's first word
+    assert dialogue.without_speakers("小雨的姐姐在哪里结婚？", names) == "的姐姐在哪里结婚？"
     # Only whole words: "Miami" and "Alps" are not Mia and Al.
-    assert _without_speakers("Miami or the Alps?", names) == "Miami or the Alps?"
+    assert dialogue.without_speakers("Miami or the Alps?", names) == "Miami or the Alps?"
     # Nothing named: the question as asked (its spacing too); nothing left: the question.
-    assert _without_speakers("what  about\nthe dog", names) == "what  about\nthe dog"
-    assert _without_speakers("Mia?", names) == "Mia?"
-    assert _without_speakers("Mia and Jon", names) == "Mia and Jon"  # only a stop word would be left
+    assert dialogue.without_speakers("what  about\nthe dog", names) == "what  about\nthe dog"
+    assert dialogue.without_speakers("Mia?", names) == "Mia?"
+    assert dialogue.without_speakers("Mia and Jon", names) == "Mia and Jon"  # only a stop word would be left
     # A name whose first word is a common word is named only whole.
     doctor = frozenset({"The Doctor", "A"})
-    assert _without_speakers("Where is the box?", doctor) == "Where is the box?"
-    assert _without_speakers("Where did the doctor go?", doctor) == "Where did go?"
+    assert dialogue.without_speakers("Where is the box?", doctor) == "Where is the box?"
+    assert dialogue.without_speakers("Where did the doctor go?", doctor) == "Where did go?"
 
 
 # (question, what the meaning ranking embeds of it in hybrid when no speaker is known)
@@ -806,27 +801,27 @@ PROPER_NAME_CASES = [
 def test_words_that_look_like_names_leave_the_question_the_model_embeds(query, embedded):
     """A name the history does not know as a speaker's (a runtime that sends none, a place, a
     product) leaves the embedded question too: the word ranking keeps it."""
-    from memory_app.threads.history import _without_proper_names
 
-    assert _without_proper_names(query) == embedded
+    assert dialogue.without_proper_names(query) == embedded
 
 
 def test_the_meaning_query_takes_out_the_speakers_then_in_hybrid_the_other_names():
-    from memory_app.threads.history import _meaning_query
 
     # A speaker's name goes first, then the rest; a lower-case name is left to the speakers' rule.
-    assert _meaning_query("did Mia fly to Porto with jon", frozenset({"Jon"}), "hybrid") == "did fly to with"
+    assert dialogue.meaning_query("did Mia fly to Porto with jon", frozenset({"Jon"}), "hybrid") == "did fly to with"
     # In dense mode nothing else keeps the question's other names: only the speakers go.
-    assert _meaning_query("did Mia fly to Porto with jon", frozenset({"Jon"}), "dense") == "did Mia fly to Porto with"
+    assert (
+        dialogue.meaning_query("did Mia fly to Porto with jon", frozenset({"Jon"}), "dense")
+        == "did Mia fly to Porto with"
+    )
 
 
 @given(query=st.text(max_size=80))
 @hypothesis_settings(max_examples=300, deadline=None)
 def test_leaving_proper_names_out_never_fails_and_keeps_a_searchable_question(query):
     from memory_app.search.analysis import query_terms
-    from memory_app.threads.history import _without_proper_names
 
-    out = _without_proper_names(query)
+    out = dialogue.without_proper_names(query)
     assert isinstance(out, str)
     if query_terms(query):
         assert query_terms(out)
@@ -840,27 +835,24 @@ def test_leaving_names_out_never_fails_and_keeps_a_searchable_question(query, na
     back, the question itself when no name is named, and never one without searchable words
     when the question had some."""
     from memory_app.search.analysis import query_terms
-    from memory_app.threads.history import _named, _speaker_names, _without_speakers
 
-    out = _without_speakers(query, names)
+    out = dialogue.without_speakers(query, names)
     assert isinstance(out, str)
-    if not any(_named(name, query, _speaker_names(query)) for name in names):
+    if not any(dialogue.named(name, query, dialogue.speaker_names(query)) for name in names):
         assert out == query
     if query_terms(query):
         assert query_terms(out)
 
 
 def history_module_speakers():
-    from memory_app.threads import history
 
-    return dict(history._speakers)
+    return dict(candidates._speakers)
 
 
 @pytest.fixture
 def embedded(monkeypatch):
     """The texts the history search gives the model for the meaning ranking."""
     from memory_app.search import engine
-    from memory_app.threads import history
 
     texts = []
     plain = engine.embed_query_soon
@@ -870,7 +862,7 @@ def embedded(monkeypatch):
         return plain(provider, text, **kwargs)
 
     monkeypatch.setattr(engine, "embed_query_soon", spy)
-    monkeypatch.setattr(history, "_speakers", OrderedDict())  # what this process remembers: nothing yet
+    monkeypatch.setattr(candidates, "_speakers", OrderedDict())  # what this process remembers: nothing yet
     return texts
 
 
@@ -966,9 +958,9 @@ def test_a_search_by_words_alone_reads_no_speakers(svc, alice, settings, embedde
     assert history_module_speakers() == {}
 
 
-def test_the_levers_of_the_speakers_names(svc, alice, settings, monkeypatch, embedded):
-    """``SPEAKERS_OUT_OF_MEANING`` off: the question is embedded as asked; ``SPEAKERS_OUT_OF_WORDS``
-    on (measured, not kept): the word ranking loses the name too."""
+def test_the_lever_of_the_speakers_names(svc, alice, settings, monkeypatch, embedded):
+    """``SPEAKERS_OUT_OF_MEANING`` off: the question is embedded as asked; the word ranking keeps
+    the name whatever the lever."""
     from memory_app.search import engine
     from memory_app.threads import history
 
@@ -983,22 +975,20 @@ def test_the_levers_of_the_speakers_names(svc, alice, settings, monkeypatch, emb
 
     monkeypatch.setattr(engine, "rank", spy)
     history.history_search(user_id=alice.pk, query="Where did Mia fly?")
-    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_MEANING", False)
+    monkeypatch.setattr(dialogue, "SPEAKERS_OUT_OF_MEANING", False)
     history.history_search(user_id=alice.pk, query="Where did Mia go?")
-    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_MEANING", True)
-    monkeypatch.setattr(history, "SPEAKERS_OUT_OF_WORDS", True)
+    monkeypatch.setattr(dialogue, "SPEAKERS_OUT_OF_MEANING", True)
     history.history_search(user_id=alice.pk, query="Where did Mia run?")
     assert embedded == ["Where did fly?", "Where did Mia go?", "Where did run?"]
-    assert words == ["Where did Mia fly?", "Where did Mia go?", "Where did run?"]
+    assert words == ["Where did Mia fly?", "Where did Mia go?", "Where did Mia run?"]
 
 
 def test_a_history_of_many_speakers_is_read_up_to_a_bound(svc, alice, monkeypatch):
-    from memory_app.threads import history
 
-    monkeypatch.setattr(history, "SPEAKERS_MAX", 3)
+    monkeypatch.setattr(candidates, "SPEAKERS_MAX", 3)
     thread = _thread(svc, alice)
     for name in ("Dee", "Bo", "Al", "Cy", "x" * 101):
         _say(svc, thread, "hello", metadata={"name": name})
-    assert history._history_speakers(alice.pk) == {"Al", "Bo", "Cy"}  # the first by name
-    monkeypatch.setattr(history, "SPEAKERS_MAX", 10)
-    assert history._history_speakers(alice.pk) == {"Al", "Bo", "Cy", "Dee"}  # a name too long is no name
+    assert candidates.history_speakers(alice.pk) == {"Al", "Bo", "Cy"}  # the first by name
+    monkeypatch.setattr(candidates, "SPEAKERS_MAX", 10)
+    assert candidates.history_speakers(alice.pk) == {"Al", "Bo", "Cy", "Dee"}  # a name too long is no name
