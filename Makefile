@@ -18,8 +18,9 @@ test: lint
 	@scripts/test.sh
 
 # ruff (lint + format), the import contracts and cycles, no log call with an `extra` key that
-# LogRecord reserves, no model change without a migration, and mypy with the Django and DRF
-# stubs (scripts/mypy.sh).
+# LogRecord reserves, no dead code (vulture; what only a framework reaches is listed in
+# scripts/vulture_whitelist.py), no model change without a migration, and mypy with the Django
+# and DRF stubs (scripts/mypy.sh).
 lint:
 	@scripts/ensure_env.sh requirements-dev.txt
 	.venv/bin/ruff check .
@@ -27,6 +28,7 @@ lint:
 	.venv/bin/lint-imports --no-cache
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/check_log_extra.py
+	.venv/bin/vulture
 	DEBUG=1 .venv/bin/python manage.py makemigrations --check --dry-run
 	scripts/mypy.sh
 

@@ -121,10 +121,6 @@ class SharedCounters:
         self._open_until: float | None = None  # None: the shared cache is in use
         self._probing = False
 
-    @property
-    def degraded(self) -> bool:
-        return self._open_until is not None
-
     def _use_shared(self) -> tuple[bool, bool]:
         """(use the shared cache for this charge, this charge is the breaker's probe)."""
         with self._lock:

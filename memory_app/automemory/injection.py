@@ -1,7 +1,6 @@
 """Identity-memory injection into a run's first round (docs/auto-memory.md, Injection). Implemented by the
 auto-memory part; the context assembler calls ``identity_injection_for_run`` and treats any
-exception it raises as fail-open (context without the block, a warning, a log line).
-``injection_or_warning`` does exactly that for callers that want it done here."""
+exception it raises as fail-open (context without the block, a warning, a log line)."""
 
 import logging
 from dataclasses import dataclass
@@ -14,8 +13,6 @@ from memory_app.memories.timing import user_zone
 from memory_app.runs.models import RunKind, run_gets_memory
 
 logger = logging.getLogger(__name__)
-
-INJECTION_FAILED_WARNING = "identity memories could not be added to this context"
 
 
 @dataclass(frozen=True)
@@ -56,15 +53,3 @@ def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
     goal = f"{block}\n\n{run.goal}" if run.goal else run.goal
     memory_ids = tuple(m.pk for m in [*user_memories, *project_memories])
     return Injection(prompt=prompt, goal=goal, block=block, memory_ids=memory_ids)
-
-
-def injection_or_warning(*, run, round_number: int) -> tuple[Injection | None, str | None]:
-    """Fail-open wrapper: on any failure, no block, a warning for the response and a log line."""
-    try:
-        return identity_injection_for_run(run=run, round_number=round_number), None
-    except Exception as exc:
-        logger.warning(
-            "identity injection failed; context returned without it",
-            extra={"run_id": getattr(run, "pk", None), "error_class": type(exc).__name__},
-        )
-        return None, INJECTION_FAILED_WARNING

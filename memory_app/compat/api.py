@@ -35,7 +35,6 @@ from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.search.engine import default_mode
 
-ANY_JSON = {"description": "Any JSON value."}
 PING_ORG, PING_PROJECT = "memory-service", "default"
 ENTITY = {"type": "string", "maxLength": query.MAX_VALUE_CHARS, "nullable": True}
 

@@ -36,18 +36,12 @@ _entries: OrderedDict[tuple, _Entry] = OrderedDict()
 _lock = threading.Lock()
 
 
-def file_text(
-    workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], object]
-):
-    """``build(read)`` of at most ``max_bytes`` of the file, from the cache when the file has not
-    changed. ``variant`` names what ``build`` makes (the same file may be built differently)."""
-    return file_version(workspace, name, max_bytes=max_bytes, variant=variant, build=build)[0]
-
-
 def file_version(
     workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], object]
 ) -> tuple[object, str]:
-    """``file_text`` and the SHA-256 (hex) of the bytes it was built from ('' when there is no
+    """``build(read)`` of at most ``max_bytes`` of the file, from the cache when the file has not
+    changed (``variant`` names what ``build`` makes: the same file may be built differently), and
+    the SHA-256 (hex) of the bytes it was built from ('' when there is no
     file): for a file read whole, the ``after_sha256`` of the change that wrote it."""
     key = (workspace.root, workspace.user_id, name, max_bytes, variant)
     identity = workspace.file_identity(name)

@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 
 from identity_app.models import User
 from identity_app.permissions import MANAGE, project_ids_with_permission, service_principal_ids
-from memory_app.home.sources import SOURCE_NOTES, SourceRef, home_item_get, home_memories, source_memories
+from memory_app.home.sources import SOURCE_NOTES, SourceRef, home_memories, source_memories
 from memory_app.memories.models import Memory
 from memory_app.reads.models import ItemKind, MemoryRead
 from memory_app.reads.selectors import notes_reads_of, reads_of
@@ -114,12 +114,6 @@ def item_last_read(*, user: User, memory: Memory) -> ReadView | None:
     return _read_views(user=user, reads=[read])[0] if read is not None else None
 
 
-def item_reads(*, user: User, memory_id: str) -> QuerySet[MemoryRead]:
-    """The reads of one home item, newest first (404 when it is not in the reader's home)."""
-    memory = home_item_get(user=user, memory_id=memory_id)
-    return reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])
-
-
 def source_reads(*, user: User, source: SourceRef) -> QuerySet[MemoryRead]:
     """The reads of one source's items, newest first: the items are those ``source_memories``
     lets the reader see (a project they may not read, a chat not bound to them: 404); for the
@@ -130,7 +124,7 @@ def source_reads(*, user: User, source: SourceRef) -> QuerySet[MemoryRead]:
 
 
 def read_views(*, user: User, reads: list[MemoryRead], with_items: bool = True) -> list[ReadView]:
-    """``reads`` (a page of ``source_reads``/``item_reads``) with their items loaded through
+    """``reads`` (a page of ``source_reads``) with their items loaded through
     ``home_memories`` (``with_items``; without: the item's ref only, as the export lists them)."""
     refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY} if with_items else set()
     memories = {m.pk: m for m in home_memories(user=user).filter(pk__in=refs)} if refs else {}

@@ -33,11 +33,6 @@ def _session_in_reach(*, run, session_key: str) -> bool:
     return chat_key is None or chat_in_reach_of_run(user_id=run.user_id, chat_key=chat_key)
 
 
-def scoped_items_section(*, run, query: str) -> str | None:
-    """Return the rendered low-trust section text, or None when there is nothing to add."""
-    return scoped_items(run=run, query=query)[0]
-
-
 def scoped_items(*, run, query: str) -> tuple[str | None, list[str]]:
     """The section text (or None) and the ids of the items it shows, in order."""
     if not run_is_top_level(run):

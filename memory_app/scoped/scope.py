@@ -21,7 +21,6 @@ SCOPE_TYPE_GLOBAL = Tier.GLOBAL.value
 SCOPE_TYPE_CHAT = Tier.CHAT.value
 
 CHAT_SCOPED_KINDS = frozenset({"preference", "fact", "task"})
-GLOBAL_SCOPED_KINDS = frozenset({"decision", "procedure", "warning", "summary"})
 
 GLOBAL_SCOPE = (SCOPE_TYPE_GLOBAL, GLOBAL_SCOPE_ID)
 
@@ -72,7 +71,6 @@ def cascade_scopes(session_id: str) -> list[tuple[str, str]]:
     return [GLOBAL_SCOPE]
 
 
-CHAT_TO_GLOBAL_REVIEW = "review"
 CHAT_TO_GLOBAL_DIRECT = "direct"
 
 

@@ -4,16 +4,12 @@ that may have no rows yet."""
 
 from django.db.models import QuerySet
 
-from identity_app.chat_reach import chat_in_reach, chat_require_reach
+from identity_app.chat_reach import chat_require_reach
 from identity_app.models import ChatBinding, User
 from memory_app.memories.models import Memory, Tier
 from memory_app.memories.selectors import memories_visible
 from memory_app.scoped.models import MemoryCandidate, ScopeMigrationEntry
 from memory_app.scoped.scope import cascade_scopes
-
-
-def chat_scope_readable(*, user: User, chat_key: str) -> bool:
-    return chat_in_reach(actor=user, chat_key=chat_key)
 
 
 def searchable_scopes(*, user: User, session_id: str, acting_for_id: int | None = None) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ from memory_app.memories.models import Memory
 from memory_app.ops import services as jobs
 from memory_app.ops.models import BackgroundJob
 from memory_app.runs.models import AgentRun
-from memory_app.scoped.context import scoped_items_section
+from memory_app.scoped.context import scoped_items
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
 from memory_app.threads.models import Conversation, Message
@@ -280,10 +280,10 @@ def test_context_never_shows_a_chat_out_of_the_runs_reach(world, alice, bob):
     """Defence in depth: a conversation that holds another user's chat (written before the rule,
     or a chat bound to someone else since) gives its run no items of it."""
     for key in lanes(B):
-        assert scoped_items_section(run=_run_in(alice, key), query="likes liquorice") is None
-    assert "peanuts" in scoped_items_section(run=_run_in(alice, A), query="likes peanuts")
+        assert scoped_items(run=_run_in(alice, key), query="likes liquorice")[0] is None
+    assert "peanuts" in scoped_items(run=_run_in(alice, A), query="likes peanuts")[0]
     # Bound to nobody: the creator's reach was checked when the key was set.
-    assert "figs" in scoped_items_section(run=_run_in(alice, U), query="likes figs")
+    assert "figs" in scoped_items(run=_run_in(alice, U), query="likes figs")[0]
 
 
 def test_a_chat_rebound_to_another_user_leaves_the_runs_context_at_once(world, api, svc, alice, bob, lim):

@@ -34,7 +34,7 @@ from memory_app.notes.workspace import Workspace, WorkspaceWriteFailed
 from memory_app.runs import tools
 from memory_app.runs.models import AgentRun, RunStatus
 from memory_app.scoped.consolidation import archive_duplicates, consolidate_text, dream_session, system_actor
-from memory_app.scoped.context import scoped_items, scoped_items_section
+from memory_app.scoped.context import scoped_items
 from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.search import session_search
 from memory_app.search.models import SearchDocument
@@ -341,7 +341,7 @@ def test_the_scoped_section_reaches_no_run_but_a_top_level_one(make_run, alice, 
     else:
         other = make_run(alice, kind=kind, conversation=top.run.conversation, parent=top.run, request_id="req-2")
     assert scoped_items(run=other.run, query="zebra crossing") == (None, [])
-    assert scoped_items_section(run=other.run, query="zebra crossing") is None
+    assert scoped_items(run=other.run, query="zebra crossing")[0] is None
 
 
 # --- a run's thread belongs to the run's user ------------------------------------------------------

@@ -63,20 +63,12 @@ def _card_network_length(digits: str) -> bool:
     return any(pattern.match(digits) and len(digits) in lengths for pattern, lengths in _CARD_NETWORKS_RE)
 
 
-def _luhn(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char) * (2 if index % 2 else 1)
-        total += value - 9 if value > 9 else value
-    return total % 10 == 0
-
-
 def _if_card(match: re.Match) -> str:
     value = match.group(0)
     if len(set(re.findall(r"[ -]", value))) > 1:
         return value
     digits = re.sub(r"[ -]", "", value)
-    return marker("card") if _card_network_length(digits) and _luhn(digits) else value
+    return marker("card") if _card_network_length(digits) and ids.luhn_ok(digits) else value
 
 
 CHECKSUM_RULES: list[Rule] = [*gated(_ID_RULES, _DIGITS_GATE), ("card", _CARD, _if_card)]

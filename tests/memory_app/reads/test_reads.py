@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from identity_app.models import ApiToken, Role
 from identity_app.services import token_issue
 from memory_app.automemory.services import auto_memory_settings_update
-from memory_app.home.reads import item_reads, read_views
+from memory_app.home.reads import read_views
 from memory_app.mcp import tools as mcp_tools
 from memory_app.mcp.auth import principal_resolve
 from memory_app.mcp.runs import SessionRun
@@ -25,6 +25,7 @@ from memory_app.notes import services as notes_services
 from memory_app.notes.models import WorkspaceChange
 from memory_app.reads import recorder
 from memory_app.reads.models import ItemKind, MemoryRead, ReadPath
+from memory_app.reads.selectors import reads_of
 from memory_app.reads.services import reads_purge
 from memory_app.scoped.services import scoped_item_create
 from memory_app.threads import services as thread_services
@@ -199,7 +200,7 @@ def test_token_names_are_shown_for_services_and_own_tokens_only(alice, bob, svc,
     svc_token, _ = token_issue(user=svc, name="runtime-eu")
     _read(memory.pk, principal=bob, token=bob_token)
     _read(memory.pk, principal=svc, token=svc_token)
-    views = read_views(user=alice, reads=list(item_reads(user=alice, memory_id=memory.pk)))
+    views = read_views(user=alice, reads=list(reads_of(item_kind=ItemKind.MEMORY, refs=[memory.pk])))
     assert sorted(v.token_name for v in views) == ["", "runtime-eu"]
 
 

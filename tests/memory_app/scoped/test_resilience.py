@@ -10,7 +10,7 @@ from config.errors import NotFound
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.scoped.consolidation import dream_round
-from memory_app.scoped.context import scoped_items_section
+from memory_app.scoped.context import scoped_items
 from memory_app.scoped.services import scoped_item_create
 from tests.factories import AgentRunFactory, ConversationFactory, MessageFactory, UserFactory
 
@@ -50,7 +50,7 @@ def test_context_falls_back_to_keyword_search_when_embeddings_are_down(svc, alic
     settings.MEMORY_EMBEDDING_PROVIDER = "openai"
     settings.MEMORY_EMBEDDING_URL = closed_port_url()
     run = AgentRunFactory(user=alice, conversation=ConversationFactory(owner=alice, session_key=A))
-    text = scoped_items_section(run=run, query="tea")
+    text = scoped_items(run=run, query="tea")[0]
     assert "oolong" in text and "black tea" not in text
 
 

@@ -1,11 +1,11 @@
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
+from identity_app.chat_reach import chat_in_reach
 from memory_app.memories import services
 from memory_app.memories.models import GLOBAL_SCOPE_ID
 from memory_app.memories.selectors import memories_visible
 from memory_app.scoped import search
-from memory_app.scoped.selectors import chat_scope_readable
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.analysis import query_terms
 from memory_app.search.engine import RRF_K
@@ -216,8 +216,8 @@ def test_chat_scope_access_and_memory_visibility_share_one_rule(svc, alice, bob,
     expected = {"svc": True, "alice": True, "bob": False, "admin": False, "anonymous": False}
     for name, user in {"svc": svc, "alice": alice, "bob": bob, "admin": admin, "anonymous": AnonymousUser()}.items():
         sees_rows = memories_visible(user=user, tier="chat").filter(scope_id=A).exists()
-        assert chat_scope_readable(user=user, chat_key=A) is sees_rows is expected[name], name
-        assert chat_scope_readable(user=user, chat_key=B) is (name == "svc"), name  # B has no rows
+        assert chat_in_reach(actor=user, chat_key=A) is sees_rows is expected[name], name
+        assert chat_in_reach(actor=user, chat_key=B) is (name == "svc"), name  # B has no rows
 
 
 def test_search_response_and_schema_carry_warnings(api, svc):
