@@ -45,6 +45,7 @@ from typing import Literal
 from anyascii import anyascii
 
 from config.budgets import TRUNCATION_MARKER, truncate_utf8
+from config.validation import json_size
 
 __all__ = [
     "BOUNDARY_BITS",
@@ -145,6 +146,22 @@ def low_trust_result(fields: dict, *, notice: str) -> dict:
     framed.update((key, value) for key, value in fields.items() if key not in framed)
     framed["data_end"] = frame.end
     return framed
+
+
+def result_within_budget(
+    response: dict, budget: int, key: str, *, oldest_first: bool = False, marks: tuple[str, ...] = ()
+) -> dict:
+    """Drop items of ``response[key]`` — the last ones, or with ``oldest_first`` the first — until
+    the response, serialized, is at most ``budget`` bytes (escaping can make it larger than the
+    sum of its parts' budgets). Each drop sets ``truncated`` and every field named in ``marks``;
+    the response stays framed (``low_trust_result``): only whole items leave it."""
+    items = response.get(key)
+    while items and json_size(response) > budget:
+        items.pop(0 if oldest_first else -1)
+        response["truncated"] = True
+        for mark in marks:
+            response[mark] = True
+    return response
 
 
 # --- cut → neutralize → mark -----------------------------------------------------------------

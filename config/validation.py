@@ -49,6 +49,19 @@ def clean_text(value, *, field: str):
     return value
 
 
+def search_query(value, *, max_chars: int, field: str = "query", allow_empty: bool = False) -> str:
+    """The one check of a search's question, wherever it comes from (a tool's argument, a query
+    parameter, a context request): a storable string (``clean_text``), stripped, of 1 (or, with
+    ``allow_empty``, 0) to ``max_chars`` characters; ``InvalidInput`` (``invalid_query``) else."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string.", code="invalid_query")
+    value = clean_text(value, field=field).strip()
+    if len(value) > max_chars or not (value or allow_empty):
+        least = 0 if allow_empty else 1
+        raise InvalidInput(f"{field} must be {least} to {max_chars} characters.", code="invalid_query")
+    return value
+
+
 def json_text_problem(value) -> str | None:
     """The first unstorable string in a decoded JSON value (keys included), or None."""
     pending = [value]

@@ -18,7 +18,7 @@ import logging
 from config.budgets import truncate_utf8
 from config.errors import InvalidInput
 from config.lowtrust import Marked, low_trust_block, mark_data
-from config.validation import clean_text
+from config.validation import search_query
 from memory_app.automemory import injection as identity_injection
 from memory_app.context import filecache
 from memory_app.notes.selectors import run_memory_enabled
@@ -134,9 +134,7 @@ def run_context_build(
     the count decides (the first assembly of a run is round 1, whatever the runtime sends).
     ``recorded``: the parts whose reads are recorded, those the caller passes on to the agent
     (the MCP notes resource shows the notes file only)."""
-    if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"query must be at most {MAX_QUERY_CHARS} characters.", code="invalid_query")
-    clean_text(query, field="query")
+    search_query(query, max_chars=MAX_QUERY_CHARS, allow_empty=True)
     if run is None or run.pk != credential.run_id:
         run = AgentRun.objects.select_related("conversation", "project", "user").filter(pk=credential.run_id).first()
     if run is None:

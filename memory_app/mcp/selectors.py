@@ -9,9 +9,8 @@ data, cut to a byte budget (marked), look-alikes neutralized and every line data
 history tools' output (docs/runs.md, Low-trust blocks).
 """
 
-from config.errors import InvalidInput
-from config.lowtrust import low_trust_result, mark_field
-from config.validation import clean_text, json_size
+from config.lowtrust import low_trust_result, mark_field, result_within_budget
+from config.validation import search_query
 from identity_app.models import User
 from memory_app.home.search import MAX_QUERY_CHARS as HOME_QUERY_MAX_CHARS
 from memory_app.home.search import home_search
@@ -38,15 +37,6 @@ CHAT_NOTICE = (
 )
 
 
-def search_query(query, *, max_chars: int = SEARCH_QUERY_MAX_CHARS) -> str:
-    if not isinstance(query, str):
-        raise InvalidInput("query must be a string.", code="invalid_query")
-    query = clean_text(query, field="query").strip()
-    if not query or len(query) > max_chars:
-        raise InvalidInput(f"query must be 1 to {max_chars} characters.", code="invalid_query")
-    return query
-
-
 def _memory_hit(memory: Memory, score: float, source: SourceRef) -> dict:
     content, cut = mark_field(memory.content, SEARCH_HIT_BYTES)
     hit = {
@@ -66,20 +56,12 @@ def _memory_hit(memory: Memory, score: float, source: SourceRef) -> dict:
     return hit
 
 
-def _within_budget(response: dict) -> dict:
-    """Drop the last results until the response, serialized, fits its budget."""
-    while json_size(response) > SEARCH_RESPONSE_BYTES and response["results"]:
-        response["results"].pop()
-        response["truncated"] = True
-    return response
-
-
 def memory_search(*, user: User, query, limit: int = SEARCH_DEFAULT_HITS) -> dict:
     """The memory home's search for ``query`` (the memories of every source the user reads as
     their own that agents may use: not paused), at most ``SEARCH_MAX_HITS`` hits of ``SEARCH_HIT_BYTES`` each, the response
     at most ``SEARCH_RESPONSE_BYTES``. The notes file is not searched here: agents get it
     through its own gate (the notes resource and the run tools)."""
-    query = search_query(query)
+    query = search_query(query, max_chars=SEARCH_QUERY_MAX_CHARS)
     found = home_search(user=user, query=query, limit=min(limit, SEARCH_MAX_HITS), with_notes=False, for_agent=True)
     fields = {
         "result": "ok",
@@ -89,7 +71,7 @@ def memory_search(*, user: User, query, limit: int = SEARCH_DEFAULT_HITS) -> dic
     }
     if found.warnings:
         fields["warnings"] = found.warnings
-    return _within_budget(low_trust_result(fields, notice=MEMORY_NOTICE))
+    return result_within_budget(low_trust_result(fields, notice=MEMORY_NOTICE), SEARCH_RESPONSE_BYTES, "results")
 
 
 def chat_search_response(*, query: str, hits: list[Hit], mode: str, warnings: list[str]) -> dict:
@@ -103,7 +85,7 @@ def chat_search_response(*, query: str, hits: list[Hit], mode: str, warnings: li
     fields = {"result": "ok", "query": mark_field(query, 512)[0], "mode": mode, "results": results, "truncated": False}
     if warnings:
         fields["warnings"] = warnings
-    return _within_budget(low_trust_result(fields, notice=CHAT_NOTICE))
+    return result_within_budget(low_trust_result(fields, notice=CHAT_NOTICE), SEARCH_RESPONSE_BYTES, "results")
 
 
 def memory_written(result: str, memory: Memory, **fields) -> dict:

@@ -15,8 +15,8 @@ from django.db.models.functions import Left
 
 from config.budgets import truncate_json_text, utf8_len
 from config.errors import InvalidInput, NotFound
-from config.lowtrust import low_trust_result, mark_data, mark_field
-from config.validation import clean_text, json_size
+from config.lowtrust import low_trust_result, mark_data, mark_field, result_within_budget
+from config.validation import clean_text, json_size, search_query
 from memory_app.search import dialogue, engine
 from memory_app.search.analysis import match_spans, query_terms
 from memory_app.threads import candidates
@@ -112,11 +112,8 @@ def _ranked(
     return rankings, [(int(ref), score) for ref, score in fused], rows, load
 
 
-def _search_query(query: str) -> str:
-    query = clean_text(query or "", field="query").strip()
-    if not query or len(query) > SEARCH_QUERY_MAX_CHARS:
-        raise InvalidInput(f"query must be 1 to {SEARCH_QUERY_MAX_CHARS} characters.", code="invalid_query")
-    return query
+def _search_query(query) -> str:
+    return search_query(query or "", max_chars=SEARCH_QUERY_MAX_CHARS)
 
 
 def history_search_early(*, user_id: int, query) -> bool:
@@ -174,11 +171,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     fields = {"result": "ok", "query": mark_field(query, 512)[0], "results": hits, "truncated": False}
     if found.warnings:
         fields["warnings"] = found.warnings
-    response = low_trust_result(fields, notice=HISTORY_NOTICE)
-    while json_size(response) > SEARCH_RESPONSE_BYTES and response["results"]:
-        response["results"].pop()
-        response["truncated"] = True
-    return response
+    return result_within_budget(low_trust_result(fields, notice=HISTORY_NOTICE), SEARCH_RESPONSE_BYTES, "results")
 
 
 def _said_at(row: Mapping) -> str:
@@ -285,18 +278,10 @@ def history_read(
     if include_tools and items:
         fields["tool_calls"] = _history_tool_calls(thread_id=thread_id, first=rows[0], last=rows[len(items) - 1])
     response = low_trust_result(fields, notice=HISTORY_NOTICE)
-    # The response cap is on the serialized size: escaping can make it larger than the sum of
-    # the byte budgets. Tool calls go first (the latest first), then the oldest messages.
-    while json_size(response) > READ_RESPONSE_BYTES and response.get("tool_calls"):
-        response["tool_calls"].pop()
-        response["truncated"] = True
-        response["tool_calls_truncated"] = True
-    while json_size(response) > READ_RESPONSE_BYTES and response["messages"]:
-        # Drop the oldest first: the caller can page back with before_message_id.
-        response["messages"].pop(0)
-        response["truncated"] = True
-        response["has_more"] = True
-    return response
+    # Tool calls go first (the latest first), then the oldest messages: the caller can page back
+    # with before_message_id.
+    result_within_budget(response, READ_RESPONSE_BYTES, "tool_calls", marks=("tool_calls_truncated",))
+    return result_within_budget(response, READ_RESPONSE_BYTES, "messages", oldest_first=True, marks=("has_more",))
 
 
 def _history_tool_calls(*, thread_id: str, first: dict, last: dict) -> list[dict]:

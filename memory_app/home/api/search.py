@@ -8,6 +8,8 @@ from rest_framework.views import APIView
 from config.api.inputs import (
     NOT_ONLY_SPACE,
 )
+from config.errors import InvalidInput
+from config.validation import search_query
 from memory_app.home.api.items import HomeItemOutput, item_data
 from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_LIMIT, NotesHit, home_search
 
@@ -63,9 +65,10 @@ class HomeSearchView(APIView):
         responses=HomeSearchOutput,
     )
     def get(self, request):
-        query = request.query_params.get("q", "")
-        if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise serializers.ValidationError({"q": [f"Give 1 to {MAX_QUERY_CHARS} characters."]})
+        try:
+            query = search_query(request.query_params.get("q", ""), max_chars=MAX_QUERY_CHARS, field="q")
+        except InvalidInput as exc:
+            raise serializers.ValidationError({"q": [exc.message]}) from exc
         limit = request.query_params.get("limit", str(SEARCH_LIMIT))
         if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= SEARCH_LIMIT:
             raise serializers.ValidationError({"limit": [f"Must be an integer from 1 to {SEARCH_LIMIT}."]})

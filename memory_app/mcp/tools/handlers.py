@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 from config.errors import NotFound
-from config.validation import is_valid_id
+from config.validation import is_valid_id, search_query
 from memory_app.home.services.item import home_item_change
 from memory_app.mcp import selectors
 from memory_app.mcp.tools.spec import (
@@ -92,7 +92,7 @@ def _run_tool(name: str) -> Callable[..., dict]:
 
 
 def search_chat_memories(ctx: CallContext, *, session_id, query, limit=10, mode="hybrid") -> dict:
-    query = selectors.search_query(query, max_chars=scoped_search.MAX_QUERY_CHARS)
+    query = search_query(query, max_chars=scoped_search.MAX_QUERY_CHARS)
     # The session works for its user: a service session acting for bob never reaches a
     # private chat bound to alice (docs/mcp.md, chat reach).
     scopes = searchable_scopes(user=ctx.principal.actor, session_id=session_id, acting_for_id=ctx.principal.user.pk)
