@@ -17,7 +17,7 @@ from memory_app.threads import services as thread_services
 from memory_app.threads.models import Conversation
 from tests import logcheck
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
-from tests.memory_app.runs.helpers import RunHandle
+from tests.memory_app.runs.helpers import RunHandle, memory_path
 
 logcheck.install()
 
@@ -233,3 +233,32 @@ def run_api(db):
         return client
 
     return make
+
+
+@pytest.fixture
+def web(client):
+    """``web(user)``: the test client, signed in as ``user`` (the pages)."""
+
+    def login(user):
+        client.force_login(user)
+        return client
+
+    return login
+
+
+@pytest.fixture
+def world(alice, svc, project, make_run, run_api, api, workspace_root):
+    """Alice with a run and a notes file: API clients of alice, svc and the run, and the ids the
+    routes take (the request-limit and bad-text tests walk every route with it)."""
+    handle = make_run(alice)
+    response = api(alice).put("/api/users/me/workspace/MEMORY.md", {"content": "- likes tea\n"}, format="json")
+    assert response.status_code == 200, response.content
+    return {
+        "alice": api(alice),
+        "svc": api(svc),
+        "run": run_api(handle.token),
+        "run_id": handle.id,
+        "conversation_id": handle.run.conversation_id,
+        "project_id": project.pk,
+        "memory_file": memory_path(workspace_root, alice),
+    }

@@ -30,22 +30,6 @@ BAD_TEXT = {"nul": "a\x00b", "surrogate": "a\ud800b"}
 CLIENT_ERRORS = range(400, 500)
 
 
-@pytest.fixture
-def world(alice, svc, project, make_run, run_api, api, workspace_root):
-    handle = make_run(alice)
-    response = api(alice).put("/api/users/me/workspace/MEMORY.md", {"content": "- likes tea\n"}, format="json")
-    assert response.status_code == 200, response.content
-    return {
-        "alice": api(alice),
-        "svc": api(svc),
-        "run": run_api(handle.token),
-        "run_id": handle.id,
-        "conversation_id": handle.run.conversation_id,
-        "project_id": project.pk,
-        "memory_file": memory_path(workspace_root, alice),
-    }
-
-
 def snapshot(world) -> dict:
     path = world["memory_file"]
     return {

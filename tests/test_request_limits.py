@@ -13,27 +13,10 @@ from config.validation import SafeJSONParser, json_nesting_depth
 from identity_app.models import Project
 from memory_app.memories.models import Memory
 from memory_app.threads.models import Conversation, Message, ToolCall
-from tests.memory_app.runs.helpers import memory_path
 
 pytestmark = pytest.mark.django_db
 
 SESSION = "milky:private:10001"
-
-
-@pytest.fixture
-def world(alice, svc, project, make_run, run_api, api, workspace_root):
-    handle = make_run(alice)
-    response = api(alice).put("/api/users/me/workspace/MEMORY.md", {"content": "- likes tea\n"}, format="json")
-    assert response.status_code == 200, response.content
-    return {
-        "alice": api(alice),
-        "svc": api(svc),
-        "run": run_api(handle.token),
-        "run_id": handle.id,
-        "conversation_id": handle.run.conversation_id,
-        "project_id": project.pk,
-        "memory_file": memory_path(workspace_root, alice),
-    }
 
 
 # (name, client, method, path, a valid body whose JSON object fields can carry deep values)

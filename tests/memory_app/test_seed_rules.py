@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 
 from config.errors import Conflict, NotFound
 from identity_app.authentication import ApiTokenAuthentication
@@ -214,6 +214,22 @@ def test_remember_memory_keeps_the_file_within_128_kib(make_run, alice, workspac
     assert refused.value.code == "memory_file_too_large"
 
 
+def _wait_until_a_backend_waits_for_a_lock(seconds: float = 30) -> bool:
+    """True once another connection to this test database waits for a lock (PostgreSQL's
+    ``pg_stat_activity``): the event the lock tests wait for, instead of a fixed sleep."""
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.01)
+    return False
+
+
 # --- the run row lock of remember_memory ------------------------------------------------------
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True)
@@ -248,8 +264,8 @@ def test_remember_waits_for_the_run_row_and_sees_it_finished(make_run, alice, wo
     assert locked.wait(timeout=30)
     second = threading.Thread(target=writer)
     second.start()
-    time.sleep(0.5)
-    assert second.is_alive(), "remember_memory did not wait for the run's row lock"
+    assert _wait_until_a_backend_waits_for_a_lock(), "remember_memory did not wait for the run's row lock"
+    assert second.is_alive()
     release.set()
     first.join(timeout=30)
     second.join(timeout=30)
@@ -533,8 +549,8 @@ def test_supersede_waits_for_the_row_lock_and_writes_nothing_when_the_row_change
     statements: list[str] = []
     second = threading.Thread(target=_supersede_in_thread, args=(alice, memory.pk, outcome, statements))
     second.start()
-    time.sleep(0.5)
-    assert second.is_alive(), "the supersede did not wait for the row"
+    assert _wait_until_a_backend_waits_for_a_lock(), "the supersede did not wait for the row"
+    assert second.is_alive()
     release.set()
     holder.join(timeout=30)
     second.join(timeout=30)
@@ -559,7 +575,7 @@ def test_supersede_conditional_update_alone_stops_a_second_winner(alice, monkeyp
     outcome: dict = {}
     second = threading.Thread(target=_supersede_in_thread, args=(alice, memory.pk, outcome, []))
     second.start()
-    time.sleep(0.5)
+    assert _wait_until_a_backend_waits_for_a_lock()  # its conditional UPDATE waits for the row
     release.set()
     holder.join(timeout=30)
     second.join(timeout=30)

@@ -4,7 +4,7 @@
 (identity block in the prompt copy, and the identity-context endpoint), the notes file written
 with ``remember_memory`` (the ``memory`` section), chat items (the scoped section) and chat
 history (the history tools' JSON results). No payload produces a line outside the frame or a
-line without the data mark. The MCP paths are in tests/mcp/test_tools.py."""
+line without the data mark. The MCP paths are in tests/memory_app/mcp/test_tools.py."""
 
 import re
 

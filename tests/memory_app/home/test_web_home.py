@@ -13,15 +13,6 @@ from tests.memory_app.home.conftest import ALICE_CHAT, BOB_CHAT, assert_forgotte
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def web(client):
-    def login(user):
-        client.force_login(user)
-        return client
-
-    return login
-
-
 def items_url(source: str) -> str:
     return reverse("web:memory_home_items") + "?" + f"source={source}"
 

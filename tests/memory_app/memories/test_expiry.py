@@ -23,7 +23,7 @@ from memory_app.scoped.models import MemoryCandidate
 from memory_app.scoped.services import scoped_item_create
 from memory_app.search.models import SearchDocument as Document
 from tests.factories import ChatBindingFactory, MembershipFactory, ProjectFactory
-from tests.mcp.conftest import key_for
+from tests.memory_app.mcp.conftest import key_for
 
 pytestmark = pytest.mark.django_db
 

@@ -18,15 +18,6 @@ def unmarked(response) -> str:
     return response.text.replace("<mark>", "").replace("</mark>", "")
 
 
-@pytest.fixture
-def web(client):
-    def login(user):
-        client.force_login(user)
-        return client
-
-    return login
-
-
 ITEMS = "web:memory_home_items"
 
 

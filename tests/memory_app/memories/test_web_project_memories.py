@@ -18,15 +18,6 @@ def unmarked(response) -> str:
 
 
 @pytest.fixture
-def web(client):
-    def login(user):
-        client.force_login(user)
-        return client
-
-    return login
-
-
-@pytest.fixture
 def viewer(project):
     user = UserFactory(username="victor")
     MembershipFactory(project=project, user=user, role=Role.VIEWER)

@@ -22,7 +22,7 @@ from tests.factories import (
     UserMemoryFactory,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ALICE_CHAT = "milky:private:10001"
 
 

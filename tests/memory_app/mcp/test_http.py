@@ -16,9 +16,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
-from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
-from tests.mcp.test_stdio import TIMEOUT, notes, ok, refused
-from tests.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
+from tests.memory_app.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
+from tests.memory_app.mcp.test_stdio import TIMEOUT, notes, ok, refused
+from tests.memory_app.mcp.test_tools import SERVICE_TOOLS, USER_TOOLS
 
 INITIALIZE = {
     "jsonrpc": "2.0",

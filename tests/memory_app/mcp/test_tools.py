@@ -24,7 +24,7 @@ from memory_app.threads import services as thread_services
 from memory_app.threads.models import Conversation
 from tests.factories import UserMemoryFactory
 from tests.lowtrust_frames import assert_result_framed, block_lines
-from tests.mcp.conftest import ALICE_CHAT, key_for
+from tests.memory_app.mcp.conftest import ALICE_CHAT, key_for
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 from identity_app.models import ApiToken
 from memory_app.runs.models import AgentRun, RunStatus
 from tests.lowtrust_frames import block_lines
-from tests.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
-from tests.mcp.test_tools import USER_TOOLS
+from tests.memory_app.mcp.conftest import ALICE_CHAT, MANAGE, ROOT, closing_its_connections, key_for, server_env
+from tests.memory_app.mcp.test_tools import USER_TOOLS
 
 TIMEOUT = 120
 
