@@ -35,6 +35,7 @@ from prometheus_client import (
 )
 
 from config.api.errors import error_body
+from config.errors import ErrorCode
 from config.logs import route_name
 
 # A one-off command run with the server's environment (backup, shell…) must not fail for want of
@@ -138,10 +139,10 @@ def registry():
 def metrics_view(request):
     token = settings.METRICS_TOKEN
     if not token:
-        return JsonResponse(error_body("not_found", "Not found."), status=404)
+        return JsonResponse(error_body(ErrorCode.NOT_FOUND, "Not found."), status=404)
     offered = request.headers.get("Authorization", "")
     if not hmac.compare_digest(offered.encode(), f"Bearer {token}".encode()):
-        response = JsonResponse(error_body("not_authenticated", "A bearer token is required."), status=401)
+        response = JsonResponse(error_body(ErrorCode.NOT_AUTHENTICATED, "A bearer token is required."), status=401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)

@@ -23,7 +23,7 @@ from rest_framework.utils.json import strict_constant
 from config.api.errors import error_body
 from config.api.routes import is_api_request
 from config.budgets import json_size
-from config.errors import InvalidInput, PayloadTooLarge, TooLarge
+from config.errors import ErrorCode, InvalidInput, PayloadTooLarge, TooLarge
 
 ID_RE = re.compile(r"^[\w-]{1,40}$", re.ASCII)
 
@@ -45,7 +45,9 @@ def clean_text(value, *, field: str):
     if isinstance(value, str):
         problem = text_problem(value)
         if problem:
-            raise InvalidInput(_("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code="invalid_text")
+            raise InvalidInput(
+                _("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code=ErrorCode.INVALID_TEXT
+            )
     return value
 
 
@@ -54,11 +56,11 @@ def search_query(value, *, max_chars: int, field: str = "query", allow_empty: bo
     parameter, a context request): a storable string (``clean_text``), stripped, of 1 (or, with
     ``allow_empty``, 0) to ``max_chars`` characters; ``InvalidInput`` (``invalid_query``) else."""
     if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be a string.", code="invalid_query")
+        raise InvalidInput(f"{field} must be a string.", code=ErrorCode.INVALID_QUERY)
     value = clean_text(value, field=field).strip()
     if len(value) > max_chars or not (value or allow_empty):
         least = 0 if allow_empty else 1
-        raise InvalidInput(f"{field} must be {least} to {max_chars} characters.", code="invalid_query")
+        raise InvalidInput(f"{field} must be {least} to {max_chars} characters.", code=ErrorCode.INVALID_QUERY)
     return value
 
 
@@ -84,18 +86,21 @@ def validate_json_value(value, *, field: str):
     ``InvalidInput`` (code ``invalid_text``) otherwise."""
     problem = json_text_problem(value)
     if problem:
-        raise InvalidInput(_("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code="invalid_text")
+        raise InvalidInput(
+            _("%(field)s %(problem)s.") % {"field": field, "problem": problem}, code=ErrorCode.INVALID_TEXT
+        )
     return value
 
 
-def validate_json_container(value, *, field: str, max_bytes: int, kind: type = dict):
+def validate_json_container(value, *, field: str, code: str, max_bytes: int, kind: type = dict):
     """A JSON object (or, with ``kind=list``, array) of storable strings, at most ``max_bytes``
-    rendered; ``None`` becomes an empty one. Every JSON field a caller supplies goes through here."""
+    rendered; ``None`` becomes an empty one; ``code``: the caller's error code for the wrong type
+    (``invalid_metadata``…). Every JSON field a caller supplies goes through here."""
     if value is None:
         return kind()
     if not isinstance(value, kind):
         message = _("%(field)s must be a JSON object.") if kind is dict else _("%(field)s must be a JSON array.")
-        raise InvalidInput(message % {"field": field}, code=f"invalid_{field}")
+        raise InvalidInput(message % {"field": field}, code=code)
     validate_json_value(value, field=field)
     if json_size(value) > max_bytes:
         raise TooLarge(_("%(field)s is larger than %(n)s bytes.") % {"field": field, "n": max_bytes})
@@ -165,17 +170,17 @@ class SafeJSONParser(JSONParser):
         max_depth = settings.API_MAX_JSON_DEPTH
         # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the scan.
         if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
-            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code="too_deep")
+            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code=ErrorCode.TOO_DEEP)
         try:
             data = json.loads(
                 text, parse_constant=strict_constant if self.strict else None, object_pairs_hook=unique_keys
             )
         except DuplicateKey as exc:
-            raise InvalidInput(str(exc), code="duplicate_key") from None
+            raise InvalidInput(str(exc), code=ErrorCode.DUPLICATE_KEY) from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         except RecursionError:  # unreachable after the depth check; never a 500 all the same
-            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code="too_deep") from None
+            raise InvalidInput(f"JSON nests deeper than {max_depth} levels.", code=ErrorCode.TOO_DEEP) from None
         problem = json_text_problem(data)
         if problem:
             raise ParseError(f"a string {problem}.")
@@ -221,7 +226,7 @@ def _is_chunked(meta) -> bool:
 
 
 def _payload_too_large(limit: int) -> JsonResponse:
-    return JsonResponse(error_body("payload_too_large", payload_too_large_message(limit)), status=413)
+    return JsonResponse(error_body(ErrorCode.PAYLOAD_TOO_LARGE, payload_too_large_message(limit)), status=413)
 
 
 class RejectNulInRequestMiddleware:
@@ -239,7 +244,7 @@ class RejectNulInRequestMiddleware:
         if _query_or_cookies_have_nul(request):
             message = "NUL characters are not allowed in the query string or cookies."
             if request.path.startswith("/api/"):
-                return JsonResponse(error_body("malformed_request", message), status=400)
+                return JsonResponse(error_body(ErrorCode.MALFORMED_REQUEST, message), status=400)
             return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 

@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from config.validation import clean_text
 from identity_app.chat_reach import manages_chat_bindings, may_bind_chats
+from identity_app.errors import ErrorCode
 from identity_app.models import ChatBinding, User
 from identity_app.permissions import reach_q
 from identity_app.selectors import user_get_acting
@@ -34,19 +35,19 @@ def chat_binding_create(*, actor: User, chat_key: str, username: str) -> ChatBin
         raise PermissionDenied("Only service principals and staff allowed to manage chat bindings may bind chats.")
     address = ChatAddress.parse(chat_key)
     if address.target_type not in BINDABLE_TARGET_TYPES:
-        raise InvalidInput("Only private chats can be bound to a user.", code="invalid_chat_key")
+        raise InvalidInput("Only private chats can be bound to a user.", code=ErrorCode.INVALID_CHAT_KEY)
     # A user outside a limited token's reach first, answered like a user who does not exist;
     # then the same refusal for every chat and every user in reach, so it reveals nothing.
     user = user_get_acting(actor=actor, username=username)
     if not may_bind_chats(actor):
         raise PermissionDenied(
-            "A limited token cannot bind chats: a binding widens what tokens reach.", code="token_limited"
+            "A limited token cannot bind chats: a binding widens what tokens reach.", code=ErrorCode.TOKEN_LIMITED
         )
     try:
         with transaction.atomic():
             return ChatBinding.objects.create(chat_key=address.chat_key, user=user)
     except IntegrityError:
-        raise Conflict(f"{address.chat_key} is already bound.", code="already_bound") from None
+        raise Conflict(f"{address.chat_key} is already bound.", code=ErrorCode.ALREADY_BOUND) from None
 
 
 def chat_binding_delete(*, actor: User, binding_id: int) -> None:
@@ -65,7 +66,7 @@ def chat_binding_rename(*, actor: User, chat_key: str, display_name: str, own_on
     chats; with ``own_only=False`` (the admin) managers any chat they see."""
     display_name = clean_text((display_name or "").strip(), field="display_name")
     if len(display_name) > MAX_DISPLAY_NAME:
-        raise InvalidInput(f"display_name is longer than {MAX_DISPLAY_NAME} characters.", code="invalid_text")
+        raise InvalidInput(f"display_name is longer than {MAX_DISPLAY_NAME} characters.", code=ErrorCode.INVALID_TEXT)
     with transaction.atomic():
         bindings = chat_bindings_visible(user=actor).select_for_update().filter(chat_key=str(chat_key)[:200])
         binding = (bindings.filter(user=actor) if own_only else bindings).first()

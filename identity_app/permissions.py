@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import InvalidInput, NotFound, PermissionDenied
 from config.validation import is_valid_id
+from identity_app.errors import ErrorCode
 from identity_app.models import ApiToken, Membership, Project, Role, User
 
 READ = "read"
@@ -88,7 +89,7 @@ def staff_may(actor: User, permission: str) -> bool:
 
 def require_service_principal(actor: User) -> None:
     if not is_service_principal(actor):
-        raise PermissionDenied("Only service principals may do this.", code="service_principal_required")
+        raise PermissionDenied("Only service principals may do this.", code=ErrorCode.SERVICE_PRINCIPAL_REQUIRED)
 
 
 # --- the reach of a limited token ----------------------------------------------------------
@@ -175,7 +176,9 @@ def reach_require_project(actor: User, project_id) -> None:
     if reach_allows_project(actor, project_id):
         return
     if project_id is None:
-        raise InvalidInput("This token works only inside its projects; give project_id.", code="project_required")
+        raise InvalidInput(
+            "This token works only inside its projects; give project_id.", code=ErrorCode.PROJECT_REQUIRED
+        )
     raise NotFound("Project not found.")
 
 

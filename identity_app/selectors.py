@@ -10,6 +10,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from config.errors import InvalidInput, NotFound
+from identity_app.errors import ErrorCode
 from identity_app.models import ApiToken, Invitation, InvitationStatus, Membership, Profile, Project, User
 from identity_app.permissions import (
     MANAGE,
@@ -57,7 +58,7 @@ def membership_role(*, user: User, project: Project) -> str | None:
 
 def _unknown_user(username) -> NotFound:
     # Like every other id a body names that does not exist (a conversation, a project): 404.
-    return NotFound(f"No active user named {username!r}.", code="unknown_user")
+    return NotFound(f"No active user named {username!r}.", code=ErrorCode.UNKNOWN_USER)
 
 
 def user_find_active(*, username) -> User | None:
@@ -70,7 +71,7 @@ def user_get_active(*, username) -> User:
     """The active user called ``username``: unknown or inactive is a 404 ``unknown_user``, not a
     string a 400."""
     if not isinstance(username, str) or not username:
-        raise InvalidInput("user must be a username.", code="unknown_user")
+        raise InvalidInput("user must be a username.", code=ErrorCode.UNKNOWN_USER)
     user = user_find_active(username=username)
     if user is None:
         raise _unknown_user(username)
@@ -92,7 +93,7 @@ def user_get_subject(*, actor: User, username) -> User:
     or a user a service principal may act for (``may_act_for_user``). Any other name is answered
     exactly like a user that does not exist: 404 ``unknown_user``."""
     if not isinstance(username, str) or not username:
-        raise InvalidInput("user_id must be a username.", code="unknown_user")
+        raise InvalidInput("user_id must be a username.", code=ErrorCode.UNKNOWN_USER)
     user = actor if username == actor.get_username() else user_find_active(username=username)
     if user is None or not user.is_active or not may_act_for_user(actor, user.pk):
         raise _unknown_user(username)

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, DomainError, InvalidInput, NotFound, PermissionDenied, TooLarge
 from config.validation import clean_text
+from identity_app.errors import ErrorCode
 from identity_app.models import (
     MAX_DESCRIPTION_CHARS,
     ApiToken,
@@ -72,7 +73,7 @@ def profile_update(
 def _check_description(description) -> None:
     # TextField.max_length is not enforced by full_clean(); the service enforces it for every adapter.
     if description is not _UNSET and len(description or "") > MAX_DESCRIPTION_CHARS:
-        raise InvalidInput(f"description is longer than {MAX_DESCRIPTION_CHARS} characters.", code="too_large")
+        raise InvalidInput(f"description is longer than {MAX_DESCRIPTION_CHARS} characters.", code=ErrorCode.TOO_LARGE)
 
 
 def project_create(*, actor: User, name: str, description: str = "") -> Project:
@@ -130,7 +131,7 @@ def project_delete(*, actor, project_id: str, staff_review: bool = False) -> Non
 
 def ensure_an_owner_remains(project: Project) -> None:
     if not Membership.objects.filter(project=project, role=Role.OWNER).exists():
-        raise Conflict("A project must keep at least one owner.", code="last_owner")
+        raise Conflict("A project must keep at least one owner.", code=ErrorCode.LAST_OWNER)
 
 
 def _require_owner_for_owner_changes(*, actor, project: Project, roles, staff_review: bool = False) -> None:
@@ -138,12 +139,14 @@ def _require_owner_for_owner_changes(*, actor, project: Project, roles, staff_re
     admin); a project admin must not be able to promote themselves and then remove the
     original owner."""
     if Role.OWNER in roles and not staff_review and membership_role(user=actor, project=project) != Role.OWNER:
-        raise PermissionDenied("Only an owner may grant, change or remove the owner role.", code="owner_required")
+        raise PermissionDenied(
+            "Only an owner may grant, change or remove the owner role.", code=ErrorCode.OWNER_REQUIRED
+        )
 
 
 def membership_add(*, actor, project_id: str, username: str, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
-        raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
+        raise InvalidInput(f"Unknown role {role!r}.", code=ErrorCode.INVALID_ROLE)
     with transaction.atomic():
         project = _project_to_manage(
             actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="add_membership"
@@ -154,7 +157,7 @@ def membership_add(*, actor, project_id: str, username: str, role: str, staff_re
             with transaction.atomic():
                 return Membership.objects.create(project=project, user=user, role=role)
         except IntegrityError:
-            raise Conflict(f"{username!r} is already a member.", code="already_member") from None
+            raise Conflict(f"{username!r} is already a member.", code=ErrorCode.ALREADY_MEMBER) from None
 
 
 def _locked_membership(*, project: Project, user_id: int) -> Membership:
@@ -169,7 +172,7 @@ def _locked_membership(*, project: Project, user_id: int) -> Membership:
 
 def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
-        raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
+        raise InvalidInput(f"Unknown role {role!r}.", code=ErrorCode.INVALID_ROLE)
     with transaction.atomic():
         project = _project_to_manage(
             actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="change_membership"
@@ -205,10 +208,10 @@ def _token_lifetime(expires_in_days) -> timedelta:
     if expires_in_days is None:
         return timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
     if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
-        raise InvalidInput("expires_in_days must be a whole number of days.", code="invalid_expiry")
+        raise InvalidInput("expires_in_days must be a whole number of days.", code=ErrorCode.INVALID_EXPIRY)
     if not 1 <= expires_in_days <= settings.API_TOKEN_MAX_DAYS:
         raise InvalidInput(
-            f"expires_in_days must be between 1 and {settings.API_TOKEN_MAX_DAYS}.", code="invalid_expiry"
+            f"expires_in_days must be between 1 and {settings.API_TOKEN_MAX_DAYS}.", code=ErrorCode.INVALID_EXPIRY
         )
     return timedelta(days=expires_in_days)
 
@@ -217,9 +220,9 @@ def _limit_list(values, *, field: str) -> list[str] | None:
     if values is None:
         return None
     if not isinstance(values, list | tuple) or not all(isinstance(v, str) and v for v in values):
-        raise InvalidInput(f"{field} must be a list of names.", code="invalid_limits")
+        raise InvalidInput(f"{field} must be a list of names.", code=ErrorCode.INVALID_LIMITS)
     if not values:
-        raise InvalidInput(f"{field} may not be empty; leave it out for no limit.", code="invalid_limits")
+        raise InvalidInput(f"{field} may not be empty; leave it out for no limit.", code=ErrorCode.INVALID_LIMITS)
     if len(values) > MAX_TOKEN_LIMIT_ENTRIES:
         raise TooLarge(f"{field} may list at most {MAX_TOKEN_LIMIT_ENTRIES} entries.")
     return list(dict.fromkeys(values))
@@ -234,7 +237,7 @@ def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None,
         return None, None
     if not is_service_principal(user):
         raise PermissionDenied(
-            "Only a service principal's token can be limited to users or projects.", code="limits_not_allowed"
+            "Only a service principal's token can be limited to users or projects.", code=ErrorCode.LIMITS_NOT_ALLOWED
         )
     user_ids = None
     if usernames is not None:
@@ -243,7 +246,7 @@ def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None,
         found = set(Project.objects.filter(pk__in=project_ids).values_list("pk", flat=True))
         missing = [pid for pid in project_ids if pid not in found]
         if missing:
-            raise NotFound(f"No project {missing[0]!r}.", code="unknown_project")
+            raise NotFound(f"No project {missing[0]!r}.", code=ErrorCode.UNKNOWN_PROJECT)
         project_ids = sorted(found)
     return user_ids, project_ids
 
@@ -266,7 +269,7 @@ def token_issue(
     ``API_TOKEN_MAX_DAYS``); ``only_users`` (usernames) and ``only_projects`` (ids) limit a
     service principal's token (docs/API.md)."""
     if not isinstance(name, str) or len(name) > 100:
-        raise InvalidInput("name must be a string of at most 100 characters.", code="invalid_name")
+        raise InvalidInput("name must be a string of at most 100 characters.", code=ErrorCode.INVALID_NAME)
     clean_text(name, field="name")
     lifetime = _token_lifetime(expires_in_days)
     user_ids, project_ids = _token_limits(user=user, only_users=only_users, only_projects=only_projects)
@@ -310,7 +313,9 @@ def token_rotate(*, actor: User, token_id) -> tuple[ApiToken, str]:
         token = token_get(user=actor, token_id=token_id)
         token = ApiToken.objects.select_for_update().get(pk=token.pk)
         if token.state(now) != "active":
-            raise Conflict(f"This token is {token.state(now)}; create a new one instead.", code="token_not_active")
+            raise Conflict(
+                f"This token is {token.state(now)}; create a new one instead.", code=ErrorCode.TOKEN_NOT_ACTIVE
+            )
         lifetime = min(token.expires_at - token.created_at, timedelta(days=settings.API_TOKEN_MAX_DAYS))
         key = _new_key()
         new = ApiToken.objects.create(
@@ -336,9 +341,11 @@ def invitation_create(*, actor: User, project_id: str, username: str, role: str 
     and accept the invitation. Inviting the same username again updates the pending one.
     """
     if role not in Role.values:
-        raise InvalidInput(f"Unknown role {role!r}.", code="invalid_role")
+        raise InvalidInput(f"Unknown role {role!r}.", code=ErrorCode.INVALID_ROLE)
     if not isinstance(username, str) or not username.strip() or len(username) > 150:
-        raise InvalidInput("username must be a non-empty string of at most 150 characters.", code="invalid_username")
+        raise InvalidInput(
+            "username must be a non-empty string of at most 150 characters.", code=ErrorCode.INVALID_USERNAME
+        )
     username = username.strip()
     with transaction.atomic():
         project = project_require_permission(user=actor, project_id=project_id, permission=MANAGE)
@@ -372,7 +379,7 @@ def invitation_cancel(*, actor: User, project_id: str, invitation_id: str) -> No
         if invitation is None:
             raise NotFound("Invitation not found.")
         if invitation.status != InvitationStatus.PENDING:
-            raise Conflict(f"The invitation is {invitation.status}.", code="invitation_closed")
+            raise Conflict(f"The invitation is {invitation.status}.", code=ErrorCode.INVITATION_CLOSED)
         invitation.status, invitation.responded_at = InvitationStatus.CANCELLED, timezone.now()
         invitation.save(update_fields=["status", "responded_at"])
 
@@ -401,7 +408,7 @@ def invitation_accept(*, actor: User, invitation_id: str) -> Membership:
         invitation = _my_pending_invitation(actor=actor, invitation_id=invitation_id)
         inviter = invitation.invited_by
         if inviter is None or not inviter.is_active:
-            raise Conflict("This invitation is no longer valid; ask for a new one.", code="invitation_stale")
+            raise Conflict("This invitation is no longer valid; ask for a new one.", code=ErrorCode.INVITATION_STALE)
         try:
             membership = membership_add(
                 actor=inviter, project_id=invitation.project_id, username=actor.get_username(), role=invitation.role
@@ -409,7 +416,9 @@ def invitation_accept(*, actor: User, invitation_id: str) -> Membership:
         except Conflict:
             raise  # already a member: said as it is
         except DomainError:  # the inviter may no longer manage the project (or grant owner)
-            raise Conflict("This invitation is no longer valid; ask for a new one.", code="invitation_stale") from None
+            raise Conflict(
+                "This invitation is no longer valid; ask for a new one.", code=ErrorCode.INVITATION_STALE
+            ) from None
         invitation.status, invitation.responded_at = InvitationStatus.ACCEPTED, timezone.now()
         invitation.save(update_fields=["status", "responded_at"])
     return membership
@@ -453,7 +462,7 @@ def sign_in_link_issue(*, user: User) -> tuple[SignInLink, str]:
     Returns the row and the secret (shown once; only its hash is stored). Older unused links of
     the user stop working: only the newest one is valid."""
     if not (user and user.is_active):
-        raise InvalidInput("This account is not active.", code="inactive_user")
+        raise InvalidInput("This account is not active.", code=ErrorCode.INACTIVE_USER)
     secret = secrets.token_urlsafe(32)
     now = timezone.now()
     with transaction.atomic():

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from config.errors import InvalidInput
+from identity_app.errors import ErrorCode
 
 MAX_SESSION_KEY_LENGTH = 200
 TARGET_TYPES = frozenset({"private", "group", "channel", "guild", "thread", "dm"})
@@ -47,7 +48,7 @@ SESSION_KEY_PATTERN = _session_key_pattern()
 
 
 class InvalidSessionKey(InvalidInput):
-    code = "invalid_session_key"
+    code = ErrorCode.INVALID_SESSION_KEY
 
 
 @dataclass(frozen=True)

@@ -13,21 +13,21 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
 from config.api.routes import is_api_request, is_compat_request
-from config.errors import DomainError
+from config.errors import DomainError, ErrorCode
 from config.logs import current_request_id
 from config.throttling import unauthenticated_throttled
 
 _DRF_CODES = {
-    drf_exceptions.ParseError: "malformed_request",
-    drf_exceptions.AuthenticationFailed: "authentication_failed",
-    drf_exceptions.NotAuthenticated: "not_authenticated",
-    drf_exceptions.PermissionDenied: "permission_denied",
-    drf_exceptions.NotFound: "not_found",
-    drf_exceptions.MethodNotAllowed: "method_not_allowed",
-    drf_exceptions.NotAcceptable: "not_acceptable",
-    drf_exceptions.UnsupportedMediaType: "unsupported_media_type",
-    drf_exceptions.Throttled: "throttled",
-    drf_exceptions.ValidationError: "invalid",
+    drf_exceptions.ParseError: ErrorCode.MALFORMED_REQUEST,
+    drf_exceptions.AuthenticationFailed: ErrorCode.AUTHENTICATION_FAILED,
+    drf_exceptions.NotAuthenticated: ErrorCode.NOT_AUTHENTICATED,
+    drf_exceptions.PermissionDenied: ErrorCode.PERMISSION_DENIED,
+    drf_exceptions.NotFound: ErrorCode.NOT_FOUND,
+    drf_exceptions.MethodNotAllowed: ErrorCode.METHOD_NOT_ALLOWED,
+    drf_exceptions.NotAcceptable: ErrorCode.NOT_ACCEPTABLE,
+    drf_exceptions.UnsupportedMediaType: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    drf_exceptions.Throttled: ErrorCode.THROTTLED,
+    drf_exceptions.ValidationError: ErrorCode.INVALID,
 }
 
 
@@ -56,12 +56,12 @@ def exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
     if isinstance(exc, Http404):
-        return Response(error_body("not_found", "Not found."), status=404)
+        return Response(error_body(ErrorCode.NOT_FOUND, "Not found."), status=404)
     if isinstance(exc, DjangoPermissionDenied):
-        return Response(error_body("permission_denied", "Permission denied."), status=403)
+        return Response(error_body(ErrorCode.PERMISSION_DENIED, "Permission denied."), status=403)
     if isinstance(exc, DjangoValidationError):
         details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
-        return Response(error_body("invalid", _validation_message(details), details), status=400)
+        return Response(error_body(ErrorCode.INVALID, _validation_message(details), details), status=400)
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         exc = unauthenticated_throttled(context["request"]) or exc
     if isinstance(exc, drf_exceptions.APIException):
@@ -98,7 +98,7 @@ class ApiNotFoundMiddleware:
             try:
                 get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
             except Resolver404:
-                body = error_body("not_found", "Not found.")
+                body = error_body(ErrorCode.NOT_FOUND, "Not found.")
                 if is_compat_request(request):
                     body["detail"] = "Not found."  # what mem0's clients read
                 return JsonResponse(body, status=404)
@@ -107,23 +107,23 @@ class ApiNotFoundMiddleware:
 
 def api_aware_404(request, exception=None):
     if is_api_request(request):
-        return JsonResponse(error_body("not_found", "Not found."), status=404)
+        return JsonResponse(error_body(ErrorCode.NOT_FOUND, "Not found."), status=404)
     return page_not_found(request, exception)
 
 
 def api_aware_500(request):
     if is_api_request(request):
-        return JsonResponse(error_body("server_error", "Internal server error."), status=500)
+        return JsonResponse(error_body(ErrorCode.SERVER_ERROR, "Internal server error."), status=500)
     return server_error(request)
 
 
 def api_aware_400(request, exception=None):
     if is_api_request(request):
-        return JsonResponse(error_body("bad_request", "Bad request."), status=400)
+        return JsonResponse(error_body(ErrorCode.BAD_REQUEST, "Bad request."), status=400)
     return bad_request(request, exception)
 
 
 def api_aware_403(request, exception=None):
     if is_api_request(request):
-        return JsonResponse(error_body("permission_denied", "Permission denied."), status=403)
+        return JsonResponse(error_body(ErrorCode.PERMISSION_DENIED, "Permission denied."), status=403)
     return permission_denied(request, exception)

@@ -10,6 +10,7 @@ from django.utils.translation import gettext
 
 from config.errors import InvalidInput
 from config.validation import clean_text
+from memory_app.automemory.errors import ErrorCode
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryLogEntry, AutoMemorySettings
 from memory_app.runs.models import AgentRun
 from memory_app.runs.selectors import run_get
@@ -27,15 +28,17 @@ def auto_memory_settings_validate(changes: dict) -> dict:
     unknown = sorted(set(changes) - set(SETTINGS_FIELDS))
     if unknown:
         raise InvalidInput(
-            gettext("Unknown settings: %(names)s.") % {"names": ", ".join(unknown)}, code="invalid_settings"
+            gettext("Unknown settings: %(names)s.") % {"names": ", ".join(unknown)}, code=ErrorCode.INVALID_SETTINGS
         )
     for name, value in changes.items():
         if name in BOOL_FIELDS and not isinstance(value, bool):
-            raise InvalidInput(gettext("%(name)s must be true or false.") % {"name": name}, code="invalid_settings")
+            raise InvalidInput(
+                gettext("%(name)s must be true or false.") % {"name": name}, code=ErrorCode.INVALID_SETTINGS
+            )
         if name in MODEL_FIELDS and (not isinstance(value, str) or len(value) > MODEL_NAME_MAX):
             raise InvalidInput(
                 gettext("%(name)s must be a string of at most %(n)s characters.") % {"name": name, "n": MODEL_NAME_MAX},
-                code="invalid_settings",
+                code=ErrorCode.INVALID_SETTINGS,
             )
         if name in MODEL_FIELDS:
             clean_text(value, field=name)
@@ -44,7 +47,7 @@ def auto_memory_settings_validate(changes: dict) -> dict:
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
                 raise InvalidInput(
                     gettext("%(name)s must be an integer from 0 to %(n)s.") % {"name": name, "n": limit},
-                    code="invalid_settings",
+                    code=ErrorCode.INVALID_SETTINGS,
                 )
     return {k: (v.strip() if isinstance(v, str) else v) for k, v in changes.items()}
 
@@ -65,7 +68,7 @@ def run_auto_memory_flags_set(*, actor, run_id: str, generate=_UNSET, use=_UNSET
     """Set a run's overrides; ``None`` means inherit the user's setting, omitted = unchanged."""
     for name, value in (("generate", generate), ("use", use)):
         if value is not _UNSET and value is not None and not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true, false or null.", code="invalid_flags")
+            raise InvalidInput(f"{name} must be true, false or null.", code=ErrorCode.INVALID_FLAGS)
     with transaction.atomic():
         owned = run_get(user=actor, run_id=run_id, own_only=True)
         run = AgentRun.objects.select_for_update().get(pk=owned.pk)

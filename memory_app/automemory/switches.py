@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from config.errors import InvalidInput
 from memory_app.automemory import services as automemory_services
+from memory_app.automemory.errors import ErrorCode
 from memory_app.automemory.selectors import auto_memory_settings_get
 from memory_app.notes import services as notes_services
 from memory_app.notes.selectors import user_settings_get
@@ -46,13 +47,13 @@ def memory_switches_get(*, user) -> MemorySwitches:
 def memory_switches_validate(changes) -> dict:
     """Known switch names with true/false values only; anything else is refused whole."""
     if not isinstance(changes, dict):
-        raise InvalidInput("Send an object with enable_memory, use and/or generate.", code="invalid_switches")
+        raise InvalidInput("Send an object with enable_memory, use and/or generate.", code=ErrorCode.INVALID_SWITCHES)
     unknown = sorted(str(name) for name in set(changes) - set(SWITCH_FIELDS))
     if unknown:
-        raise InvalidInput(f"Unknown switches: {', '.join(unknown)}.", code="invalid_switches")
+        raise InvalidInput(f"Unknown switches: {', '.join(unknown)}.", code=ErrorCode.INVALID_SWITCHES)
     for name, value in changes.items():
         if not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true or false.", code="invalid_switches")
+            raise InvalidInput(f"{name} must be true or false.", code=ErrorCode.INVALID_SWITCHES)
     return dict(changes)
 
 

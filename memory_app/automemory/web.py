@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 from config.errors import InvalidInput
 from config.web import service_call
 from memory_app.automemory import selectors, services, switches, words
+from memory_app.automemory.errors import ErrorCode
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX, AutoMemoryOutcome
 from memory_app.runs.selectors import run_get
 from memory_app.threads import selectors as thread_selectors
@@ -133,7 +134,7 @@ def settings_page(request):
         if "switch" in request.POST:
             names = [name for name in switches.SWITCH_FIELDS if name == request.POST["switch"]]
             if not names:
-                raise InvalidInput(_("Unknown switch."), code="invalid_switches")
+                raise InvalidInput(_("Unknown switch."), code=ErrorCode.INVALID_SWITCHES)
         changes = {name: request.POST.get(name) == "on" for name in names}
         state = switches.memory_switches_update(user=request.user, changes=changes)
         if len(names) == 1:

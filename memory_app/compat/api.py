@@ -29,6 +29,7 @@ from config.errors import InvalidInput
 from identity_app.authentication import ApiTokenAuthentication
 from identity_app.models import ApiToken
 from memory_app.compat import output, query, selectors, services
+from memory_app.compat.errors import ErrorCode
 from memory_app.memories.models import MAX_CONTENT_CHARS
 from memory_app.memories.selectors import memory_chain, memory_of_users_get
 from memory_app.reads import recorder as reads
@@ -75,7 +76,7 @@ def refuse_fields(data, unsupported: tuple[str, ...]) -> None:
         named = sorted(name for name in data if name in unsupported)
         if named:
             raise InvalidInput(
-                f"Not supported by this service: {', '.join(named)} (docs/integrations.md).", code="unsupported"
+                f"Not supported by this service: {', '.join(named)} (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
             )
 
 
@@ -161,13 +162,15 @@ class AddView(Mem0View):
         refuse_fields(request.data, ADD_UNSUPPORTED)
         data = validated(Mem0AddInput, request)
         if data.get("immutable"):
-            raise InvalidInput("Not supported by this service: immutable (docs/integrations.md).", code="unsupported")
+            raise InvalidInput(
+                "Not supported by this service: immutable (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
+            )
         named = query.parse(entity_filters({k: data.get(k) for k in (*query.ENTITY_FIELDS, "filters")}))
         given_tags = {name: services.tag_text(name, data.get(name)) for name in services.ENTITY_TAGS}
         tags = {**_equal_tags(data.get("filters")), **{k: v for k, v in given_tags.items() if v}}
         subjects = services.subjects_for(actor=request.user, named=named.user_ids)
         if len(subjects) != 1:
-            raise InvalidInput("An add is for one user.", code="invalid")
+            raise InvalidInput("An add is for one user.", code=ErrorCode.INVALID)
         events = services.memories_add(
             actor=request.user,
             subject=subjects[0],
@@ -189,7 +192,7 @@ def _equal_tags(given) -> dict:
         if name not in services.ENTITY_TAGS or not isinstance(value, str) or value == query.WILDCARD:
             raise InvalidInput(
                 "filters of an add name user_id, agent_id, run_id and app_id, each equal to one string.",
-                code="unsupported_filter",
+                code=ErrorCode.UNSUPPORTED_FILTER,
             )
         tags[name] = services.tag_text(name, value)
     return tags
@@ -225,7 +228,7 @@ def _read_scope(request, data: dict) -> tuple[list, query.Parsed]:
     if data.get("show_expired"):
         raise InvalidInput(
             "show_expired: expired memories leave every agent's reads here (docs/tiers.md, Expiry).",
-            code="unsupported",
+            code=ErrorCode.UNSUPPORTED,
         )
     wanted = entity_filters(data)
     dates = [
@@ -356,7 +359,8 @@ class DeleteAllView(Mem0View):
         unknown = sorted(set(params) - set(query.ENTITY_FIELDS))
         if unknown:
             raise InvalidInput(
-                f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).", code="unsupported"
+                f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
+                code=ErrorCode.UNSUPPORTED,
             )
         subjects = services.subjects_for(actor=request.user, named=[params["user_id"]] if params.get("user_id") else [])
         tags = {name: services.tag_text(name, params.get(name)) for name in services.ENTITY_TAGS}
@@ -390,7 +394,7 @@ class BatchView(Mem0View):
             refuse_fields(change, ("timestamp", "immutable"))
             unknown = set(change) - {"memory_id", "text", "metadata"}
             if unknown or not isinstance(change.get("memory_id"), str):
-                raise InvalidInput("Each change is {memory_id, text?, metadata?}.", code="invalid")
+                raise InvalidInput("Each change is {memory_id, text?, metadata?}.", code=ErrorCode.INVALID)
         done = services.memories_batch_update(actor=request.user, changes=changes)
         return Response(
             {
@@ -403,7 +407,7 @@ class BatchView(Mem0View):
     def delete(self, request):
         items = validated(Mem0BatchInput, request)["memories"]
         if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):
-            raise InvalidInput("Each item is {memory_id}.", code="invalid")
+            raise InvalidInput("Each item is {memory_id}.", code=ErrorCode.INVALID)
         forgotten = services.memories_batch_delete(actor=request.user, memory_ids=[item["memory_id"] for item in items])
         return Response({"message": f"Successfully deleted {len(items)} memories", "deleted": forgotten})
 
@@ -415,7 +419,7 @@ class UnsupportedView(Mem0View):
 
     def _refuse(self, request, *args, **kwargs):
         raise InvalidInput(
-            f"{request.path} is not supported by this service (docs/integrations.md).", code="unsupported"
+            f"{request.path} is not supported by this service (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
         )
 
     get = post = put = patch = delete = _refuse

@@ -30,6 +30,7 @@ from django.db.models.lookups import GreaterThan
 from django.utils.dateparse import parse_date, parse_datetime
 
 from config.errors import InvalidInput
+from memory_app.compat.errors import ErrorCode
 
 LOGICAL = ("AND", "OR", "NOT")
 ENTITY_FIELDS = ("user_id", "agent_id", "run_id", "app_id")
@@ -53,7 +54,7 @@ def entity_path(name: str) -> str:
 
 
 def unsupported(what: str) -> InvalidInput:
-    return InvalidInput(f"filters: {what} (docs/integrations.md, Filters).", code="unsupported_filter")
+    return InvalidInput(f"filters: {what} (docs/integrations.md, Filters).", code=ErrorCode.UNSUPPORTED_FILTER)
 
 
 @dataclass

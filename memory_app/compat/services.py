@@ -23,6 +23,7 @@ from identity_app.models import User
 from identity_app.permissions import acting_for_users_q, is_service_principal
 from identity_app.selectors import user_get_subject
 from memory_app.automemory.selectors import auto_memory_settings_get
+from memory_app.compat.errors import ErrorCode
 from memory_app.compat.query import EVIDENCE_KEY, MAX_VALUE_CHARS
 from memory_app.distill.extraction import PERSONAL, Candidate, PersonalExtractor, clean_candidates, get_extractor
 from memory_app.distill.extraction import normalize_key as normalized
@@ -54,11 +55,11 @@ def subjects_for(*, actor: User, named) -> list[User]:
         if is_service_principal(actor):
             raise InvalidInput(
                 "user_id is required: name the user this key acts for (filters={'user_id': ...}).",
-                code="user_id_required",
+                code=ErrorCode.USER_ID_REQUIRED,
             )
         return [actor]
     if len(names) > MAX_SUBJECTS:
-        raise InvalidInput(f"At most {MAX_SUBJECTS} users at once.", code="too_many_users")
+        raise InvalidInput(f"At most {MAX_SUBJECTS} users at once.", code=ErrorCode.TOO_MANY_USERS)
     return [user_get_subject(actor=actor, username=name) for name in names]
 
 
@@ -68,7 +69,7 @@ def tag_text(name: str, value) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_VALUE_CHARS:
         raise InvalidInput(
-            f"{name} must be a non-empty string of at most {MAX_VALUE_CHARS} characters.", code="invalid"
+            f"{name} must be a non-empty string of at most {MAX_VALUE_CHARS} characters.", code=ErrorCode.INVALID
         )
     return clean_text(value, field=name)
 
@@ -119,22 +120,24 @@ def messages_text(messages) -> list[tuple[str, str]]:
     elif isinstance(messages, dict):
         messages = [messages]
     if not isinstance(messages, list) or not messages:
-        raise InvalidInput("messages must be a string, a message or a non-empty list of messages.", code="invalid")
+        raise InvalidInput(
+            "messages must be a string, a message or a non-empty list of messages.", code=ErrorCode.INVALID
+        )
     if len(messages) > MAX_MESSAGES:
         raise TooLarge(f"At most {MAX_MESSAGES} messages at once.")
     found = []
     for message in messages:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise InvalidInput("Each message is an object with a role and a content.", code="invalid")
+            raise InvalidInput("Each message is an object with a role and a content.", code=ErrorCode.INVALID)
         content = message.get("content")
         if isinstance(content, list):
             parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
             texts = [part for part in parts if isinstance(part, str)]
             if len(texts) != len(content):
-                raise InvalidInput("Only text content is supported (no images or files).", code="unsupported")
+                raise InvalidInput("Only text content is supported (no images or files).", code=ErrorCode.UNSUPPORTED)
             content = "\n".join(texts)
         if not isinstance(content, str):
-            raise InvalidInput("A message's content must be text.", code="invalid")
+            raise InvalidInput("A message's content must be text.", code=ErrorCode.INVALID)
         found.append((message["role"], clean_text(content, field="content")))
     return found
 
@@ -303,7 +306,7 @@ def entity_delete(*, actor: User, kind: str, name: str) -> tuple[list[str], int]
         return memories_delete_all(actor=actor, subjects=subjects_for(actor=actor, named=[name]), tags={})
     tag = {"agent": "agent_id", "run": "run_id", "app": "app_id"}.get(kind)
     if tag is None:
-        raise InvalidInput("An entity type is user, agent, run or app.", code="invalid")
+        raise InvalidInput("An entity type is user, agent, run or app.", code=ErrorCode.INVALID)
     rows = Memory.objects.filter(
         acting_for_users_q(actor, user_field="owner"),
         scope_type=Tier.USER,
@@ -317,7 +320,7 @@ def entity_delete(*, actor: User, kind: str, name: str) -> tuple[list[str], int]
 def memories_batch_update(*, actor: User, changes: list[dict]) -> list[tuple[Memory, Memory]]:
     """Several updates, all or nothing."""
     if not isinstance(changes, list) or not changes or len(changes) > MAX_BATCH:
-        raise InvalidInput(f"memories must be a list of 1 to {MAX_BATCH} changes.", code="invalid")
+        raise InvalidInput(f"memories must be a list of 1 to {MAX_BATCH} changes.", code=ErrorCode.INVALID)
     with transaction.atomic():
         return [
             memory_update(
@@ -335,7 +338,7 @@ def memories_batch_delete(*, actor: User, memory_ids: list[str]) -> list[str]:
     """Several deletes, all or nothing: an id out of reach refuses the whole call."""
     ids = list(dict.fromkeys(memory_ids))
     if not ids or len(ids) > FORGET_BATCH:
-        raise InvalidInput(f"memories must be a list of 1 to {FORGET_BATCH} ids.", code="invalid")
+        raise InvalidInput(f"memories must be a list of 1 to {FORGET_BATCH} ids.", code=ErrorCode.INVALID)
     with transaction.atomic():
         found = list(
             Memory.objects.filter(acting_for_users_q(actor, user_field="owner"), scope_type=Tier.USER, pk__in=ids)

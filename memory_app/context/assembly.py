@@ -21,6 +21,7 @@ from config.lowtrust import Marked, low_trust_block, mark_data
 from config.validation import search_query
 from memory_app.automemory import injection as identity_injection
 from memory_app.context import filecache
+from memory_app.context.errors import ErrorCode
 from memory_app.notes.selectors import run_memory_enabled
 from memory_app.notes.workspace import (
     AGENTS_FILE,
@@ -101,9 +102,9 @@ def context_round(value) -> int | None:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise InvalidInput("round must be an integer >= 1.", code="invalid_round") from None
+        raise InvalidInput("round must be an integer >= 1.", code=ErrorCode.INVALID_ROUND) from None
     if not 1 <= number <= MAX_ROUND:
-        raise InvalidInput("round must be an integer >= 1.", code="invalid_round")
+        raise InvalidInput("round must be an integer >= 1.", code=ErrorCode.INVALID_ROUND)
     return number
 
 

@@ -4,6 +4,7 @@ a text that holds a credential is refused, not stored, since memories reach agen
 import re
 
 from config.errors import InvalidInput
+from memory_app.distill.errors import ErrorCode
 from memory_app.distill.redaction import redact
 
 # What redaction left in a text: a mark, not a secret ("my api key is [REDACTED:api_key]").
@@ -18,5 +19,5 @@ def refuse_secrets(text: str) -> None:
         raise InvalidInput(
             f"The text looks like it holds a secret ({', '.join(sorted(found))}); memories reach agents' "
             "context, so it was not stored. Keep secrets in a secret store.",
-            code="contains_secret",
+            code=ErrorCode.CONTAINS_SECRET,
         )

@@ -20,6 +20,7 @@ from config.validation import is_valid_id
 from identity_app.models import User
 from identity_app.permissions import READ, project_ids_with_permission, project_require_permission
 from identity_app.session_keys import MAX_SESSION_KEY_LENGTH, ChatAddress
+from memory_app.home.errors import ErrorCode
 from memory_app.memories.models import Memory, Origin, Tier
 from memory_app.memories.selectors import chat_is_bound_to, chat_keys_bound_to, memories_visible
 from memory_app.scoped.selectors import bound_chats
@@ -65,7 +66,7 @@ def source_parse(value, *, allow_all: bool = False) -> SourceRef:
             if address is not None and address.is_typed and address.chat_key == ident:
                 return SourceRef(SOURCE_CHAT, ident)
     names = "user, notes, auto, shared, project:<id>, chat:<key>" + (", all" if allow_all else "")
-    raise InvalidInput(f"source must be one of {names}.", code="invalid_source")
+    raise InvalidInput(f"source must be one of {names}.", code=ErrorCode.INVALID_SOURCE)
 
 
 def source_of(memory: Memory) -> SourceRef:
@@ -128,7 +129,7 @@ def source_memories(*, user: User, source: SourceRef) -> QuerySet[Memory]:
         return qs.filter(auto_q(user))
     if source.kind == SOURCE_SHARED:
         return qs.filter(scope_type=Tier.GLOBAL)
-    raise InvalidInput("The notes file has no memory rows; open it in the editor.", code="invalid_source")
+    raise InvalidInput("The notes file has no memory rows; open it in the editor.", code=ErrorCode.INVALID_SOURCE)
 
 
 def chat_names(*, user: User, keys) -> dict[str, str]:

@@ -16,16 +16,17 @@ from identity_app.authentication import ApiTokenAuthentication
 from identity_app.models import User
 from identity_app.permissions import is_service_principal
 from identity_app.selectors import user_get_acting
+from memory_app.mcp.errors import ErrorCode
 
 
 class NotAuthenticated(DomainError):
     status_code = 401
-    code = "not_authenticated"
+    code = ErrorCode.NOT_AUTHENTICATED
 
 
 class AuthenticationFailed(DomainError):
     status_code = 401
-    code = "authentication_failed"
+    code = ErrorCode.AUTHENTICATION_FAILED
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,13 @@ def principal_resolve(*, authorization: str | None, acting_user: str | None = No
         if acting_user is None:
             raise PermissionDenied(
                 "A service token acts only for a named user; name one (MEMORY_MCP_USER, or the X-Memory-User header).",
-                code="user_required",
+                code=ErrorCode.USER_REQUIRED,
             )
         return Principal(
             actor=actor, user=user_get_acting(actor=actor, username=acting_user), service=True, token_id=token_id
         )
     if acting_user is not None and acting_user != actor.get_username():
-        raise PermissionDenied("A user token acts only as its own user.", code="not_your_account")
+        raise PermissionDenied("A user token acts only as its own user.", code=ErrorCode.NOT_YOUR_ACCOUNT)
     return Principal(actor=actor, user=actor, service=False, token_id=token_id)
 
 

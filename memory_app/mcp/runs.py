@@ -22,6 +22,7 @@ from django.db import DatabaseError, connection
 
 from config.errors import DomainError, PermissionDenied
 from memory_app.mcp.auth import Principal
+from memory_app.mcp.errors import ErrorCode
 from memory_app.runs.leases import LeaseLost, RunCredential, run_credential_from_token, without_row
 from memory_app.runs.models import RunStatus
 from memory_app.runs.services import assistant_run_open, run_finish, run_heartbeat
@@ -88,7 +89,7 @@ class SessionRun:
         with self._lock:
             credential, self._credential = self._credential, None
             if self._ended is None:
-                self._ended = SessionRunEnded("The MCP session has ended.", code="session_closed")
+                self._ended = SessionRunEnded("The MCP session has ended.", code=ErrorCode.SESSION_CLOSED)
             if credential is None:
                 return
             try:

@@ -42,6 +42,7 @@ from config.throttling import UserThrottle, unauthenticated_throttled
 from config.validation import DuplicateKey, unique_keys
 from memory_app.mcp import tools
 from memory_app.mcp.auth import NotAuthenticated, Principal, principal_resolve
+from memory_app.mcp.errors import ErrorCode
 from memory_app.mcp.runs import HttpSessionRuns, SessionRun
 from memory_app.reads import recorder as reads
 
@@ -190,7 +191,7 @@ def build_server(binding: Binding) -> Server:
             return _tool_error(exc)
         except Exception:  # a bug must not end the session or show a stack trace; it is logged
             logger.exception("MCP tool %s failed", params.name)
-            return _tool_error(DomainError("The tool failed; the error was logged.", code="internal_error"))
+            return _tool_error(DomainError("The tool failed; the error was logged.", code=ErrorCode.INTERNAL_ERROR))
         return types.CallToolResult(content=[types.TextContent(text=_json(result))], structured_content=result)
 
     async def list_resources(ctx, params) -> types.ListResourcesResult:
@@ -328,7 +329,7 @@ def _duplicate_key_problem(body: bytes) -> DomainError | None:
     try:
         json.loads(body, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
-        return InvalidInput(str(exc), code="duplicate_key")
+        return InvalidInput(str(exc), code=ErrorCode.DUPLICATE_KEY)
     except ValueError:
         return None
     return None

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 from config.errors import InvalidInput
 from config.validation import clean_text
+from memory_app.memories.errors import ErrorCode
 
 STORE_LABEL_MAX_CHARS = 100
 STORE_NAMESPACE_MAX_CHARS = 300
@@ -18,19 +19,22 @@ def store_namespace_encode(labels: Sequence[str]) -> str:
     namespace), storable text of at most ``STORE_LABEL_MAX_CHARS``; the whole at most
     ``STORE_NAMESPACE_MAX_CHARS``."""
     if not isinstance(labels, list | tuple):
-        raise InvalidInput("A namespace is a list of labels.", code="invalid_namespace")
+        raise InvalidInput("A namespace is a list of labels.", code=ErrorCode.INVALID_NAMESPACE)
     for label in labels:
         if not isinstance(label, str) or not label or "." in label:
-            raise InvalidInput("Namespace labels are non-empty strings without a period.", code="invalid_namespace")
+            raise InvalidInput(
+                "Namespace labels are non-empty strings without a period.", code=ErrorCode.INVALID_NAMESPACE
+            )
         if len(label) > STORE_LABEL_MAX_CHARS:
             raise InvalidInput(
-                f"A namespace label is longer than {STORE_LABEL_MAX_CHARS} characters.", code="invalid_namespace"
+                f"A namespace label is longer than {STORE_LABEL_MAX_CHARS} characters.",
+                code=ErrorCode.INVALID_NAMESPACE,
             )
         clean_text(label, field="namespace label")
     encoded = "".join(f"{label}." for label in labels)
     if len(encoded) > STORE_NAMESPACE_MAX_CHARS:
         raise InvalidInput(
-            f"The namespace is longer than {STORE_NAMESPACE_MAX_CHARS} characters.", code="invalid_namespace"
+            f"The namespace is longer than {STORE_NAMESPACE_MAX_CHARS} characters.", code=ErrorCode.INVALID_NAMESPACE
         )
     return encoded
 
@@ -42,7 +46,7 @@ def store_namespace_labels(encoded: str) -> tuple[str, ...]:
 
 def validate_store_key(key) -> str:
     if not isinstance(key, str) or not key:
-        raise InvalidInput("key must be a non-empty string.", code="invalid_key")
+        raise InvalidInput("key must be a non-empty string.", code=ErrorCode.INVALID_KEY)
     if len(key) > STORE_KEY_MAX_CHARS:
-        raise InvalidInput(f"key is longer than {STORE_KEY_MAX_CHARS} characters.", code="invalid_key")
+        raise InvalidInput(f"key is longer than {STORE_KEY_MAX_CHARS} characters.", code=ErrorCode.INVALID_KEY)
     return clean_text(key, field="key")

@@ -16,6 +16,7 @@ from django.db.models import Model
 from config.budgets import truncate_utf8
 from config.errors import Conflict
 from identity_app.models import User
+from memory_app.notes.errors import ErrorCode
 from memory_app.notes.models import WorkspaceChange
 from memory_app.notes.workspace import sha256_hex
 
@@ -35,7 +36,7 @@ DETAIL_MAX_BYTES = 256 * 1024
 
 
 class UndoConflict(Conflict):
-    code = "undo_conflict"
+    code = ErrorCode.UNDO_CONFLICT
 
 
 def split_lines(text: str) -> list[str]:

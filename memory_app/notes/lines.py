@@ -8,6 +8,7 @@ import threading
 import unicodedata
 
 from config.errors import Conflict
+from memory_app.notes.errors import ErrorCode
 
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d+[.)])\s+")
 _SPACE_RE = re.compile(r"\s+")
@@ -67,7 +68,7 @@ def line_edit_apply(
         raise Conflict(
             "The text to replace must occur exactly once in MEMORY.md"
             + (" (it was not found)." if matches == 0 else " (it occurs more than once)."),
-            code="conflict",
+            code=ErrorCode.CONFLICT,
             details={"matches": "0" if matches == 0 else "many"},
         )
     updated = current.replace(replaces, content, 1)

@@ -9,12 +9,13 @@ from django.db import DatabaseError, connection
 
 from config.errors import ServiceUnavailable
 from config.metrics import USER_LOCK_FAILURES, USER_LOCK_WAIT_SECONDS
+from memory_app.notes.errors import ErrorCode
 
 LOCK_TIMEOUT_MS = 15000
 
 
 class LockFailed(ServiceUnavailable):
-    code = "memory_lock_failed"
+    code = ErrorCode.MEMORY_LOCK_FAILED
 
 
 def user_lock_key(user_id: int) -> int:

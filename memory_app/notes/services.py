@@ -18,6 +18,7 @@ from config.metrics import NOTES_WRITE_BATCH
 from identity_app.models import User
 from memory_app.notes import history, notes_index
 from memory_app.notes import lines as line_rules
+from memory_app.notes.errors import ErrorCode
 from memory_app.notes.groupcommit import GroupCommitter
 from memory_app.notes.history import Author
 from memory_app.notes.locks import LockFailed, user_lock_acquire
@@ -250,7 +251,7 @@ def workspace_history_clear(*, user: User, name: str | None = None) -> int:
 
 def user_settings_update(*, user: User, enable_memory: bool) -> UserSettings:
     if not isinstance(enable_memory, bool):
-        raise InvalidInput("enable_memory must be a boolean.", code="invalid")
+        raise InvalidInput("enable_memory must be a boolean.", code=ErrorCode.INVALID)
     # Not durable: an import sets the switch in its own transaction (all or nothing); the lock
     # then holds to the end of that transaction.
     with transaction.atomic():
@@ -325,7 +326,7 @@ class MemoryFileEditor:
                             if len(new_data) > MAX_WORKSPACE_FILE_BYTES:
                                 raise TooLarge(
                                     f"MEMORY.md would grow beyond {MAX_WORKSPACE_FILE_BYTES} bytes.",
-                                    code="memory_file_too_large",
+                                    code=ErrorCode.MEMORY_FILE_TOO_LARGE,
                                 )
                             action = (
                                 WorkspaceChangeAction.APPEND if result == "appended" else WorkspaceChangeAction.REPLACE
@@ -361,9 +362,9 @@ def _memory_file_text(read: FileRead) -> tuple[str, DomainError | None]:
     if read.truncated:
         return "", TooLarge(
             f"MEMORY.md is larger than {MAX_WORKSPACE_FILE_BYTES} bytes; ask the user to tidy it.",
-            code="memory_file_too_large",
+            code=ErrorCode.MEMORY_FILE_TOO_LARGE,
         )
     try:
         return read.content.decode("utf-8"), None
     except UnicodeDecodeError:
-        return "", Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code="memory_file_invalid")
+        return "", Conflict("MEMORY.md is not valid UTF-8; ask the user to fix it.", code=ErrorCode.MEMORY_FILE_INVALID)

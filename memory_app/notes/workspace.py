@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from config.budgets import utf8_len
 from config.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable, TooLarge
 from config.validation import clean_text
+from memory_app.notes.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +39,11 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os,
 class WorkspaceUnsafe(Conflict):
     """A symlink or non-regular file sits where a workspace directory or file should be."""
 
-    code = "workspace_unsafe"
+    code = ErrorCode.WORKSPACE_UNSAFE
 
 
 class WorkspaceWriteFailed(ServiceUnavailable):
-    code = "workspace_write_failed"
+    code = ErrorCode.WORKSPACE_WRITE_FAILED
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def _identity(info: os.stat_result) -> tuple:
 def validate_workspace_name(name: str) -> str:
     """Only the three fixed names; anything else (paths, ``..``, NUL) is unknown."""
     if name not in WORKSPACE_FILES:
-        raise NotFound("Unknown workspace file.", code="unknown_workspace_file")
+        raise NotFound("Unknown workspace file.", code=ErrorCode.UNKNOWN_WORKSPACE_FILE)
     return name
 
 
@@ -272,7 +273,7 @@ class WorkspaceFile:
 
 
 class WorkspaceEditConflict(Conflict):
-    code = "conflict"
+    code = ErrorCode.CONFLICT
 
 
 def sha256_hex(data: bytes) -> str:
@@ -284,14 +285,14 @@ def read_whole_file(workspace: Workspace, name: str):
     if read.truncated:
         raise TooLarge(
             f"{name} is larger than {MAX_WORKSPACE_FILE_BYTES} bytes; edit it on disk.",
-            code="workspace_file_too_large",
+            code=ErrorCode.WORKSPACE_FILE_TOO_LARGE,
         )
     return read
 
 
 def validate_workspace_content(content) -> str:
     if not isinstance(content, str):
-        raise InvalidInput(_("content must be a string."), code="invalid_content")
+        raise InvalidInput(_("content must be a string."), code=ErrorCode.INVALID_CONTENT)
     clean_text(content, field="content")
     if utf8_len(content) > MAX_WORKSPACE_FILE_BYTES:
         raise TooLarge(_("content is larger than %(n)s bytes (UTF-8).") % {"n": MAX_WORKSPACE_FILE_BYTES})
@@ -302,5 +303,5 @@ def validate_base_sha256(value) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not _SHA256_RE.fullmatch(value):
-        raise InvalidInput("base_sha256 must be 64 lowercase hex characters.", code="invalid_base_sha256")
+        raise InvalidInput("base_sha256 must be 64 lowercase hex characters.", code=ErrorCode.INVALID_BASE_SHA256)
     return value

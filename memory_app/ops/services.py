@@ -24,6 +24,7 @@ from django.utils import timezone
 from config.errors import DomainError, PermissionDenied
 from config.metrics import BACKGROUND_JOBS
 from identity_app.permissions import token_reach, token_reach_attach
+from memory_app.ops.errors import ErrorCode
 from memory_app.ops.models import BackgroundJob, JobStatus, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ def _finish(*, job: BackgroundJob, worker_id: str, status: str, result=None, err
 
 
 class TokenNotActive(PermissionDenied):
-    code = "token_not_active"
+    code = ErrorCode.TOKEN_NOT_ACTIVE
 
 
 def _acting_user(job: BackgroundJob) -> None:

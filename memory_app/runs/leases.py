@@ -16,21 +16,22 @@ from django.utils import timezone
 
 from config.errors import PermissionDenied
 from memory_app.notes.selectors import enable_memory_subquery
+from memory_app.runs.errors import ErrorCode
 from memory_app.runs.models import AgentRun, RunStatus
 
 FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
 class RunNotAuthorized(PermissionDenied):
-    code = "run_not_authorized"
+    code = ErrorCode.RUN_NOT_AUTHORIZED
 
 
 class LeaseLost(PermissionDenied):
-    code = "lease_lost"
+    code = ErrorCode.LEASE_LOST
 
 
 class RunNotRunning(PermissionDenied):
-    code = "run_not_running"
+    code = ErrorCode.RUN_NOT_RUNNING
 
 
 def hash_run_token(token: str) -> str:

@@ -7,6 +7,7 @@ from django.utils import timezone
 from config.errors import InvalidInput, NotFound
 from identity_app.models import User
 from identity_app.permissions import is_service_principal, reach_q
+from memory_app.runs.errors import ErrorCode
 from memory_app.runs.models import AgentRun, RunStatus
 
 
@@ -30,7 +31,7 @@ def runs_with_lease_state(qs, state: str, *, now=None):
         return qs.filter(running).exclude(live)
     if state == "released":
         return qs.exclude(running)
-    raise InvalidInput("lease state must be held, expired or released.", code="invalid_lease_state")
+    raise InvalidInput("lease state must be held, expired or released.", code=ErrorCode.INVALID_LEASE_STATE)
 
 
 def runs_visible(*, user: User):

@@ -23,6 +23,7 @@ from identity_app.permissions import (
 )
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import InvalidSessionKey
+from memory_app.runs.errors import ErrorCode
 from memory_app.runs.leases import (
     FINISHED_STATUSES,
     LeaseLost,
@@ -46,14 +47,16 @@ def _lease_seconds(value) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not MIN_LEASE_SECONDS <= value <= MAX_LEASE_SECONDS:
         raise InvalidInput(
             f"lease_seconds must be an integer between {MIN_LEASE_SECONDS} and {MAX_LEASE_SECONDS}.",
-            code="invalid_lease",
+            code=ErrorCode.INVALID_LEASE,
         )
     return value
 
 
 def _worker_id(value) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200:
-        raise InvalidInput("worker_id must be a non-empty string of at most 200 characters.", code="invalid_worker")
+        raise InvalidInput(
+            "worker_id must be a non-empty string of at most 200 characters.", code=ErrorCode.INVALID_WORKER
+        )
     return value.strip()
 
 
@@ -95,24 +98,26 @@ def run_create(
     require_service_principal(actor)
     user = user_get_acting(actor=actor, username=username)
     if kind not in RunKind.values:
-        raise InvalidInput(f"kind must be one of {', '.join(RunKind.values)}.", code="invalid_kind")
+        raise InvalidInput(f"kind must be one of {', '.join(RunKind.values)}.", code=ErrorCode.INVALID_KIND)
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 100:
-        raise InvalidInput("request_id must be a non-empty string of at most 100 characters.", code="invalid")
+        raise InvalidInput("request_id must be a non-empty string of at most 100 characters.", code=ErrorCode.INVALID)
     worker_id, lease_seconds = _worker_id(worker_id), _lease_seconds(lease_seconds)
     conversation = conversations_visible(user=actor).filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         raise NotFound("Conversation not found for this user.")
     _require_chat_in_reach(actor=actor, session_key=conversation.session_key, user_id=user.pk)
     if conversation.status != ConversationStatus.ACTIVE:
-        raise Conflict("The conversation is not active.", code="conversation_not_active")
+        raise Conflict("The conversation is not active.", code=ErrorCode.CONVERSATION_NOT_ACTIVE)
     if kind in TOP_LEVEL_RUN_KINDS:
         # A main-agent run gets MEMORY.md, the memory tools and identity injection; a
         # sub-agent must never pass for one.
         if parent_run_id:
-            raise InvalidInput(f"A {kind} run cannot have parent_run_id; use kind=subagent.", code="parent_not_allowed")
+            raise InvalidInput(
+                f"A {kind} run cannot have parent_run_id; use kind=subagent.", code=ErrorCode.PARENT_NOT_ALLOWED
+            )
         if not conversation_is_main_thread(conversation):
             raise InvalidInput(
-                f"A {kind} run cannot execute on a sub-agent or agent-call thread.", code="subagent_thread"
+                f"A {kind} run cannot execute on a sub-agent or agent-call thread.", code=ErrorCode.SUBAGENT_THREAD
             )
     parent = None
     if parent_run_id:
@@ -120,7 +125,7 @@ def run_create(
         if parent is None:
             raise NotFound("Parent run not found for this user.")
     if kind == RunKind.SUBAGENT and parent is None:
-        raise InvalidInput("A subagent run needs parent_run_id.", code="parent_required")
+        raise InvalidInput("A subagent run needs parent_run_id.", code=ErrorCode.PARENT_REQUIRED)
     project = None
     if project_id:
         project = project_require_permission(user=user, project_id=project_id, permission=CREATE_TASK)
@@ -238,7 +243,7 @@ def run_claim(*, actor: User, run_id: str, worker_id: str, lease_seconds: int = 
             actor=actor, session_key=current["conversation__session_key"], user_id=current["user_id"]
         )
         if current["status"] in FINISHED_STATUSES:
-            raise Conflict(f"The run is {current['status']}.", code="run_finished")
+            raise Conflict(f"The run is {current['status']}.", code=ErrorCode.RUN_FINISHED)
         generation = current["lease_generation"] + 1
         token = new_run_token(run_id, generation)
         now = timezone.now()
@@ -256,7 +261,7 @@ def run_claim(*, actor: User, run_id: str, worker_id: str, lease_seconds: int = 
             )
         )
         if updated != 1:
-            raise Conflict("The run's lease is held by another worker.", code="lease_held")
+            raise Conflict("The run's lease is held by another worker.", code=ErrorCode.LEASE_HELD)
     return IssuedRun(AgentRun.objects.get(pk=run_id), token)
 
 
@@ -294,8 +299,8 @@ def run_finish(*, credential: RunCredential, status: str, usage: dict | None = N
     """Finish a run. The token must still be the run's current one; an expired lease that
     nobody took over may still report its outcome."""
     if status not in FINISHED_STATUSES:
-        raise InvalidInput("status must be completed, failed or cancelled.", code="invalid_status")
-    usage = validate_json_container(usage, field="usage", max_bytes=MAX_USAGE_BYTES)
+        raise InvalidInput("status must be completed, failed or cancelled.", code=ErrorCode.INVALID_STATUS)
+    usage = validate_json_container(usage, field="usage", code=ErrorCode.INVALID_USAGE, max_bytes=MAX_USAGE_BYTES)
     now = timezone.now()
     with transaction.atomic(durable=True):
         run = AgentRun.objects.select_for_update().filter(pk=credential.run_id).first()

@@ -19,6 +19,7 @@ from memory_app.notes.selectors import enable_memory_subquery, run_memory_enable
 from memory_app.notes.services import LineEdit, MemoryFileEditor
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
+from memory_app.runs.errors import ErrorCode
 from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
 from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level
 from memory_app.threads import history
@@ -87,15 +88,15 @@ TOOL_NAMES = frozenset(schema["name"] for schema in TOOL_SCHEMAS)
 
 
 class MemoryDisabled(PermissionDenied):
-    code = "memory_disabled"
+    code = ErrorCode.MEMORY_DISABLED
 
 
 class NotTopLevelRun(PermissionDenied):
-    code = "not_top_level_run"
+    code = ErrorCode.NOT_TOP_LEVEL_RUN
 
 
 class RunContextMismatch(PermissionDenied):
-    code = "run_context_mismatch"
+    code = ErrorCode.RUN_CONTEXT_MISMATCH
 
 
 def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: dict | None = None) -> AgentRun:
@@ -128,12 +129,12 @@ def _validate_tool_text(value, name: str, *, required: bool) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", code="invalid_arguments")
+        raise InvalidInput(f"{name} must be a string.", code=ErrorCode.INVALID_ARGUMENTS)
     clean_text(value, field=name)
     if utf8_len(value) > REMEMBER_MAX_BYTES:
         raise TooLarge(f"{name} is larger than {REMEMBER_MAX_BYTES} bytes (UTF-8).")
     if not value.strip():
-        raise InvalidInput(f"{name} may not be empty.", code="invalid_arguments")
+        raise InvalidInput(f"{name} may not be empty.", code=ErrorCode.INVALID_ARGUMENTS)
     return value
 
 
@@ -221,16 +222,16 @@ def _int_arg(value, name: str, default: int | None) -> int | None:
     if value is None:
         return default
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInput(f"{name} must be an integer.", code="invalid_arguments")
+        raise InvalidInput(f"{name} must be an integer.", code=ErrorCode.INVALID_ARGUMENTS)
     return value
 
 
 def search_thread_messages(*, credential: RunCredential, query=None, limit=None, claims: dict | None = None) -> dict:
     if not isinstance(query, str):
-        raise InvalidInput("query must be a string.", code="invalid_arguments")
+        raise InvalidInput("query must be a string.", code=ErrorCode.INVALID_ARGUMENTS)
     limit = _int_arg(limit, "limit", history.SEARCH_MAX_HITS)
     if not 1 <= limit <= history.SEARCH_MAX_HITS:
-        raise InvalidInput(f"limit must be between 1 and {history.SEARCH_MAX_HITS}.", code="invalid_arguments")
+        raise InvalidInput(f"limit must be between 1 and {history.SEARCH_MAX_HITS}.", code=ErrorCode.INVALID_ARGUMENTS)
     run = _tool_run(credential=credential, claims=claims)
     # The selector's response is the whole tool response (its size cap covers every byte).
     response = history.history_search(user_id=run.user_id, query=query, limit=limit)
@@ -249,10 +250,12 @@ def read_thread_messages(
 ) -> dict:
     limit = _int_arg(limit, "limit", history.READ_MAX_MESSAGES)
     if not 1 <= limit <= history.READ_MAX_MESSAGES:
-        raise InvalidInput(f"limit must be between 1 and {history.READ_MAX_MESSAGES}.", code="invalid_arguments")
+        raise InvalidInput(
+            f"limit must be between 1 and {history.READ_MAX_MESSAGES}.", code=ErrorCode.INVALID_ARGUMENTS
+        )
     before_message_id = _int_arg(before_message_id, "before_message_id", None)
     if not isinstance(include_tools, bool):
-        raise InvalidInput("include_tools must be a boolean.", code="invalid_arguments")
+        raise InvalidInput("include_tools must be a boolean.", code=ErrorCode.INVALID_ARGUMENTS)
     run = _tool_run(credential=credential, claims=claims)
     response = history.history_read(
         user_id=run.user_id,
@@ -297,10 +300,10 @@ HANDLERS: dict[str, Callable[..., dict]] = {
 def tool_call(*, credential: RunCredential, name: str, arguments, claims: dict) -> dict:
     """Dispatch a tool call by name; unknown tools and unknown arguments are refused."""
     if name not in HANDLERS:
-        raise NotFound("Unknown tool.", code="unknown_tool")
+        raise NotFound("Unknown tool.", code=ErrorCode.UNKNOWN_TOOL)
     if not isinstance(arguments, dict):
-        raise InvalidInput("Tool arguments must be a JSON object.", code="invalid_arguments")
+        raise InvalidInput("Tool arguments must be a JSON object.", code=ErrorCode.INVALID_ARGUMENTS)
     unknown = sorted(set(arguments) - _ARGUMENTS[name])
     if unknown:
-        raise InvalidInput(f"Unknown arguments: {', '.join(unknown)}.", code="invalid_arguments")
+        raise InvalidInput(f"Unknown arguments: {', '.join(unknown)}.", code=ErrorCode.INVALID_ARGUMENTS)
     return HANDLERS[name](credential=credential, claims=claims, **arguments)

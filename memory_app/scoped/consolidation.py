@@ -32,6 +32,7 @@ from memory_app.memories.models import KIND_VALUES, Memory, Origin, live_q
 from memory_app.memories.timing import chat_zone
 from memory_app.ops.models import BackgroundJob
 from memory_app.ops.services import job_enqueue, job_handler
+from memory_app.scoped.errors import ErrorCode
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import (
     GLOBAL_SCOPE,
@@ -94,13 +95,13 @@ def session_zone(session_id: str):
 def turn_text(messages: list[dict]) -> str:
     """The user/assistant text of a turn, validated and bounded."""
     if not isinstance(messages, list) or not messages:
-        raise InvalidInput("messages must be a non-empty list.", code="invalid_messages")
+        raise InvalidInput("messages must be a non-empty list.", code=ErrorCode.INVALID_MESSAGES)
     if len(messages) > MAX_TURN_MESSAGES:
         raise TooLarge(f"At most {MAX_TURN_MESSAGES} messages per turn.")
     parts = []
     for message in messages:
         if not isinstance(message, dict) or not isinstance(message.get("content"), str):
-            raise InvalidInput("Each message needs a string content.", code="invalid_messages")
+            raise InvalidInput("Each message needs a string content.", code=ErrorCode.INVALID_MESSAGES)
         if message.get("role") in (MessageRole.USER, MessageRole.ASSISTANT):
             parts.append(clean_text(message["content"], field="messages"))
     text = "\n".join(parts)

@@ -38,6 +38,7 @@ from config.metrics import SCOPE_MIGRATION_ENTRIES
 from identity_app.session_keys import ChatAddress, InvalidSessionKey, SessionKey
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
+from memory_app.scoped.errors import ErrorCode
 from memory_app.scoped.models import MigrationApproval, MigrationDecision, ScopeMigrationEntry, ScopeMigrationPlan
 from memory_app.scoped.scope import (
     ADDRESS_CLUE_KEYS,
@@ -185,20 +186,20 @@ def inspect_plan() -> dict:
 def validate_plan(data) -> list[dict]:
     """The plan's entries, checked for shape; raises InvalidInput for a malformed plan."""
     if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT or not isinstance(data.get("entries"), list):
-        raise InvalidInput(f"Not a scope migration plan (format {PLAN_FORMAT}).", code="invalid_plan")
+        raise InvalidInput(f"Not a scope migration plan (format {PLAN_FORMAT}).", code=ErrorCode.INVALID_PLAN)
     if len(data["entries"]) > MAX_PLAN_ENTRIES:
-        raise InvalidInput("Plan has too many entries.", code="invalid_plan")
+        raise InvalidInput("Plan has too many entries.", code=ErrorCode.INVALID_PLAN)
     seen = set()
     for index, entry in enumerate(data["entries"]):
         if not isinstance(entry, dict):
-            raise InvalidInput(f"Entry {index} is not an object.", code="invalid_plan")
+            raise InvalidInput(f"Entry {index} is not an object.", code=ErrorCode.INVALID_PLAN)
         for name in ("item_id", "decision", "fingerprint", "approval"):
             if not isinstance(entry.get(name), str):
-                raise InvalidInput(f"Entry {index} lacks {name}.", code="invalid_plan")
+                raise InvalidInput(f"Entry {index} lacks {name}.", code=ErrorCode.INVALID_PLAN)
         if entry["decision"] not in MigrationDecision.values or entry["approval"] not in MigrationApproval.values:
-            raise InvalidInput(f"Entry {index} has an unknown decision or approval.", code="invalid_plan")
+            raise InvalidInput(f"Entry {index} has an unknown decision or approval.", code=ErrorCode.INVALID_PLAN)
         if entry["item_id"] in seen:
-            raise InvalidInput(f"Entry {index} repeats item {entry['item_id']}.", code="invalid_plan")
+            raise InvalidInput(f"Entry {index} repeats item {entry['item_id']}.", code=ErrorCode.INVALID_PLAN)
         seen.add(entry["item_id"])
     return data["entries"]
 
@@ -226,11 +227,13 @@ def _target(entry: dict) -> str:
     if entry_needs_target(
         decision=entry["decision"], target_scope_id=target, candidate_scope_ids=entry.get("candidate_scope_ids")
     ):
-        raise InvalidInput("a manual_review entry needs a target chosen from its candidate chats", code="needs_target")
+        raise InvalidInput(
+            "a manual_review entry needs a target chosen from its candidate chats", code=ErrorCode.NEEDS_TARGET
+        )
     try:
         return ChatAddress.parse(target).chat_key
     except InvalidSessionKey:
-        raise InvalidInput(f"invalid target chat {target!r}", code="invalid_target") from None
+        raise InvalidInput(f"invalid target chat {target!r}", code=ErrorCode.INVALID_TARGET) from None
 
 
 def backup_before_apply(*, backup_dir: Path | None = None) -> str:
@@ -244,7 +247,7 @@ def backup_before_apply(*, backup_dir: Path | None = None) -> str:
         return table
     if connection.in_atomic_block:
         # SQLite's backup API cannot copy a database its own connection is writing to.
-        raise Conflict("The SQLite backup must run outside a transaction.", code="backup_in_transaction")
+        raise Conflict("The SQLite backup must run outside a transaction.", code=ErrorCode.BACKUP_IN_TRANSACTION)
     backup_dir = Path(backup_dir or settings.BASE_DIR / "var" / "backups")
     backup_dir.mkdir(parents=True, exist_ok=True)
     target = backup_dir / f"memory-scope-backup-{stamp}.sqlite3"
@@ -411,7 +414,7 @@ def plan_set_approval(*, plan: ScopeMigrationPlan, entry_ids, approval: str) -> 
     the entries refused). Approval is refused for a ``manual_review`` entry without a target
     chosen among its candidates: apply would only skip it."""
     if approval not in MigrationApproval.values:
-        raise InvalidInput("Unknown approval.", code="invalid_approval")
+        raise InvalidInput("Unknown approval.", code=ErrorCode.INVALID_APPROVAL)
     with transaction.atomic():
         entries = ScopeMigrationEntry.objects.select_for_update().filter(plan=plan, pk__in=list(entry_ids))
         refused = entries_needing_target(entries) if approval == MigrationApproval.APPROVED else []

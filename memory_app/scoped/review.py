@@ -44,6 +44,7 @@ from memory_app.memories import services
 from memory_app.memories.models import Memory, Status
 from memory_app.memories.selectors import MAX_CHAIN_LENGTH
 from memory_app.scoped import consolidation
+from memory_app.scoped.errors import ErrorCode
 from memory_app.scoped.models import CandidateDecision, MemoryCandidate
 from memory_app.scoped.scope import GLOBAL_SCOPE, SCOPE_TYPE_CHAT, SCOPE_TYPE_GLOBAL, scope_for_kind
 from memory_app.scoped.services import find_duplicate, lock_scope
@@ -114,7 +115,7 @@ def _promote(*, actor: User, candidate: MemoryCandidate, waiting: Memory) -> Rev
     if item is None:
         raise Conflict(
             f"Candidate {candidate.pk}: its item is no longer active in its chat; nothing to share.",
-            code="not_active",
+            code=ErrorCode.NOT_ACTIVE,
         )
     by = f"approved by {actor.get_username()} on review"
     lock_scope(GLOBAL_SCOPE)
@@ -145,7 +146,7 @@ def candidate_approve(*, actor: User, candidate_id: str) -> ReviewOutcome:
             if waiting is not None:
                 return _promote(actor=actor, candidate=candidate, waiting=waiting)
         if candidate.decision != CandidateDecision.REJECTED:
-            raise Conflict(f"Candidate {candidate.pk} is already {candidate.decision}.", code="already_decided")
+            raise Conflict(f"Candidate {candidate.pk} is already {candidate.decision}.", code=ErrorCode.ALREADY_DECIDED)
         writer = consolidation.system_actor()
         record = consolidation.apply_candidate(
             actor=writer,
@@ -163,7 +164,9 @@ def candidate_approve(*, actor: User, candidate_id: str) -> ReviewOutcome:
         )
         if record.decision == CandidateDecision.REJECTED:
             # Nothing written; the transaction rolls the second record back.
-            raise InvalidInput(f"Candidate {candidate.pk} cannot be approved: {record.reason}.", code="not_approvable")
+            raise InvalidInput(
+                f"Candidate {candidate.pk} cannot be approved: {record.reason}.", code=ErrorCode.NOT_APPROVABLE
+            )
         # One record per candidate: the original takes the outcome, the fresh one goes.
         candidate.decision, candidate.memory = record.decision, record.memory
         _reviewed(
@@ -179,7 +182,7 @@ def candidate_reject(*, actor: User, candidate_id: str) -> ReviewOutcome:
         candidate = _locked_candidate(candidate_id)
         _require_review(actor=actor, candidate=candidate)
         if candidate.decision == CandidateDecision.REJECTED:
-            raise Conflict(f"Candidate {candidate.pk} is already rejected.", code="already_decided")
+            raise Conflict(f"Candidate {candidate.pk} is already rejected.", code=ErrorCode.ALREADY_DECIDED)
         archived = None
         memory = candidate.memory
         if candidate.decision == CandidateDecision.PENDING:

@@ -35,6 +35,7 @@ from memory_app.distill.extraction import normalize_text
 from memory_app.memories import derived, services
 from memory_app.memories.models import SCOPED_TIERS, Memory, MemoryChange, Origin, live_q
 from memory_app.memories.selectors import chat_is_bound_to, memories_visible
+from memory_app.scoped.errors import ErrorCode
 from memory_app.scoped.models import CandidateDecision, ChatForgetUndo, MemoryCandidate
 from memory_app.scoped.scope import (
     GLOBAL_SCOPE,
@@ -110,13 +111,13 @@ def reject_scope_in_metadata(metadata: dict | None, evidence: dict | None = None
         if str(key).strip().lower() in RESERVED_METADATA_KEYS | SCOPE_CLUE_KEYS:
             raise InvalidInput(
                 f"metadata may not set {key!r}: the scope follows the session and the kind.",
-                code="scope_in_metadata",
+                code=ErrorCode.SCOPE_IN_METADATA,
             )
     for key in evidence or {}:
         if str(key).strip().lower() in SCOPE_CLUE_KEYS:
             raise InvalidInput(
                 f"evidence may not set {key!r}: the session is recorded by the system.",
-                code="scope_in_evidence",
+                code=ErrorCode.SCOPE_IN_EVIDENCE,
             )
 
 
@@ -156,14 +157,15 @@ def scoped_item_create(
     if scope_type is not None:
         if scope_type != SCOPE_TYPE_GLOBAL:
             raise InvalidInput(
-                "Only scope_type 'global' may be requested; chat scope follows the session.", code="invalid_scope"
+                "Only scope_type 'global' may be requested; chat scope follows the session.",
+                code=ErrorCode.INVALID_SCOPE,
             )
         global_write_require(actor, operator=True)
         # Staff's explicit global write: not learned in a chat, so no review and no source chat.
         placement = Placement(scope=GLOBAL_SCOPE, target=GLOBAL_SCOPE, source_chat_key="")
     else:
         if not session_id:
-            raise InvalidInput("session_id is required.", code="invalid_session_key")
+            raise InvalidInput("session_id is required.", code=ErrorCode.INVALID_SESSION_KEY)
         placement = chat_write_placement(session_id=session_id, kind=kind)
     scope = placement.scope
     evidence = dict(evidence or {})
@@ -361,7 +363,9 @@ def chat_forget_undo(*, actor: User, undo_id: str) -> UndoReport:
     with transaction.atomic():
         undo = _undo_get(actor=actor, undo_id=undo_id)
         if undo.expires_at <= timezone.now():
-            raise Conflict("It is too late to undo this: the chat's items are gone for good.", code="undo_expired")
+            raise Conflict(
+                "It is too late to undo this: the chat's items are gone for good.", code=ErrorCode.UNDO_EXPIRED
+            )
         if not chat_is_bound_to(user=actor, chat_key=undo.chat_key):
             raise NotFound("Chat not found.")
         lock_scope((SCOPE_TYPE_CHAT, undo.chat_key))

@@ -36,6 +36,7 @@ from django.conf import settings
 from config.errors import ServiceUnavailable
 from config.openai_http import UpstreamError, http_base_url, post_json
 from memory_app.search.analysis import text_runs
+from memory_app.search.errors import ErrorCode
 
 # The hashed-ngram model's own split into CJK and word runs. It is part of the model: a
 # change here changes every vector, so it would need a new ``model`` name (and a refresh).
@@ -249,16 +250,16 @@ class OpenAICompatibleEmbedding:
                 service="embedding service",
             )
         except UpstreamError as exc:
-            raise ServiceUnavailable(f"Embedding service {exc}.", code="embedding_unavailable") from None
+            raise ServiceUnavailable(f"Embedding service {exc}.", code=ErrorCode.EMBEDDING_UNAVAILABLE) from None
         try:
             data = answer["data"]
             vectors = [item["embedding"] for item in sorted(data, key=lambda item: item.get("index", 0))]
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ServiceUnavailable("Malformed embedding response.", code="embedding_unavailable") from exc
+            raise ServiceUnavailable("Malformed embedding response.", code=ErrorCode.EMBEDDING_UNAVAILABLE) from exc
         if len(vectors) != len(texts) or any(not isinstance(v, list) or len(v) != self.dim for v in vectors):
             raise ServiceUnavailable(
                 f"Embedding response does not hold {len(texts)} vectors of dimension {self.dim}.",
-                code="embedding_unavailable",
+                code=ErrorCode.EMBEDDING_UNAVAILABLE,
             )
         return vectors
 
@@ -269,9 +270,11 @@ class OpenAICompatibleEmbedding:
         try:
             matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
         except (TypeError, ValueError) as exc:  # a value that is not a number
-            raise ServiceUnavailable("Malformed embedding response.", code="embedding_unavailable") from exc
+            raise ServiceUnavailable("Malformed embedding response.", code=ErrorCode.EMBEDDING_UNAVAILABLE) from exc
         if not np.isfinite(matrix).all():
-            raise ServiceUnavailable("Embedding response holds non-finite values.", code="embedding_unavailable")
+            raise ServiceUnavailable(
+                "Embedding response holds non-finite values.", code=ErrorCode.EMBEDDING_UNAVAILABLE
+            )
         return _normalise(matrix)
 
     def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:

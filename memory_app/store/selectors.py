@@ -29,6 +29,7 @@ from memory_app.memories.keys import STORE_EVIDENCE, store_namespace_encode, sto
 from memory_app.memories.models import Memory, Tier, agent_q
 from memory_app.memories.selectors import memories_of_users, memories_visible, memory_visibility_q
 from memory_app.search import engine
+from memory_app.store.errors import ErrorCode
 
 USERS, PROJECTS, CHATS = "users", "projects", "chats"
 ROOTS = {USERS: Tier.USER, PROJECTS: Tier.PROJECT, CHATS: Tier.CHAT}
@@ -39,7 +40,7 @@ MAX_QUERY_CHARS = 2000
 def namespace_error() -> InvalidInput:
     return InvalidInput(
         'A namespace starts with ("users", <username>), ("projects", <project id>) or ("chats", <chat key>).',
-        code="invalid_namespace",
+        code=ErrorCode.INVALID_NAMESPACE,
     )
 
 
@@ -163,7 +164,8 @@ def _operator(value, op: str, operand) -> bool:
             return False
         return {"$gt": value > operand, "$gte": value >= operand, "$lt": value < operand, "$lte": value <= operand}[op]
     raise InvalidInput(
-        f"filter: the operator {op!r} is not supported ($eq, $ne, $gt, $gte, $lt, $lte).", code="unsupported_filter"
+        f"filter: the operator {op!r} is not supported ($eq, $ne, $gt, $gte, $lt, $lte).",
+        code=ErrorCode.UNSUPPORTED_FILTER,
     )
 
 
@@ -171,7 +173,7 @@ def check_filter(wanted) -> dict:
     if wanted is None:
         return {}
     if not isinstance(wanted, dict):
-        raise InvalidInput("filter must be a JSON object.", code="invalid")
+        raise InvalidInput("filter must be a JSON object.", code=ErrorCode.INVALID)
 
     def walk(node):
         if isinstance(node, dict):
@@ -183,7 +185,7 @@ def check_filter(wanted) -> dict:
                 ):
                     raise InvalidInput(
                         f"filter: the operator {name!r} is not supported ($eq, $ne, $gt, $gte, $lt, $lte).",
-                        code="unsupported_filter",
+                        code=ErrorCode.UNSUPPORTED_FILTER,
                     )
                 walk(inner)
 
@@ -218,7 +220,7 @@ def items_search(
     ``offset + limit`` at most ``MAX_SCAN``."""
     if offset + limit > MAX_SCAN:
         raise InvalidInput(
-            f"offset + limit may be at most {MAX_SCAN}: narrow the namespace or the filter.", code="invalid"
+            f"offset + limit may be at most {MAX_SCAN}: narrow the namespace or the filter.", code=ErrorCode.INVALID
         )
     rows = scope.memories(actor).filter(agent_q(), _in_namespace(rest, prefix=True))
     wanted_count = offset + limit

@@ -15,6 +15,7 @@ from memory_app.memories import keys
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
 from memory_app.store import selectors
+from memory_app.store.errors import ErrorCode
 from memory_app.store.selectors import Found, Scope
 
 VIA = "store"
@@ -36,7 +37,9 @@ def _ttl(value) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_TTL_MINUTES:
-        raise InvalidInput(f"ttl is a number of minutes above 0, at most {MAX_TTL_MINUTES}.", code="invalid_ttl")
+        raise InvalidInput(
+            f"ttl is a number of minutes above 0, at most {MAX_TTL_MINUTES}.", code=ErrorCode.INVALID_TTL
+        )
     return float(value)
 
 
@@ -49,7 +52,7 @@ def item_put(
     chose to index) or by its fields. ``ttl``: minutes until it expires (again from every read
     that refreshes it); ``index: false``: never ranked by a query."""
     if not isinstance(value, dict):
-        raise InvalidInput("value must be a JSON object (or null to delete).", code="invalid")
+        raise InvalidInput("value must be a JSON object (or null to delete).", code=ErrorCode.INVALID)
     given_content, given_kind = value.get("content"), value.get("kind")
     content_given = isinstance(given_content, str) and bool(given_content.strip())
     kind_given = isinstance(given_kind, str)
@@ -113,14 +116,14 @@ class BatchReport:
 def _labels(op: dict, name: str) -> list:
     labels = op.get(name)
     if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
-        raise InvalidInput(f"{name} must be a list of strings.", code="invalid_namespace")
+        raise InvalidInput(f"{name} must be a list of strings.", code=ErrorCode.INVALID_NAMESPACE)
     return labels
 
 
 def _bounded(op: dict, name: str, default: int, maximum: int) -> int:
     number = op.get(name, default)
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= maximum:
-        raise InvalidInput(f"{name} must be an integer from 0 to {maximum}.", code="invalid")
+        raise InvalidInput(f"{name} must be an integer from 0 to {maximum}.", code=ErrorCode.INVALID)
     return number
 
 
@@ -134,10 +137,10 @@ OPS = {
 
 def _check(op) -> str:
     if not isinstance(op, dict) or op.get("op") not in OPS:
-        raise InvalidInput(f"Each operation is an object whose op is one of {', '.join(OPS)}.", code="invalid")
+        raise InvalidInput(f"Each operation is an object whose op is one of {', '.join(OPS)}.", code=ErrorCode.INVALID)
     unknown = sorted(set(op) - OPS[op["op"]])
     if unknown:
-        raise InvalidInput(f"{op['op']}: unknown fields {', '.join(unknown)}.", code="invalid")
+        raise InvalidInput(f"{op['op']}: unknown fields {', '.join(unknown)}.", code=ErrorCode.INVALID)
     if "key" in OPS[op["op"]]:
         keys.validate_store_key(op.get("key"))
     return op["op"]
@@ -148,7 +151,7 @@ def batch_run(*, actor: User, ops) -> BatchReport:
     none. Each result as LangGraph's ``batch`` gives it: an item or null for a get, null for a
     put, a list of items for a search, a list of namespaces for a list."""
     if not isinstance(ops, list) or not ops or len(ops) > MAX_OPS:
-        raise InvalidInput(f"ops must be a list of 1 to {MAX_OPS} operations.", code="invalid")
+        raise InvalidInput(f"ops must be a list of 1 to {MAX_OPS} operations.", code=ErrorCode.INVALID)
     kinds = [_check(op) for op in ops]
     report = BatchReport()
     refresh: list[Memory] = []
@@ -165,7 +168,7 @@ def _run(actor: User, kind: str, op: dict, report: BatchReport, refresh: list[Me
         prefix, suffix = op.get("prefix") or [], op.get("suffix") or []
         for path in (prefix, suffix):
             if not isinstance(path, list) or not all(isinstance(label, str) and label for label in path):
-                raise InvalidInput("prefix and suffix are lists of labels.", code="invalid_namespace")
+                raise InvalidInput("prefix and suffix are lists of labels.", code=ErrorCode.INVALID_NAMESPACE)
         depth = op.get("max_depth")
         if depth is not None:
             depth = _bounded(op, "max_depth", 0, 100)
@@ -206,7 +209,7 @@ def _run(actor: User, kind: str, op: dict, report: BatchReport, refresh: list[Me
         return selectors.item_out(memory, scope)
     query = op.get("query")
     if query is not None and not isinstance(query, str):
-        raise InvalidInput("query must be a string or null.", code="invalid")
+        raise InvalidInput("query must be a string or null.", code=ErrorCode.INVALID)
     found: list[Found] = selectors.items_search(
         actor=actor,
         scope=scope,

@@ -21,6 +21,7 @@ from memory_app.search import dialogue, engine
 from memory_app.search.analysis import match_spans, query_terms
 from memory_app.threads import candidates
 from memory_app.threads.candidates import SEARCH_SCORING_CHARS
+from memory_app.threads.errors import ErrorCode
 from memory_app.threads.indexing import history_scope
 from memory_app.threads.models import ToolCall
 from memory_app.threads.selectors import history_messages, history_threads
@@ -141,7 +142,7 @@ def history_search(*, user_id: int, query: str, limit: int = SEARCH_MAX_HITS) ->
     query = _search_query(query)
     limit = max(1, min(int(limit), SEARCH_MAX_HITS))
     if not query_terms(query):
-        raise InvalidInput("query has no searchable words.", code="invalid_query")
+        raise InvalidInput("query has no searchable words.", code=ErrorCode.INVALID_QUERY)
     found, ranked, rows, load = _ranked(user_id=user_id, query=query, limit=limit)
     # A next turn lifted into the first hits may not be a candidate itself: load those at once.
     missing = [message_id for message_id, _ in ranked[: limit * 2] if message_id not in rows]
@@ -229,11 +230,11 @@ def history_read(
     """Up to 20 visible messages of one visible thread (the latest, or those before a message),
     oldest first, within the per-message, total and response budgets."""
     if not isinstance(thread_id, str) or not thread_id or len(thread_id) > 40:
-        raise InvalidInput("thread_id must be a thread id.", code="invalid_thread_id")
+        raise InvalidInput("thread_id must be a thread id.", code=ErrorCode.INVALID_THREAD_ID)
     clean_text(thread_id, field="thread_id")
     thread = history_threads(user_id=user_id).filter(pk=thread_id).values("id", "title").first()
     if thread is None:
-        raise NotFound("Thread not found.", code="thread_not_found")
+        raise NotFound("Thread not found.", code=ErrorCode.THREAD_NOT_FOUND)
     limit = max(1, min(int(limit), READ_MAX_MESSAGES))
     messages = history_messages(user_id=user_id).filter(conversation_id=thread_id)
     if before_message_id is not None:

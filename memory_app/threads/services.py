@@ -20,6 +20,7 @@ from identity_app.selectors import user_get_acting
 from memory_app.reads.models import ItemKind
 from memory_app.reads.services import reads_forget
 from memory_app.threads import indexing
+from memory_app.threads.errors import ErrorCode
 from memory_app.threads.models import (
     Conversation,
     ConversationSource,
@@ -39,16 +40,16 @@ MAX_TOOL_CALL_FIELD_BYTES = 64 * 1024
 MAX_FORGET_MESSAGES = 10_000
 
 
-def _short_text(value, name: str, limit: int, *, required: bool = False) -> str:
+def _short_text(value, name: str, limit: int, *, code: ErrorCode, required: bool = False) -> str:
     if value is None:
         value = ""
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
+        raise InvalidInput(f"{name} must be a string.", code=code)
     clean_text(value, field=name)
     if len(value) > limit:
         raise TooLarge(f"{name} is longer than {limit} characters.")
     if required and not value.strip():
-        raise InvalidInput(f"{name} may not be empty.", code=f"invalid_{name}")
+        raise InvalidInput(f"{name} may not be empty.", code=code)
     return value
 
 
@@ -66,9 +67,11 @@ def conversation_create(
 ) -> Conversation:
     require_service_principal(actor)
     owner = user_get_acting(actor=actor, username=username)
-    _require_bool(no_memory, "no_memory")
+    _require_bool(no_memory, "no_memory", code=ErrorCode.INVALID_NO_MEMORY)
     if source not in ConversationSource.values:
-        raise InvalidInput(f"source must be one of {', '.join(ConversationSource.values)}.", code="invalid_source")
+        raise InvalidInput(
+            f"source must be one of {', '.join(ConversationSource.values)}.", code=ErrorCode.INVALID_SOURCE
+        )
     parent = None
     if parent_id:
         parent = conversations_visible(user=actor).filter(pk=parent_id, owner=owner).first()
@@ -78,7 +81,7 @@ def conversation_create(
     if project_id:
         project = project_require_permission(user=owner, project_id=project_id, permission=READ)
     reach_require_project(actor, project.pk if project else None)
-    session_key = _short_text(session_key, "session_key", 200)
+    session_key = _short_text(session_key, "session_key", 200, code=ErrorCode.INVALID_SESSION_KEY)
     if session_key:
         # A malformed key is a 400; a chat the caller may not use for this user is answered as
         # a chat that does not exist (docs/API.md, "Chat reach"). The key never changes later.
@@ -86,12 +89,12 @@ def conversation_create(
     conversation = Conversation(
         owner=owner,
         project=project,
-        title=_short_text(title, "title", 300),
+        title=_short_text(title, "title", 300, code=ErrorCode.INVALID_TITLE),
         source=source,
         parent=parent,
         session_key=session_key,
         no_memory=no_memory,
-        external_id=_short_text(external_id, "external_id", 200),
+        external_id=_short_text(external_id, "external_id", 200, code=ErrorCode.INVALID_EXTERNAL_ID),
     )
     conversation.full_clean(validate_constraints=False)  # the database holds the external id's
     with transaction.atomic(durable=True):
@@ -108,14 +111,14 @@ def conversation_for_external_id(
     is unique per user)."""
     require_service_principal(actor)
     owner = user_get_acting(actor=actor, username=username)
-    external_id = _short_text(external_id, "external_id", 200, required=True)
+    external_id = _short_text(external_id, "external_id", 200, code=ErrorCode.INVALID_EXTERNAL_ID, required=True)
     visible = conversations_visible(user=actor).filter(owner=owner, external_id=external_id)
     found = visible.first()
     if found is not None:
         return found, False
     if Conversation.objects.filter(owner=owner, external_id=external_id).exists():
         # Another conversation of this user holds the id, outside this token's reach.
-        raise Conflict("external_id is taken by a conversation this token may not use.", code="conflict")
+        raise Conflict("external_id is taken by a conversation this token may not use.", code=ErrorCode.CONFLICT)
     try:
         return conversation_create(actor=actor, username=username, external_id=external_id, **fields), True
     except IntegrityError:
@@ -183,19 +186,23 @@ def message_create(
         not isinstance(sent_at, datetime) or timezone.is_naive(sent_at) or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
     ):
         raise InvalidInput(
-            "sent_at must be a date and time with a time zone, not in the future.", code="invalid_sent_at"
+            "sent_at must be a date and time with a time zone, not in the future.", code=ErrorCode.INVALID_SENT_AT
         )
     if role not in MessageRole.values:
-        raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code="invalid_role")
+        raise InvalidInput(f"role must be one of {', '.join(MessageRole.values)}.", code=ErrorCode.INVALID_ROLE)
     if type not in MessageType.values:
-        raise InvalidInput(f"type must be one of {', '.join(MessageType.values)}.", code="invalid_type")
+        raise InvalidInput(f"type must be one of {', '.join(MessageType.values)}.", code=ErrorCode.INVALID_TYPE)
     if not isinstance(content, str):
-        raise InvalidInput("content must be a string.", code="invalid_content")
+        raise InvalidInput("content must be a string.", code=ErrorCode.INVALID_CONTENT)
     clean_text(content, field="content")
     if utf8_len(content) > MAX_MESSAGE_CONTENT_BYTES:
         raise TooLarge(f"content is larger than {MAX_MESSAGE_CONTENT_BYTES} bytes.")
     tool_calls = validate_json_container(
-        tool_calls, field="tool_calls", kind=list, max_bytes=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES
+        tool_calls,
+        field="tool_calls",
+        code=ErrorCode.INVALID_TOOL_CALLS,
+        kind=list,
+        max_bytes=MAX_TOOL_CALLS_PER_MESSAGE * MAX_TOOL_CALL_FIELD_BYTES,
     )
     if len(tool_calls) > MAX_TOOL_CALLS_PER_MESSAGE:
         raise TooLarge(f"at most {MAX_TOOL_CALLS_PER_MESSAGE} tool calls per message.")
@@ -204,12 +211,22 @@ def message_create(
         role=role,
         type=type,
         content=content,
-        metadata=validate_json_container(metadata, field="metadata", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
-        attachments=validate_json_container(
-            attachments, field="attachments", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES
+        metadata=validate_json_container(
+            metadata, field="metadata", code=ErrorCode.INVALID_METADATA, kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES
         ),
-        images=validate_json_container(images, field="images", kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES),
-        feedback=validate_json_container(feedback, field="feedback", kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES),
+        attachments=validate_json_container(
+            attachments,
+            field="attachments",
+            code=ErrorCode.INVALID_ATTACHMENTS,
+            kind=list,
+            max_bytes=MAX_MESSAGE_JSON_BYTES,
+        ),
+        images=validate_json_container(
+            images, field="images", code=ErrorCode.INVALID_IMAGES, kind=list, max_bytes=MAX_MESSAGE_JSON_BYTES
+        ),
+        feedback=validate_json_container(
+            feedback, field="feedback", code=ErrorCode.INVALID_FEEDBACK, kind=dict, max_bytes=MAX_MESSAGE_JSON_BYTES
+        ),
         sent_at=sent_at,
     )
     with transaction.atomic(durable=True):
@@ -233,9 +250,9 @@ def message_create(
     return message
 
 
-def _require_bool(value, name: str) -> None:
+def _require_bool(value, name: str, *, code: ErrorCode) -> None:
     if not isinstance(value, bool):
-        raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
+        raise InvalidInput(f"{name} must be true or false.", code=code)
 
 
 def conversation_update(
@@ -251,9 +268,11 @@ def conversation_update(
     also keeps every run of the chat not extracted yet from ever being extracted): its owner or
     a service principal."""
     if status is not None and status not in ConversationStatus.values:
-        raise InvalidInput(f"status must be one of {', '.join(ConversationStatus.values)}.", code="invalid_status")
+        raise InvalidInput(
+            f"status must be one of {', '.join(ConversationStatus.values)}.", code=ErrorCode.INVALID_STATUS
+        )
     if no_memory is not None:
-        _require_bool(no_memory, "no_memory")
+        _require_bool(no_memory, "no_memory", code=ErrorCode.INVALID_NO_MEMORY)
     with transaction.atomic(durable=True):
         conversation = (
             conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
@@ -262,7 +281,10 @@ def conversation_update(
             raise NotFound("Conversation not found.")
         fields: list[str] = []
         if title is not None:
-            conversation.title, fields = _short_text(title, "title", 300), [*fields, "title"]
+            conversation.title, fields = (
+                _short_text(title, "title", 300, code=ErrorCode.INVALID_TITLE),
+                [*fields, "title"],
+            )
         if status is not None:
             conversation.status, fields = status, [*fields, "status"]
         if no_memory is not None and no_memory != conversation.no_memory:
@@ -278,13 +300,15 @@ def conversation_update(
 
 def _tool_call_fields(call) -> dict:
     if not isinstance(call, dict):
-        raise InvalidInput("each tool call must be a JSON object.", code="invalid_tool_calls")
+        raise InvalidInput("each tool call must be a JSON object.", code=ErrorCode.INVALID_TOOL_CALLS)
     unknown = set(call) - {"name", "input", "output", "status", "error"}
     if unknown:
-        raise InvalidInput(f"unknown tool call fields: {', '.join(sorted(unknown))}.", code="invalid_tool_calls")
+        raise InvalidInput(
+            f"unknown tool call fields: {', '.join(sorted(unknown))}.", code=ErrorCode.INVALID_TOOL_CALLS
+        )
     call_input = call.get("input") or {}
     if not isinstance(call_input, (dict, list)):
-        raise InvalidInput("tool call input must be a JSON object or array.", code="invalid_tool_calls")
+        raise InvalidInput("tool call input must be a JSON object or array.", code=ErrorCode.INVALID_TOOL_CALLS)
     validate_json_value(call_input, field="tool call input")
     if json_size(call_input) > MAX_TOOL_CALL_FIELD_BYTES:
         raise TooLarge(f"tool call input is larger than {MAX_TOOL_CALL_FIELD_BYTES} bytes.")
@@ -292,10 +316,12 @@ def _tool_call_fields(call) -> dict:
     if output is not None and not isinstance(output, str):
         output = json.dumps(output, ensure_ascii=False)
     fields = {
-        "name": _short_text(call.get("name"), "tool call name", 200, required=True),
+        "name": _short_text(call.get("name"), "tool call name", 200, code=ErrorCode.INVALID_TOOL_CALLS, required=True),
         "input": call_input,
-        "output": _short_text(output, "tool call output", MAX_TOOL_CALL_FIELD_BYTES),
-        "status": _short_text(call.get("status"), "tool call status", 32),
-        "error": _short_text(call.get("error"), "tool call error", MAX_TOOL_CALL_FIELD_BYTES),
+        "output": _short_text(output, "tool call output", MAX_TOOL_CALL_FIELD_BYTES, code=ErrorCode.INVALID_TOOL_CALLS),
+        "status": _short_text(call.get("status"), "tool call status", 32, code=ErrorCode.INVALID_TOOL_CALLS),
+        "error": _short_text(
+            call.get("error"), "tool call error", MAX_TOOL_CALL_FIELD_BYTES, code=ErrorCode.INVALID_TOOL_CALLS
+        ),
     }
     return fields

@@ -8,6 +8,7 @@ from django.db import transaction
 from config.errors import InvalidInput, NotFound
 from identity_app.models import User
 from identity_app.permissions import CREATE_TASK, project_ids_with_permission, project_require_permission
+from memory_app.home.errors import ErrorCode
 from memory_app.home.sources import (
     SOURCE_ALL,
     SOURCE_AUTO,
@@ -46,12 +47,12 @@ def home_forget_selected(*, actor: User, memory_ids) -> list[str]:
     """Forget the selected items, all or nothing: an id that is not in the caller's home (or
     that they may not change) refuses the whole selection and nothing is forgotten."""
     if not isinstance(memory_ids, list | tuple) or not all(isinstance(i, str) for i in memory_ids):
-        raise InvalidInput("ids must be a list of memory ids.", code="invalid_ids")
+        raise InvalidInput("ids must be a list of memory ids.", code=ErrorCode.INVALID_IDS)
     ids = list(dict.fromkeys(i[:40] for i in memory_ids))
     if not ids:
-        raise InvalidInput("Select at least one memory.", code="invalid_ids")
+        raise InvalidInput("Select at least one memory.", code=ErrorCode.INVALID_IDS)
     if len(ids) > MAX_SELECTED:
-        raise InvalidInput(f"Select at most {MAX_SELECTED} memories at once.", code="too_many")
+        raise InvalidInput(f"Select at most {MAX_SELECTED} memories at once.", code=ErrorCode.TOO_MANY)
     with transaction.atomic():
         found = set(home_memories(user=actor).filter(pk__in=ids).values_list("pk", flat=True))
         if len(found) != len(ids):
@@ -103,7 +104,9 @@ def home_forget_source(*, actor: User, source: str, confirm) -> ForgetReport:
       it, and the notes file (not the project memories I wrote by hand: they are the team's).
     """
     if confirm != CONFIRM_WORD:
-        raise InvalidInput(f"Type {CONFIRM_WORD} to confirm; nothing was forgotten.", code="confirmation_required")
+        raise InvalidInput(
+            f"Type {CONFIRM_WORD} to confirm; nothing was forgotten.", code=ErrorCode.CONFIRMATION_REQUIRED
+        )
     ref = source_parse(source, allow_all=True)
     report = ForgetReport(source=ref.key)
     everything = (SOURCE_USER, SOURCE_AUTO, SOURCE_CHAT, SOURCE_SHARED, SOURCE_NOTES)

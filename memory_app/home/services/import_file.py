@@ -21,6 +21,7 @@ from config.validation import (
 )
 from identity_app.models import Profile
 from memory_app.automemory import services as automemory_services
+from memory_app.home.errors import ErrorCode
 from memory_app.home.export import EXPORT_FORMAT, EXPORT_ITEM_KEYS, EXPORT_READABLE_VERSIONS
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import (
@@ -44,13 +45,14 @@ def check_version(data) -> None:
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise InvalidInput(
             _("Not an export of this service (format must be %(format)r).") % {"format": EXPORT_FORMAT},
-            code="invalid_import",
+            code=ErrorCode.INVALID_IMPORT,
         )
     version = data.get("version")
     if isinstance(version, bool) or version not in EXPORT_READABLE_VERSIONS:
         readable = " or ".join(str(v) for v in EXPORT_READABLE_VERSIONS)
         raise InvalidInput(
-            _("Only version %(versions)s exports can be imported.") % {"versions": readable}, code="invalid_import"
+            _("Only version %(versions)s exports can be imported.") % {"versions": readable},
+            code=ErrorCode.INVALID_IMPORT,
         )
 
 
@@ -63,10 +65,12 @@ def import_items(data, *, section: str = "user", kinds=IDENTITY_KINDS, required:
     if items is None and not required:
         return []
     if not isinstance(items, list):
-        raise InvalidInput(_("memories.%(section)s must be a list.") % {"section": section}, code="invalid_import")
+        raise InvalidInput(
+            _("memories.%(section)s must be a list.") % {"section": section}, code=ErrorCode.INVALID_IMPORT
+        )
     if len(items) > MAX_IMPORT_ITEMS:
         raise InvalidInput(
-            _("At most %(n)s memories can be imported at once.") % {"n": MAX_IMPORT_ITEMS}, code="too_many"
+            _("At most %(n)s memories can be imported at once.") % {"n": MAX_IMPORT_ITEMS}, code=ErrorCode.TOO_MANY
         )
     for index, item in enumerate(items):
         if not isinstance(item, dict):
@@ -121,23 +125,29 @@ def import_parse(raw: bytes) -> dict:
     """An uploaded export file: at most ``MAX_IMPORT_BYTES`` of UTF-8 JSON, nested no deeper
     than the API allows, with no NUL characters or lone surrogates (the API body rules)."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise InvalidInput(_("The file is larger than %(n)s bytes.") % {"n": MAX_IMPORT_BYTES}, code="too_large")
+        raise InvalidInput(
+            _("The file is larger than %(n)s bytes.") % {"n": MAX_IMPORT_BYTES}, code=ErrorCode.TOO_LARGE
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InvalidInput(_("The file is not UTF-8 text."), code="invalid_import") from None
+        raise InvalidInput(_("The file is not UTF-8 text."), code=ErrorCode.INVALID_IMPORT) from None
     max_depth = settings.API_MAX_JSON_DEPTH
     if text.count("[") + text.count("{") > max_depth and json_nesting_depth(text) > max_depth:
-        raise InvalidInput(_("The file nests deeper than %(n)s levels.") % {"n": max_depth}, code="too_deep")
+        raise InvalidInput(_("The file nests deeper than %(n)s levels.") % {"n": max_depth}, code=ErrorCode.TOO_DEEP)
     try:
         data = json.loads(text, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
-        raise InvalidInput(_("The file is not valid: %(error)s") % {"error": exc}, code="duplicate_key") from None
+        raise InvalidInput(
+            _("The file is not valid: %(error)s") % {"error": exc}, code=ErrorCode.DUPLICATE_KEY
+        ) from None
     except (ValueError, RecursionError):
-        raise InvalidInput(_("The file is not JSON."), code="invalid_import") from None
+        raise InvalidInput(_("The file is not JSON."), code=ErrorCode.INVALID_IMPORT) from None
     problem = json_text_problem(data)
     if problem:
-        raise InvalidInput(_("The file has a string that %(problem)s.") % {"problem": problem}, code="invalid_import")
+        raise InvalidInput(
+            _("The file has a string that %(problem)s.") % {"problem": problem}, code=ErrorCode.INVALID_IMPORT
+        )
     return data
 
 
@@ -146,7 +156,7 @@ def _section(data: dict, name: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(_("%(name)s must be an object.") % {"name": name}, code="invalid_import")
+        raise InvalidInput(_("%(name)s must be an object.") % {"name": name}, code=ErrorCode.INVALID_IMPORT)
     return value
 
 
@@ -160,7 +170,7 @@ def notes_to_restore(data: dict) -> dict[str, str]:
             raise InvalidInput(
                 _("notes_files.%(name)s: only %(files)s can be imported.")
                 % {"name": name, "files": ", ".join(WORKSPACE_FILES)},
-                code="invalid_import",
+                code=ErrorCode.INVALID_IMPORT,
             )
         if content is None or isinstance(content, dict):
             continue
@@ -178,18 +188,19 @@ def settings_to_restore(data: dict) -> tuple[dict, dict]:
     unknown = sorted(set(settings_data) - {"enable_memory", "auto_memory"})
     if unknown:
         raise InvalidInput(
-            _("settings: unknown keys %(keys)s.") % {"keys": ", ".join(map(str, unknown))}, code="invalid_import"
+            _("settings: unknown keys %(keys)s.") % {"keys": ", ".join(map(str, unknown))},
+            code=ErrorCode.INVALID_IMPORT,
         )
     switch = {}
     if "enable_memory" in settings_data:
         if not isinstance(settings_data["enable_memory"], bool):
-            raise InvalidInput(_("settings.enable_memory must be true or false."), code="invalid_settings")
+            raise InvalidInput(_("settings.enable_memory must be true or false."), code=ErrorCode.INVALID_SETTINGS)
         switch["enable_memory"] = settings_data["enable_memory"]
     auto = settings_data.get("auto_memory")
     if auto is None:
         auto = {}
     if not isinstance(auto, dict):
-        raise InvalidInput(_("settings.auto_memory must be an object."), code="invalid_import")
+        raise InvalidInput(_("settings.auto_memory must be an object."), code=ErrorCode.INVALID_IMPORT)
     try:
         auto = automemory_services.auto_memory_settings_validate(dict(auto))
     except DomainError as exc:
@@ -215,7 +226,7 @@ def profile_to_restore(data: dict) -> dict:
                 clean_text(value, field=name)
             changes[name] = model_field.clean(value, None)
         except ValidationError as exc:
-            raise InvalidInput(f"user.{name}: {' '.join(exc.messages)}", code="invalid_profile") from None
+            raise InvalidInput(f"user.{name}: {' '.join(exc.messages)}", code=ErrorCode.INVALID_PROFILE) from None
         except DomainError as exc:
             raise InvalidInput(f"user.{name}: {exc.message}", code=exc.code) from None
     return changes

@@ -16,6 +16,7 @@ from identity_app.models import Profile, User
 from memory_app.automemory import services as automemory_services
 from memory_app.automemory.selectors import auto_memory_settings_get
 from memory_app.distill.redaction import redact, redact_strings
+from memory_app.home.errors import ErrorCode
 from memory_app.home.services.import_file import (
     GLOBAL_SECTION,
     IMPORTED_KEYS,
@@ -139,8 +140,11 @@ def _import_memories(
             report.redacted += 1
             row["redacted"] = sorted(found.counts)
         try:
-            for name, value in (("metadata", metadata), ("evidence", evidence)):
-                validate_json_container(value, field=name, max_bytes=memory_services.MAX_JSON_BYTES)
+            for name, value, code in (
+                ("metadata", metadata, ErrorCode.INVALID_METADATA),
+                ("evidence", evidence, ErrorCode.INVALID_EVIDENCE),
+            ):
+                validate_json_container(value, field=name, code=code, max_bytes=memory_services.MAX_JSON_BYTES)
             if report.dry_run:
                 report.results.append({**row, "result": "would_create"})
                 continue
@@ -224,14 +228,16 @@ def home_import(
         raise InvalidInput(
             "memories.global holds pre-isolation global items, which only an operator can import "
             "(manage.py import_memories --legacy); nothing was imported.",
-            code="global_not_allowed",
+            code=ErrorCode.GLOBAL_NOT_ALLOWED,
         )
     global_items = import_items(data, section=GLOBAL_SECTION, kinds=KIND_VALUES, required=False)
     notes = notes_to_restore(data)
     switch, auto = settings_to_restore(data)
     profile = profile_to_restore(data)
     if global_items and global_writer is None:
-        raise InvalidInput("memories.global needs the operator's writer; nothing was imported.", code="invalid_import")
+        raise InvalidInput(
+            "memories.global needs the operator's writer; nothing was imported.", code=ErrorCode.INVALID_IMPORT
+        )
     report = ImportReport(dry_run=dry_run)
     tiered = {"legacy": legacy, "origin": origin}
     published = []

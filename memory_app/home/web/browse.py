@@ -19,6 +19,7 @@ from config.web import service_call
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role
 from memory_app.home import services
+from memory_app.home.errors import ErrorCode
 from memory_app.home.items import home_items
 from memory_app.home.overview import EXPIRING_SOON_DAYS, expiring_soon, home_overview
 from memory_app.home.reads import item_last_read, read_views, source_reads
@@ -141,7 +142,7 @@ def source_items(request):
             source_memories(user=request.user, source=source)  # 404 for a chat not bound to the user
             if source.kind == SOURCE_PROJECT:
                 project_require_permission(user=request.user, project_id=source.ident, permission=CREATE_TASK)
-            raise InvalidInput(_("Memories of this source are not added by hand."), code="invalid_source")
+            raise InvalidInput(_("Memories of this source are not added by hand."), code=ErrorCode.INVALID_SOURCE)
         create_form = MemoryCreateForm(request.POST)
         if create_form.is_valid():
             with service_call(create_form) as call:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, InvalidInput
 from memory_app.home import services
+from memory_app.home.errors import ErrorCode
 from memory_app.home.export import home_export
 from memory_app.home.markdown import export_markdown
 from memory_app.memories.models import Origin
@@ -45,7 +46,8 @@ def import_page(request):
             try:
                 if upload.size > services.MAX_IMPORT_BYTES:
                     raise InvalidInput(
-                        _("The file is larger than %(n)s bytes.") % {"n": services.MAX_IMPORT_BYTES}, code="too_large"
+                        _("The file is larger than %(n)s bytes.") % {"n": services.MAX_IMPORT_BYTES},
+                        code=ErrorCode.TOO_LARGE,
                     )
                 data = services.import_parse(upload.read(services.MAX_IMPORT_BYTES + 1))
                 report = services.home_import(actor=request.user, data=data, origin=Origin.MANUAL)

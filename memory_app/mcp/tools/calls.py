@@ -6,6 +6,7 @@ from django.conf import settings
 from config.errors import InvalidInput, NotFound
 from config.throttling import RunThrottle, ScopeThrottle, SearchThrottle
 from memory_app.mcp.auth import Principal
+from memory_app.mcp.errors import ErrorCode
 from memory_app.mcp.tools.catalog import TOOLS_BY_NAME, tools_for
 from memory_app.mcp.tools.spec import RUN_TOOLS, CallContext, Throttled
 from memory_app.reads import recorder as reads
@@ -72,13 +73,13 @@ def tool_call(*, ctx: CallContext, name: str, arguments) -> dict:
     if spec is None or spec not in tools_for(ctx.principal):
         if spec is not None and spec.name in RUN_TOOLS:  # offered to every session, but only while memory is on
             raise agent_tools.MemoryDisabled("Memory is turned off for this user.")
-        raise NotFound(f"Unknown tool {name!r}.", code="unknown_tool")
+        raise NotFound(f"Unknown tool {name!r}.", code=ErrorCode.UNKNOWN_TOOL)
     arguments = {} if arguments is None else arguments
     if not isinstance(arguments, dict):
-        raise InvalidInput("Tool arguments must be a JSON object.", code="invalid_arguments")
+        raise InvalidInput("Tool arguments must be a JSON object.", code=ErrorCode.INVALID_ARGUMENTS)
     error = next(iter(sorted(spec.validator.iter_errors(arguments), key=lambda e: list(e.path))), None)
     if error is not None:
-        raise InvalidInput(argument_problem(error), code="invalid_arguments")
+        raise InvalidInput(argument_problem(error), code=ErrorCode.INVALID_ARGUMENTS)
     charge_throttles(ctx.principal, spec.throttle)
     with reads.reading_as(principal_id=ctx.principal.actor.pk, token_id=ctx.principal.token_id):
         return spec.handler(ctx, **arguments)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from config.errors import NotFound
 from memory_app.context.assembly import run_context_build
 from memory_app.mcp.auth import Principal
+from memory_app.mcp.errors import ErrorCode
 from memory_app.mcp.tools.calls import charge_throttles
 from memory_app.mcp.tools.handlers import record_reads
 from memory_app.mcp.tools.spec import (
@@ -59,7 +60,7 @@ def resources_for(principal: Principal) -> list[ResourceSpec]:
 def resource_read(*, ctx: CallContext, uri: str) -> str:
     """The text of a resource; read-only, through the same paths as the tools."""
     if uri not in {spec.uri for spec in resources_for(ctx.principal)}:
-        raise NotFound("Unknown resource.", code="unknown_resource")
+        raise NotFound("Unknown resource.", code=ErrorCode.UNKNOWN_RESOURCE)
     if uri == IDENTITY_URI:
         built = identity_context_build(user=ctx.principal.user, project_id=None)
         with reads.reading_as(principal_id=ctx.principal.actor.pk, token_id=ctx.principal.token_id):

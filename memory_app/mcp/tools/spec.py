@@ -9,6 +9,7 @@ from jsonschema import Draft202012Validator
 
 from config.errors import DomainError
 from memory_app.mcp.auth import Principal
+from memory_app.mcp.errors import ErrorCode
 from memory_app.mcp.runs import SessionRun
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS
 from memory_app.runs import tools as agent_tools
@@ -19,7 +20,7 @@ RUN_TOOLS = frozenset(agent_tools.TOOL_NAMES)
 
 class Throttled(DomainError):
     status_code = 429
-    code = "throttled"
+    code = ErrorCode.THROTTLED
 
 
 @dataclass

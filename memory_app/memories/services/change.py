@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput
 from identity_app.models import User
+from memory_app.memories.errors import ErrorCode
 from memory_app.memories.models import (
     ChangedField,
     Memory,
@@ -88,7 +89,7 @@ def memory_change(
     expired one may get a new expiry (or none), which brings it back before it is purged.
     Nothing given is a 400 ``nothing_to_change``; bad values are 400 and change nothing."""
     if expires_at is NOT_GIVEN and paused is NOT_GIVEN:
-        raise InvalidInput("Give expires_at, paused or both.", code="nothing_to_change")
+        raise InvalidInput("Give expires_at, paused or both.", code=ErrorCode.NOTHING_TO_CHANGE)
     wanted: dict[str, object] = {}
     if not isinstance(expires_at, NotGiven):
         wanted[ChangedField.EXPIRES_AT] = validate_expires_at(expires_at)
@@ -98,7 +99,9 @@ def memory_change(
         memory = locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
         require_write(actor=actor, memory=memory, action=IN_PLACE)
         if memory.status != Status.ACTIVE:
-            raise Conflict(f"Memory is {memory.status}; only the active version can be changed.", code="not_active")
+            raise Conflict(
+                f"Memory is {memory.status}; only the active version can be changed.", code=ErrorCode.NOT_ACTIVE
+            )
         now = timezone.now()
         changed: list[str] = []
         for field, value in wanted.items():

@@ -9,6 +9,7 @@ from config.errors import InvalidInput
 from config.validation import validate_json_container
 from identity_app.models import User
 from memory_app.memories import derived
+from memory_app.memories.errors import ErrorCode
 from memory_app.memories.models import (
     Memory,
     Origin,
@@ -53,10 +54,14 @@ def memory_create(
         content_guard(content)
     kind = validate_kind(kind, tier)
     expires_at = validate_expires_at(expires_at)
-    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
-    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
+    metadata = validate_json_container(
+        metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES
+    )
+    evidence = validate_json_container(
+        evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES
+    )
     if origin not in Origin.values:
-        raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
+        raise InvalidInput(f"Unknown origin {origin!r}.", code=ErrorCode.INVALID_ORIGIN)
     paused = validate_paused(paused)
     with transaction.atomic():
         scope = scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id, for_user=for_user)

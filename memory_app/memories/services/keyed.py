@@ -12,6 +12,7 @@ from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from config.validation import validate_json_container
 from identity_app.models import User
 from memory_app.memories import derived
+from memory_app.memories.errors import ErrorCode
 from memory_app.memories.keys import STORE_EVIDENCE, store_namespace_encode, validate_store_key
 from memory_app.memories.models import (
     Memory,
@@ -83,10 +84,14 @@ def memory_put_keyed(
         content_guard(content)
     kind = validate_kind(kind, tier)
     expiry = validate_expires_at(expires_at)
-    metadata = validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES)
-    evidence = validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES)
+    metadata = validate_json_container(
+        metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES
+    )
+    evidence = validate_json_container(
+        evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES
+    )
     if origin not in Origin.values:
-        raise InvalidInput(f"Unknown origin {origin!r}.", code="invalid_origin")
+        raise InvalidInput(f"Unknown origin {origin!r}.", code=ErrorCode.INVALID_ORIGIN)
     # Each refused insert means another writer of the key committed first: take turns until
     # this write lands on the version they left (bounded; one writer commits per round).
     for attempt in range(1, KEYED_ATTEMPTS + 1):
@@ -108,7 +113,7 @@ def memory_put_keyed(
                 )
         except IntegrityError:
             if attempt == KEYED_ATTEMPTS:
-                raise Conflict("The key was written concurrently; try again.", code="conflict") from None
+                raise Conflict("The key was written concurrently; try again.", code=ErrorCode.CONFLICT) from None
     raise AssertionError("unreachable")
 
 

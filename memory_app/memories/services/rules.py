@@ -22,6 +22,7 @@ from identity_app.permissions import (
     project_require_permission,
     staff_may,
 )
+from memory_app.memories.errors import ErrorCode
 from memory_app.memories.models import (
     GLOBAL_SCOPE_ID,
     IDENTITY_KINDS,
@@ -40,10 +41,10 @@ def validate_content(content) -> str:
     import): a string holding something besides white space, at most ``MAX_CONTENT_CHARS`` once
     stripped, clean text (``clean_text``). Returns it stripped."""
     if not isinstance(content, str):
-        raise InvalidInput(_("content must be a string."), code="invalid_content")
+        raise InvalidInput(_("content must be a string."), code=ErrorCode.INVALID_CONTENT)
     content = content.strip()
     if not content:
-        raise InvalidInput(_("content may not be empty."), code="invalid_content")
+        raise InvalidInput(_("content may not be empty."), code=ErrorCode.INVALID_CONTENT)
     if len(content) > MAX_CONTENT_CHARS:
         raise TooLarge(_("content is longer than %(n)s characters.") % {"n": MAX_CONTENT_CHARS})
     return clean_text(content, field="content")
@@ -65,17 +66,18 @@ def validate_expires_at(value, *, now: datetime | None = None) -> datetime | Non
             parsed = None
         if parsed is None:
             raise InvalidInput(
-                "expires_at must be an ISO 8601 date-time, e.g. 2026-12-12T18:00:00+01:00.", code="invalid_expires_at"
+                "expires_at must be an ISO 8601 date-time, e.g. 2026-12-12T18:00:00+01:00.",
+                code=ErrorCode.INVALID_EXPIRES_AT,
             )
         value = parsed
     if not isinstance(value, datetime):
-        raise InvalidInput("expires_at must be an ISO 8601 date-time or null.", code="invalid_expires_at")
+        raise InvalidInput("expires_at must be an ISO 8601 date-time or null.", code=ErrorCode.INVALID_EXPIRES_AT)
     if timezone.is_naive(value):
         raise InvalidInput(
-            "expires_at needs a time zone (an offset such as +01:00, or Z for UTC).", code="invalid_expires_at"
+            "expires_at needs a time zone (an offset such as +01:00, or Z for UTC).", code=ErrorCode.INVALID_EXPIRES_AT
         )
     if value <= (now or timezone.now()):
-        raise InvalidInput("expires_at must be in the future.", code="invalid_expires_at")
+        raise InvalidInput("expires_at must be in the future.", code=ErrorCode.INVALID_EXPIRES_AT)
     return value.astimezone(UTC)
 
 
@@ -84,7 +86,7 @@ def validate_kind(kind, tier: str) -> str:
     if kind not in allowed:
         raise InvalidInput(
             f"kind must be one of {', '.join(sorted(allowed))} for the {tier} tier.",
-            code="invalid_kind",
+            code=ErrorCode.INVALID_KIND,
         )
     return kind
 
@@ -163,26 +165,26 @@ def require_write(
 def scope_for_create(*, actor, tier: str, project_id, scope_id, for_user: User | None = None) -> dict:
     if tier == Tier.USER:
         if for_user is not None and not may_act_for_user(actor, for_user.pk):
-            raise NotFound(f"No active user named {for_user.get_username()!r}.", code="unknown_user")
+            raise NotFound(f"No active user named {for_user.get_username()!r}.", code=ErrorCode.UNKNOWN_USER)
         owner = actor if for_user is None else for_user
         return {"scope_id": str(owner.pk), "owner": owner, "project": None}
     if tier == Tier.PROJECT:
         if not project_id:
-            raise InvalidInput("project_id is required for the project tier.", code="invalid_project")
+            raise InvalidInput("project_id is required for the project tier.", code=ErrorCode.INVALID_PROJECT)
         project = project_require_permission(user=actor, project_id=project_id, permission=CREATE_TASK)
         return {"scope_id": project.pk, "owner": None, "project": project}
     if tier == Tier.CHAT:
         if not is_service_principal(actor):
             raise PermissionDenied("Only service principals may write chat memories.")
         if not scope_id or scope_id == GLOBAL_SCOPE_ID:
-            raise InvalidInput("A chat memory needs a chat key.", code="invalid_scope")
+            raise InvalidInput("A chat memory needs a chat key.", code=ErrorCode.INVALID_SCOPE)
         if not chat_in_reach(actor=actor, chat_key=scope_id):
             raise NotFound(CHAT_NOT_FOUND)
         return {"scope_id": scope_id, "owner": None, "project": None}
     if tier == Tier.GLOBAL:
         global_write_require(actor)
         return {"scope_id": GLOBAL_SCOPE_ID, "owner": None, "project": None}
-    raise InvalidInput(f"Unknown tier {tier!r}.", code="invalid_tier")
+    raise InvalidInput(f"Unknown tier {tier!r}.", code=ErrorCode.INVALID_TIER)
 
 
 def scope_require_write(*, actor: User, tier: str, scope_id: str | None = None) -> None:
@@ -224,5 +226,5 @@ def with_older_versions(ids: list[str], *, within: Q) -> list[str]:
 
 def validate_paused(value) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInput("paused must be true or false.", code="invalid_paused")
+        raise InvalidInput("paused must be true or false.", code=ErrorCode.INVALID_PAUSED)
     return value

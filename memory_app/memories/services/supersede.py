@@ -10,6 +10,7 @@ from config.errors import Conflict
 from config.validation import validate_json_container
 from identity_app.models import User
 from memory_app.memories import derived
+from memory_app.memories.errors import ErrorCode
 from memory_app.memories.models import (
     Memory,
     Origin,
@@ -62,10 +63,14 @@ def memory_supersede(
     keep_expiry = isinstance(expires_at, str) and expires_at == KEEP_EXPIRY
     new_expiry = None if keep_expiry else validate_expires_at(expires_at)
     metadata = (
-        validate_json_container(metadata, field="metadata", max_bytes=MAX_JSON_BYTES) if metadata is not None else None
+        validate_json_container(metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES)
+        if metadata is not None
+        else None
     )
     evidence = (
-        validate_json_container(evidence, field="evidence", max_bytes=MAX_JSON_BYTES) if evidence is not None else None
+        validate_json_container(evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES)
+        if evidence is not None
+        else None
     )
     with transaction.atomic():
         old = locked_memory(memory_id=memory_id, tier=tier, project_id=project_id)
@@ -102,10 +107,10 @@ def supersede_locked(
 ) -> Memory:
     """The supersede of ``old`` (locked, its write rule checked), with validated values."""
     if old.status != Status.ACTIVE:
-        raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code="not_active")
+        raise Conflict(f"Memory is {old.status}; only active memories can be superseded.", code=ErrorCode.NOT_ACTIVE)
     now = timezone.now()
     if old.is_expired(now):
-        raise Conflict("Memory has expired; only active memories can be superseded.", code="not_active")
+        raise Conflict("Memory has expired; only active memories can be superseded.", code=ErrorCode.NOT_ACTIVE)
     new_kind = validate_kind(kind if kind is not None else old.kind, old.scope_type)
     new = Memory(
         scope_type=old.scope_type,
@@ -133,7 +138,7 @@ def supersede_locked(
         status=Status.SUPERSEDED, superseded_by_id=new.pk, updated_at=now
     )
     if moved != 1:
-        raise Conflict("Memory was superseded concurrently.", code="not_active")
+        raise Conflict("Memory was superseded concurrently.", code=ErrorCode.NOT_ACTIVE)
     new.save(force_insert=True)
     derived.on_memories_written(created=[new], changed=[old.pk])
     return new
