@@ -7,6 +7,8 @@ run through the real service and ``run_api(token)`` is a client that authenticat
 import pytest
 from django.core.cache import cache
 from django.db import connection
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from identity_app.models import Role
@@ -20,6 +22,12 @@ from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.memory_app.runs.helpers import RunHandle, memory_path
 
 logcheck.install()
+
+# Timings never decide whether a test passes (benchmarks print them, bench/): no deadline per
+# example, and no health check that fails a test for generating its data slowly. A loaded machine
+# (the two passes at once, CI) made a first example that compiles the redaction rules "too slow".
+hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("suite")
 
 # Modules whose module-scoped fixtures start servers: with pytest-xdist (``--dist loadgroup``,
 # scripts/test.sh) each runs whole on one worker, so its servers start once, not once per worker.
