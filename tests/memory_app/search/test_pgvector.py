@@ -281,10 +281,10 @@ def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings,
     newer = _scope_rows("global:__global__")
     assert newer[0][3] != scopes[0][3]
     assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), mean)
-    monkeypatch.setattr(vectorstore, "COUNT_MAX_AGE", 0.0)
+    monkeypatch.setattr(vectorstore.queries, "COUNT_MAX_AGE", 0.0)
     assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), 0.0, atol=2e-3)
     # A large scope's mean is that of its newest MEAN_SAMPLE vectors (one bounded read).
-    monkeypatch.setattr(vectorstore, "MEAN_SAMPLE", 80)
+    monkeypatch.setattr(vectorstore.queries, "MEAN_SAMPLE", 80)
     vectorstore.reset()
     assert np.allclose(vectorstore.mean_vector(newer, pgvector.model, dim), -mean, atol=2e-3)
     assert vectorstore.mean_vector(_scope_rows("user:404"), pgvector.model, dim) is None
@@ -447,7 +447,7 @@ def test_metrics_report_the_vector_cache_bytes(client, settings):
 
 
 def test_an_index_built_with_other_settings_is_flagged_then_rebuilt_by_refresh_embeddings(pgvector):
-    from memory_app.search.vectorstore import TABLE, _build_options, index_name
+    from memory_app.search.vectorstore.schema import TABLE, _build_options, index_name
 
     model, dim = pgvector.model, pgvector.dim
     name = index_name(model, dim)

@@ -1,30 +1,5 @@
-"""Vectors in PostgreSQL with pgvector, for scopes too large to rank exactly in memory.
-
-Where the ``vector`` extension is installed (migration ``0021_search_vectors_pgvector``), each
-``SearchDocument`` row also holds its vector in a ``vec halfvec`` column (half precision: half
-the bytes of ``vector``, the same top 10 in our measurements, docs/search.md), filled wherever a
-vector is stored (``store``, called by ``index.vectors_store`` and ``embedder.embed_now``).
-An HNSW index per embedding model (``ensure_index``: a partial index on
-``vec::halfvec(<dim>)`` for the rows of that model, since models differ in dimension) ranks
-them by inner product, which is the cosine similarity of the normalised vectors.
-
-``rank`` reads the nearest rows of the searched scopes only: the scope filter is part of the
-one SQL statement, and pgvector 0.8's iterative index scans (``hnsw.iterative_scan =
-relaxed_order``) keep reading the index until enough rows of those scopes are found, so a
-filter does not cost recall. The candidates are then scored again exactly from their float32
-bytes, so scores are those of the in-memory path.
-
-Which path ranks a search (``use_pgvector``), by ``MEMORY_VECTOR_BACKEND``:
-
-- ``numpy``: always the exact in-memory ranking (``engine._VectorCache``);
-- ``pgvector``: PostgreSQL whenever the column and the model's index exist;
-- ``auto`` (default): PostgreSQL for searches over more than ``MEMORY_VECTOR_EXACT_DOCS``
-  documents, or more than the in-memory cache holds, when it can; numpy below that (exact, and
-  no round trip for small scopes).
-
-Without the extension (SQLite, or PostgreSQL without it) nothing here does anything, and
-``check --deploy`` says so (``memory_app.W001``).
-"""
+"""What of the vector store exists in the database: the ``vec`` column, the extension, each model's
+HNSW index (built, rebuilt when its options change) and the prefetch of the search relations."""
 
 import hashlib
 import logging
@@ -39,6 +14,7 @@ from pgvector import HalfVector
 from memory_app.search.embeddings import DTYPE
 
 logger = logging.getLogger(__name__)
+
 
 BACKENDS = ("auto", "numpy", "pgvector")
 TABLE = "memory_app_searchdocument"
@@ -70,7 +46,7 @@ def index_name(model: str, dim: int) -> str:
     return f"{INDEX_PREFIX}{digest}_{int(dim)}"
 
 
-def _literal(value: str) -> str:
+def sql_literal(value: str) -> str:
     """A string literal for the partial index's predicate, which a query must repeat as a
     literal (not a parameter) for the planner to use the index."""
     return "'" + value.replace("'", "''") + "'"
@@ -92,12 +68,12 @@ def reset() -> None:
     """Forget what was found about the database (tests, after a migration)."""
     with _ready_lock:
         _ready.clear()
-    with _counts_lock:
-        _counts.clear()
-        _means.clear()
+    with counts_lock:
+        scope_counts.clear()
+        scope_means.clear()
 
 
-def _db_key(*parts) -> tuple:
+def db_key(*parts) -> tuple:
     return (connection.alias, connection.settings_dict.get("NAME"), *parts)
 
 
@@ -115,7 +91,7 @@ def column_ready() -> bool:
             )
             return cursor.fetchone() is not None
 
-    return _cached(_db_key("column"), probe)
+    return _cached(db_key("column"), probe)
 
 
 def extension_available(name: str = "vector") -> bool:
@@ -148,7 +124,7 @@ def index_ready(model: str, dim: int) -> bool:
             )
             return cursor.fetchone() is not None
 
-    return _cached(_db_key("index", model, dim), probe)
+    return _cached(db_key("index", model, dim), probe)
 
 
 def _wanted_options() -> set[str]:
@@ -188,7 +164,7 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False, rebuild: b
     if not 1 <= int(dim) <= 4000:  # halfvec's HNSW limit
         return False
     with _ready_lock:
-        _ready.pop(_db_key("index", model, dim), None)
+        _ready.pop(db_key("index", model, dim), None)
     name = index_name(model, dim)
     built_with = _build_options(name)
     if built_with is not None and (built_with == _wanted_options() or not rebuild):
@@ -203,7 +179,7 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False, rebuild: b
             f"CREATE INDEX {how}IF NOT EXISTS {connection.ops.quote_name(target)} ON {TABLE} "
             f"USING hnsw (({COLUMN}::halfvec({int(dim)})) halfvec_ip_ops) "
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-            f"WHERE model = {_literal(model)} AND {COLUMN} IS NOT NULL"
+            f"WHERE model = {sql_literal(model)} AND {COLUMN} IS NOT NULL"
         )
         if target != name:
             with transaction.atomic():  # the old index serves until the new one takes its name
@@ -212,7 +188,7 @@ def ensure_index(model: str, dim: int, *, concurrently: bool = False, rebuild: b
                     f"ALTER INDEX {connection.ops.quote_name(target)} RENAME TO {connection.ops.quote_name(name)}"
                 )
     with _ready_lock:
-        _ready.pop(_db_key("index", model, dim), None)
+        _ready.pop(db_key("index", model, dim), None)
     return index_ready(model, dim)
 
 
@@ -276,18 +252,15 @@ def prewarm(model: str, dim: int) -> list[str]:
     return asked
 
 
-def _text(vector) -> str:
+# What this process remembers of each scope: its mean vector and its count of embedded rows
+# (``queries.mean_vector``, ``queries.embedded_count``), emptied by ``reset``.
+scope_means: dict[tuple, tuple[int, int, np.ndarray | None, float]] = {}
+scope_counts: dict[tuple, tuple[int, int, float]] = {}
+counts_lock = threading.Lock()
+
+
+def halfvec_text(vector) -> str:
     return HalfVector(np.asarray(vector, dtype=np.float32)).to_text()
-
-
-def store(doc_vectors: list[tuple[int, bytes | memoryview | None]]) -> None:
-    """Copy ``(document id, float32 bytes)`` just stored into the ``vec`` column (in the
-    caller's transaction); nothing without the column."""
-    if not doc_vectors or not column_ready():
-        return
-    rows = [(_text(np.frombuffer(bytes(raw), dtype=DTYPE)), doc_id) for doc_id, raw in doc_vectors if raw]
-    with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {TABLE} SET {COLUMN} = %s::halfvec WHERE id = %s", rows)
 
 
 def backfill(*, batch: int = 2000, progress=None) -> int:
@@ -308,170 +281,11 @@ def backfill(*, batch: int = 2000, progress=None) -> int:
                 return done
             last_id = found[-1][0]
             rows = [
-                (_text(np.frombuffer(bytes(raw), dtype=DTYPE)), doc_id) for doc_id, raw in found if len(raw) % 4 == 0
+                (halfvec_text(np.frombuffer(bytes(raw), dtype=DTYPE)), doc_id)
+                for doc_id, raw in found
+                if len(raw) % 4 == 0
             ]
             cursor.executemany(f"UPDATE {TABLE} SET {COLUMN} = %s::halfvec WHERE id = %s", rows)
         done += len(found)
         if progress is not None:
             progress(done)
-
-
-def exact_docs() -> int:
-    return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 150_000))
-
-
-def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
-    """Whether a search over ``n_docs`` documents is ranked in PostgreSQL (module docstring);
-    ``fits_in_memory``: whether their vectors fit in the in-memory path's cache."""
-    chosen = backend()
-    if chosen == "numpy" or connection.vendor != "postgresql":
-        return False
-    if chosen == "auto" and fits_in_memory and n_docs <= exact_docs():
-        return False
-    return index_ready(provider.model, provider.dim)
-
-
-def _outdated(version_read: int, read_at: float, version: int, now: float) -> bool:
-    """Whether a scope's reading (its count, its mean) must be made again: the scope has a new
-    version and the reading is older than ``COUNT_MAX_AGE`` (until then it stands for them)."""
-    return version_read != version and now - read_at > COUNT_MAX_AGE
-
-
-_means: dict[tuple, tuple[int, int, np.ndarray | None, float]] = {}
-MEAN_SAMPLE = 5000  # a scope's newest vectors its mean is taken over (one bounded read by the scope's index)
-
-
-def mean_vector(scopes: list[tuple], model: str, dim: int) -> np.ndarray | None:
-    """The mean vector of ``model`` in ``scopes`` (``(id, docs, length, version)``), None where
-    they hold none: per scope ``avg(vec)`` of its newest ``MEAN_SAMPLE`` vectors (half precision,
-    as the index ranks; what a large scope's documents have in common shows in any few thousand
-    of them), weighted by the scope's vectors (its documents, where the sample is full). A scope
-    is read again when its version changed and its last reading is older than
-    ``COUNT_MAX_AGE``; the scopes to read are read in one statement."""
-    now = time.monotonic()
-    readings: dict[int, tuple] = {}
-    stale: list[tuple[int, int]] = []
-    for scope_id, _, _, version in scopes:
-        with _counts_lock:
-            found = _means.get(_db_key(scope_id, model))
-        if found is None or _outdated(found[0], found[3], version, now):
-            stale.append((scope_id, version))
-        else:
-            readings[scope_id] = found
-    if stale:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT s.id, COUNT(*), avg(newest.{COLUMN})::text FROM unnest(%s::bigint[]) AS s(id) "
-                f"CROSS JOIN LATERAL (SELECT d.{COLUMN} FROM {TABLE} AS d WHERE d.scope_id = s.id "
-                f"AND d.model = %s AND d.{COLUMN} IS NOT NULL ORDER BY d.id DESC LIMIT %s) AS newest GROUP BY s.id",
-                [[scope_id for scope_id, _ in stale], model, MEAN_SAMPLE],
-            )
-            read = {scope_id: (n, mean) for scope_id, n, mean in cursor.fetchall()}
-        with _counts_lock:
-            if len(_means) > 10_000:
-                _means.clear()
-            for scope_id, version in stale:
-                n, mean = read.get(scope_id, (0, None))
-                found = (version, n, HalfVector.from_text(mean).to_numpy().astype(np.float64) if n else None, now)
-                _means[_db_key(scope_id, model)] = readings[scope_id] = found
-    total, weight = np.zeros(int(dim), dtype=np.float64), 0
-    for scope_id, docs, _, _ in scopes:
-        _, n, mean, _ = readings[scope_id]
-        if mean is not None and len(mean) == int(dim):
-            share = n if n < MEAN_SAMPLE else max(int(docs), n)
-            total += mean * share
-            weight += share
-    return total / weight if weight else None
-
-
-_counts: dict[tuple, tuple[int, int, float]] = {}
-_counts_lock = threading.Lock()
-COUNT_MAX_AGE = 30.0  # seconds a scope's count stands for its later versions (a count of a big scope is not free)
-
-
-def embedded_count(scopes: list[tuple], model: str) -> int:
-    """Documents of ``scopes`` (``(id, docs, length, version)``) with a vector of ``model``:
-    counted again when a scope's version changed and the count is older than ``COUNT_MAX_AGE``
-    (it only feeds the "not embedded yet" notice)."""
-    total = 0
-    now = time.monotonic()
-    for scope_id, _, _, version in scopes:
-        key = _db_key(scope_id, model)
-        with _counts_lock:
-            found = _counts.get(key)
-        if found is None or _outdated(found[0], found[2], version, now):
-            with connection.cursor() as cursor:
-                cursor.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE scope_id = %s AND model = %s", [scope_id, model])
-                found = (version, cursor.fetchone()[0], now)
-            with _counts_lock:
-                if len(_counts) > 10_000:
-                    _counts.clear()
-                _counts[key] = found
-        total += found[1]
-    return total
-
-
-def rank(
-    scope_ids: list[int],
-    query_vector: np.ndarray,
-    depth: int,
-    *,
-    model: str,
-    dim: int,
-    similar_to: np.ndarray | None = None,
-    above: float | None = None,
-) -> list[tuple[int, float]]:
-    """``(document id, inner product with query_vector)`` of the ``depth`` documents of
-    ``scope_ids`` that rank highest by it (approximate: HNSW), best first, scored exactly from
-    their float32 vectors: the cosine similarity for a normalised query. ``above``: only
-    documents whose similarity to ``similar_to`` (default: the query) is above it, before the
-    ``depth`` best are taken (the engine ranks by ``engine._ranking_vector`` and measures its
-    floors on the query's cosine)."""
-    if not scope_ids or depth <= 0:
-        return []
-    dim = int(dim)
-    query = _text(query_vector)
-    candidates = min(max(depth, CANDIDATES), 1000)
-    ef_search = max(int(getattr(settings, "MEMORY_VECTOR_EF_SEARCH", EF_SEARCH)), candidates)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
-            [str(ef_search), str(MAX_SCAN_TUPLES)],
-        )
-        cursor.execute(
-            f"SELECT id, vector FROM {TABLE} "
-            f"WHERE model = {_literal(model)} AND {COLUMN} IS NOT NULL AND scope_id = ANY(%s) "
-            f"ORDER BY {COLUMN}::halfvec({dim}) <#> %s::halfvec({dim}) LIMIT %s",
-            [list(scope_ids), query, candidates],
-        )
-        found = cursor.fetchall()
-        if len(found) < candidates:
-            # Short: the scopes hold fewer rows, or the graph did not lead to all of them (HNSW
-            # can leave a row that is far from every other one unreachable, most visibly in a
-            # small scope among many). Where the scopes are small, rank them exactly instead:
-            # the order expression differs from the index's, so PostgreSQL computes every
-            # distance over the scopes' rows (read by the (scope, model, id) index).
-            where = f"model = {_literal(model)} AND {COLUMN} IS NOT NULL AND scope_id = ANY(%s)"
-            cursor.execute(
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {TABLE} WHERE {where} LIMIT %s) AS c",
-                [list(scope_ids), exact_docs() + 1],
-            )
-            held = cursor.fetchone()[0]
-            if len(found) < held <= exact_docs():
-                cursor.execute(
-                    f"SELECT id, vector FROM {TABLE} WHERE {where} "
-                    f"ORDER BY ({COLUMN}::halfvec({dim}) <#> %s::halfvec({dim})) + 0 LIMIT %s",
-                    [list(scope_ids), query, candidates],
-                )
-                found = cursor.fetchall()
-    if not found:
-        return []
-    ids = np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))
-    matrix = np.vstack([np.frombuffer(bytes(row[1]), dtype=DTYPE, count=dim) for row in found])
-    sims = matrix @ np.asarray(query_vector, dtype=DTYPE)
-    order = np.argsort(-sims, kind="stable")
-    if above is not None:
-        similarity = sims if similar_to is None else matrix @ np.asarray(similar_to, dtype=DTYPE)
-        order = order[similarity[order] > above]
-    return [(int(ids[i]), float(sims[i])) for i in order[:depth]]
