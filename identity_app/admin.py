@@ -3,9 +3,11 @@
 services, so the last-owner rule lives only there."""
 
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from config.admin import ServiceModelAdmin
+from config.http import signed_in_user
 from identity_app import services
 from identity_app.models import ApiToken, Invitation, Membership, Profile, Project
 
@@ -28,7 +30,7 @@ class MembershipInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj=None):
         return False
 
 
@@ -41,7 +43,7 @@ class ProjectAdmin(ServiceModelAdmin):
     readonly_fields = ["id", "created_by", "created_at"]
     inlines = [MembershipInline]
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj, form, change):
         data = form.cleaned_data
         if change:
             services.project_update(
@@ -52,16 +54,18 @@ class ProjectAdmin(ServiceModelAdmin):
                 staff_review=True,
             )
         else:  # the admin who creates a project becomes its first owner, as anywhere else
-            created = services.project_create(actor=request.user, name=data["name"], description=data["description"])
+            created = services.project_create(
+                actor=signed_in_user(request), name=data["name"], description=data["description"]
+            )
             obj.pk, obj.created_by, obj.created_at = created.pk, created.created_by, created.created_at
 
-    def save_related(self, request, form, formsets, change):
+    def save_related(self, request: HttpRequest, form, formsets, change):
         # Memberships are read-only here; save(commit=False) writes nothing but records the
         # (empty) changes the admin's change message reads.
         for formset in formsets:
             formset.save(commit=False)
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj):
         services.project_delete(actor=request.user, project_id=obj.pk, staff_review=True)
 
 
@@ -73,10 +77,10 @@ class MembershipAdmin(ServiceModelAdmin):
     search_fields = ["project__name", "user__username"]
     raw_id_fields = ["project", "user"]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
         return ["project", "user", "created_at"] if obj is not None else []
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj, form, change):
         if change:
             services.membership_change(
                 actor=request.user, project_id=obj.project_id, user_id=obj.user_id, role=obj.role, staff_review=True
@@ -87,7 +91,7 @@ class MembershipAdmin(ServiceModelAdmin):
         )
         obj.pk, obj.created_at = created.pk, created.created_at
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj):
         services.membership_remove(
             actor=request.user, project_id=obj.project_id, user_id=obj.user_id, staff_review=True
         )
@@ -109,7 +113,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     ]
     raw_id_fields = ["user"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False  # keys are issued by `manage.py issue_token` or self-service, which show the key once
 
     @admin.display(boolean=True, description=_("limited"))
@@ -126,8 +130,8 @@ class InvitationAdmin(admin.ModelAdmin):
     list_select_related = ["project", "invited_by"]
     search_fields = ["username", "project__name"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False

@@ -32,7 +32,7 @@ class StableOrderingFilter(django_filters.OrderingFilter):
     def filter(self, qs, value):
         if not value:
             return qs
-        first = {}
+        first: dict[str, str] = {}
         for param in value:
             first.setdefault(param.lstrip("-"), param)
         ordering = [self.get_ordering_value(param) for param in first.values()]

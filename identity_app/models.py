@@ -1,7 +1,7 @@
 import hashlib
 import unicodedata
 import zoneinfo
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from django.conf import settings
 from django.contrib.auth.models import User as _AuthUser
@@ -11,6 +11,9 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 # The account type every service and selector takes (`actor`, `user`): settings.AUTH_USER_MODEL,
 # which is Django's own User. Named here once so a swapped account model changes one line.
@@ -187,6 +190,11 @@ class ApiToken(models.Model):
     only_user_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these users"))
     only_project_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these projects"))
 
+    # Not stored: what the tokens page (identity_app/web/views.py) shows beside each key.
+    state_now: str
+    state_label: "StrOrPromise"
+    only_usernames: list[str]
+
     class Meta:
         verbose_name = _("API token")
         verbose_name_plural = _("API tokens")
@@ -298,6 +306,10 @@ class ChatBinding(models.Model):
     # on the chats page or by an operator in the admin.
     display_name = models.CharField(max_length=100, blank=True, default="", verbose_name=_("display name"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    # Not stored: what the chats page (memory_app/scoped/web.py) shows beside each chat.
+    active_count: int
+    items_url: str
 
     class Meta:
         verbose_name = _("chat binding")

@@ -67,10 +67,12 @@ def exception_handler(exc, context):
     if isinstance(exc, drf_exceptions.APIException):
         code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
         headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(math.ceil(exc.wait))
+        if auth_header := getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = auth_header
+        # The stub leaves out Throttled.wait, which DRF sets in __init__.
+        wait = exc.wait if isinstance(exc, drf_exceptions.Throttled) else None  # type: ignore[attr-defined]
+        if wait is not None:
+            headers["Retry-After"] = str(math.ceil(wait))
         if isinstance(exc, drf_exceptions.ValidationError):
             return Response(
                 error_body(code, _validation_message(exc.detail), exc.detail),

@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from identity_app.services import sign_in_link_redeem
 
 DISABLED_EMAIL_BACKENDS = {"", "django.core.mail.backends.dummy.EmailBackend"}
@@ -48,7 +49,7 @@ def sign_in_link(request, secret):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def set_password(request):
+def set_password(request: AuthenticatedHttpRequest):
     """Django's ``SetPasswordForm`` (no old password): reached through a sign-in link, or by a
     user who has no usable password yet. Everyone else changes it knowing the old one."""
     if not (request.session.get("set_password_allowed") or not request.user.has_usable_password()):

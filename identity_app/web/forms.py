@@ -29,7 +29,10 @@ class ProfileForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["language"].choices = [("", _("The browser's language")), *settings.LANGUAGES]
+        cast(forms.ChoiceField, self.fields["language"]).choices = [
+            ("", _("The browser's language")),
+            *settings.LANGUAGES,
+        ]
 
     def clean_preferences(self):
         raw = self.cleaned_data["preferences"].strip()

@@ -5,6 +5,8 @@ limit is reached, axes refuses even the right password until the cool-off has pa
 forms say so on the login page itself, and ``lockout_response`` answers that page with 429.
 """
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
@@ -24,7 +26,14 @@ def lockout_message() -> str:
     ) % {"n": minutes}
 
 
-class LockoutMessageMixin:
+# What the mixin below is mixed into, for mypy only.
+if TYPE_CHECKING:
+    _AuthenticationForm = AuthenticationForm
+else:
+    _AuthenticationForm = object
+
+
+class LockoutMessageMixin(_AuthenticationForm):
     def get_invalid_login_error(self):
         if getattr(self.request, "axes_locked_out", False):
             return ValidationError(lockout_message(), code="locked_out")

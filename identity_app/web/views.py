@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 from django.views.i18n import set_language
 
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from identity_app import selectors, services
 from identity_app.models import TOKEN_STATE_LABELS
@@ -37,7 +38,7 @@ def _timezone_names() -> list[str]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile(request):
+def profile(request: AuthenticatedHttpRequest):
     profile = profile_get(user=request.user)
     status = 200
     if request.method == "POST":
@@ -99,7 +100,7 @@ def _tokens_page(request, *, form, issued=None, status=200):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request):
+def tokens(request: AuthenticatedHttpRequest):
     """The caller's API tokens and a form for a new one; a new key is shown on this response only."""
     if request.method != "POST":
         return _tokens_page(request, form=_token_form(request))
@@ -122,7 +123,7 @@ def _token_confirm(request, token_id, *, action: str):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_revoke(request, token_id):
+def token_revoke(request: AuthenticatedHttpRequest, token_id):
     if request.method != "POST" or request.POST.get("confirmed") != "yes":
         return _token_confirm(request, token_id, action="revoke")
     token = services.token_revoke(actor=request.user, token_id=token_id)
@@ -132,7 +133,7 @@ def token_revoke(request, token_id):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_rotate(request, token_id):
+def token_rotate(request: AuthenticatedHttpRequest, token_id):
     if request.method != "POST" or request.POST.get("confirmed") != "yes":
         return _token_confirm(request, token_id, action="rotate")
     token, key = services.token_rotate(actor=request.user, token_id=token_id)
@@ -142,14 +143,14 @@ def token_rotate(request, token_id):
 # --- invitations ---------------------------------------------------------------------------
 @login_required
 @require_http_methods(["GET"])
-def invitations(request):
+def invitations(request: AuthenticatedHttpRequest):
     pending = list(selectors.invitations_pending_for(user=request.user)[:MAX_INVITATIONS_SHOWN])
     return render(request, "identity_app/invitations.html", {"invitations": pending})
 
 
 @login_required
 @require_http_methods(["POST"])
-def invitation_accept(request, invitation_id):
+def invitation_accept(request: AuthenticatedHttpRequest, invitation_id):
     membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
     messages.success(
         request,
@@ -161,7 +162,7 @@ def invitation_accept(request, invitation_id):
 
 @login_required
 @require_http_methods(["POST"])
-def invitation_decline(request, invitation_id):
+def invitation_decline(request: AuthenticatedHttpRequest, invitation_id):
     services.invitation_decline(actor=request.user, invitation_id=invitation_id)
     messages.success(request, _("Invitation declined."))
     return redirect("web:invitations")
@@ -169,7 +170,7 @@ def invitation_decline(request, invitation_id):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_members(request, project_id):
+def project_members(request: AuthenticatedHttpRequest, project_id):
     """Members (anyone with ``read``); inviting and the invitations (``manage``)."""
     writing = request.method == "POST"  # a member without ``manage`` gets 403 before any form error
     project = project_require_permission(
@@ -204,7 +205,7 @@ def project_members(request, project_id):
 
 @login_required
 @require_http_methods(["POST"])
-def project_invitation_cancel(request, project_id, invitation_id):
+def project_invitation_cancel(request: AuthenticatedHttpRequest, project_id, invitation_id):
     services.invitation_cancel(actor=request.user, project_id=project_id, invitation_id=invitation_id)
     messages.success(request, _("Invitation cancelled."))
     return redirect("web:project_members", project_id)

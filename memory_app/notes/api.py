@@ -11,6 +11,7 @@ from config.api.inputs import StrictBooleanField, StrictCharField, StrictInputMi
 from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
+from config.http import AuthenticatedRequest
 from identity_app.models import ApiToken
 from memory_app.notes import history, selectors, services
 from memory_app.notes.models import WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
@@ -66,11 +67,11 @@ class WorkspaceFileView(APIView):
         return Response(WorkspaceFileOutput(file).data, headers={"ETag": f'"{file.sha256}"'})
 
     @extend_schema(responses=WorkspaceFileOutput)
-    def get(self, request, name):
+    def get(self, request: AuthenticatedRequest, name):
         return self._file_response(selectors.workspace_file_get(user=request.user, name=name))
 
     @extend_schema(request=WorkspaceFileInput, responses=WorkspaceFileOutput)
-    def put(self, request, name):
+    def put(self, request: AuthenticatedRequest, name):
         data = validated(WorkspaceFileInput, request)
         saved = services.workspace_file_write(
             user=request.user,
@@ -82,7 +83,7 @@ class WorkspaceFileView(APIView):
         return self._file_response(saved)
 
     @extend_schema(request=WorkspaceDeleteInput, responses={204: None})
-    def delete(self, request, name):
+    def delete(self, request: AuthenticatedRequest, name):
         data = validated(WorkspaceDeleteInput, request)
         services.workspace_file_delete(
             user=request.user,
@@ -184,6 +185,7 @@ class WorkspaceHistoryView(generics.ListAPIView):
     80 lines and 16 KiB here; the change itself has up to 2,000 lines and 256 KiB). ``DELETE``
     forgets the history (of one file with ``name``), leaving the files as they are."""
 
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = WorkspaceChangeOutput
     pagination_class = ListPagination
     filterset_class = WorkspaceChangeFilter
@@ -197,14 +199,14 @@ class WorkspaceHistoryView(generics.ListAPIView):
         request=WorkspaceHistoryClearInput,
         responses={200: inline_serializer("WorkspaceHistoryCleared", {"forgotten": serializers.IntegerField()})},
     )
-    def delete(self, request):
+    def delete(self, request: AuthenticatedRequest):
         data = validated(WorkspaceHistoryClearInput, request)
         return Response({"forgotten": services.workspace_history_clear(user=request.user, name=data["name"])})
 
 
 class WorkspaceChangeDetailView(APIView):
     @extend_schema(responses=WorkspaceChangeOutput)
-    def get(self, request, change_id):
+    def get(self, request: AuthenticatedRequest, change_id):
         change = selectors.workspace_change_get(user=request.user, change_id=change_id)
         limits = {"max_lines": history.DETAIL_MAX_LINES, "max_bytes": history.DETAIL_MAX_BYTES}
         return Response(WorkspaceChangeOutput(change, context={"diff_limits": limits}).data)
@@ -217,7 +219,7 @@ class WorkspaceChangeUndoView(APIView):
     ``409 undo_conflict``. Either way nothing changes."""
 
     @extend_schema(request=WorkspaceUndoInput, responses={200: WorkspaceUndoOutput})
-    def post(self, request, change_id):
+    def post(self, request: AuthenticatedRequest, change_id):
         data = validated(WorkspaceUndoInput, request)
         undo = services.workspace_change_undo(
             user=request.user,
@@ -234,11 +236,11 @@ class WorkspaceChangeUndoView(APIView):
 
 class SettingsView(APIView):
     @extend_schema(responses=SettingsSerializer)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         return Response({"enable_memory": selectors.user_settings_get(user=request.user).enable_memory})
 
     @extend_schema(request=SettingsSerializer, responses=SettingsSerializer)
-    def put(self, request):
+    def put(self, request: AuthenticatedRequest):
         row = services.user_settings_update(user=request.user, **validated(SettingsSerializer, request))
         return Response({"enable_memory": row.enable_memory})
 

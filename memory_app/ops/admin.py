@@ -1,6 +1,7 @@
 """Admin of background jobs and worker heartbeats: read-only (a stuck job may be deleted)."""
 
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy
 
 from memory_app.ops.models import BackgroundJob, WorkerHeartbeat
@@ -11,10 +12,10 @@ class JobKindFilter(admin.SimpleListFilter):
     title = gettext_lazy("kind")
     parameter_name = "kind"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin):
         return job_kinds()
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset):
         return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
@@ -31,13 +32,13 @@ class BackgroundJobAdmin(admin.ModelAdmin):
     def kind_words(self, job):
         return job_kind_words(job.kind)
 
-    def get_exclude(self, request, obj=None):
+    def get_exclude(self, request: HttpRequest, obj=None):
         return ["kind"]  # shown in words (kind_words)
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False
 
 
@@ -45,8 +46,8 @@ class BackgroundJobAdmin(admin.ModelAdmin):
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ["worker_id", "started_at", "beat_at"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False

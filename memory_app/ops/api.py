@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.routes import api_route
+from config.http import AuthenticatedRequest
 from memory_app.ops.models import BackgroundJob, JobStatus
 from memory_app.ops.selectors import job_get
 
@@ -42,7 +43,7 @@ def job_accepted(job: BackgroundJob) -> Response:
 
 class JobDetailView(APIView):
     @extend_schema(responses=JobOutput)
-    def get(self, request, job_id):
+    def get(self, request: AuthenticatedRequest, job_id):
         return Response(JobOutput(job_get(user=request.user, job_id=job_id)).data)
 
 

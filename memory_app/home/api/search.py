@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from config.api.inputs import (
     NOT_ONLY_SPACE,
 )
+from config.http import AuthenticatedRequest
 from memory_app.home.api.items import HomeItemOutput, item_data
 from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_LIMIT, NotesHit, home_search
 
@@ -62,7 +63,7 @@ class HomeSearchView(APIView):
         ],
         responses=HomeSearchOutput,
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         query = request.query_params.get("q", "")
         if not query.strip() or len(query) > MAX_QUERY_CHARS:
             raise serializers.ValidationError({"q": [f"Give 1 to {MAX_QUERY_CHARS} characters."]})
