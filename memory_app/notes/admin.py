@@ -18,11 +18,11 @@ class UserSettingsAdmin(admin.ModelAdmin):
     fields = ["user", "enable_memory", "updated_at"]
     readonly_fields = ["user", "enable_memory", "updated_at"]
 
-    def has_add_permission(self, request: HttpRequest):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: UserSettings | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: UserSettings | None = None) -> bool:
         return False
