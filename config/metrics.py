@@ -19,6 +19,8 @@ import functools
 import hmac
 import os
 import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -36,6 +38,9 @@ from prometheus_client import (
 
 from config.api.errors import error_body
 from config.logs import route_name
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # A one-off command run with the server's environment (backup, shell…) must not fail for want of
 # the folder; its samples then count with the server's, as a process of the same host.
@@ -95,11 +100,11 @@ BACKGROUND_JOBS = Counter(
 )
 
 
-def observe_search(func):
+def observe_search(func: Callable[P, R]) -> Callable[P, R]:
     """Times a search function whose result carries its ``mode``."""
 
     @functools.wraps(func)
-    def timed(*args, **kwargs):
+    def timed(*args: P.args, **kwargs: P.kwargs) -> R:
         started = time.perf_counter()
         result = func(*args, **kwargs)
         SEARCH_SECONDS.labels(mode=getattr(result, "mode", "unknown")).observe(time.perf_counter() - started)

@@ -30,13 +30,14 @@ import hashlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from pgvector import HalfVector
 
-from memory_app.search.embeddings import DTYPE
+from memory_app.search.embeddings import DTYPE, EmbeddingProvider
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _cached(key: tuple, probe) -> bool:
+def _cached(key: tuple[object, ...], probe: Callable[[], object]) -> bool:
     now = time.monotonic()
     with _ready_lock:
         found = _ready.get(key)
@@ -97,7 +98,7 @@ def reset() -> None:
         _means.clear()
 
 
-def _db_key(*parts) -> tuple:
+def _db_key(*parts: object) -> tuple[object, ...]:
     return (connection.alias, connection.settings_dict.get("NAME"), *parts)
 
 
@@ -106,7 +107,7 @@ def column_ready() -> bool:
     if connection.vendor != "postgresql":
         return False
 
-    def probe():
+    def probe() -> bool:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
@@ -140,7 +141,7 @@ def index_ready(model: str, dim: int) -> bool:
     if not column_ready():
         return False
 
-    def probe():
+    def probe() -> bool:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s AND indexname = %s",
@@ -276,7 +277,7 @@ def prewarm(model: str, dim: int) -> list[str]:
     return asked
 
 
-def _text(vector) -> str:
+def _text(vector: np.ndarray) -> str:
     return HalfVector(np.asarray(vector, dtype=np.float32)).to_text()
 
 
@@ -290,7 +291,7 @@ def store(doc_vectors: list[tuple[int, bytes | memoryview | None]]) -> None:
         cursor.executemany(f"UPDATE {TABLE} SET {COLUMN} = %s::halfvec WHERE id = %s", rows)
 
 
-def backfill(*, batch: int = 2000, progress=None) -> int:
+def backfill(*, batch: int = 2000, progress: Callable[[int], object] | None = None) -> int:
     """Fill ``vec`` for rows that have a vector but no ``vec`` (after the extension was
     installed, or a bulk load); returns how many rows were filled."""
     if not column_ready():
@@ -320,7 +321,7 @@ def exact_docs() -> int:
     return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 150_000))
 
 
-def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
+def use_pgvector(n_docs: int, provider: EmbeddingProvider, *, fits_in_memory: bool = True) -> bool:
     """Whether a search over ``n_docs`` documents is ranked in PostgreSQL (module docstring);
     ``fits_in_memory``: whether their vectors fit in the in-memory path's cache."""
     chosen = backend()
