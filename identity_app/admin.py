@@ -2,6 +2,9 @@
 ``memory_app.scoped.admin.chat_bindings``) are saved and deleted through the identity
 services, so the last-owner rule lives only there."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
@@ -30,7 +33,7 @@ class MembershipInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request: HttpRequest, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Project | None = None) -> bool:
         return False
 
 
@@ -43,11 +46,11 @@ class ProjectAdmin(ServiceModelAdmin):
     readonly_fields = ["id", "created_by", "created_at"]
     inlines = [MembershipInline]
 
-    def save_model(self, request: HttpRequest, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Project, form: forms.ModelForm, change: bool) -> None:
         data = form.cleaned_data
         if change:
             services.project_update(
-                actor=request.user,
+                actor=signed_in_user(request),
                 project_id=obj.pk,
                 name=data["name"],
                 description=data["description"],
@@ -59,14 +62,14 @@ class ProjectAdmin(ServiceModelAdmin):
             )
             obj.pk, obj.created_by, obj.created_at = created.pk, created.created_by, created.created_at
 
-    def save_related(self, request: HttpRequest, form, formsets, change):
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: list[Any], change: bool) -> None:
         # Memberships are read-only here; save(commit=False) writes nothing but records the
         # (empty) changes the admin's change message reads.
         for formset in formsets:
             formset.save(commit=False)
 
-    def delete_model(self, request: HttpRequest, obj):
-        services.project_delete(actor=request.user, project_id=obj.pk, staff_review=True)
+    def delete_model(self, request: HttpRequest, obj: Project) -> None:
+        services.project_delete(actor=signed_in_user(request), project_id=obj.pk, staff_review=True)
 
 
 @admin.register(Membership)
@@ -77,23 +80,31 @@ class MembershipAdmin(ServiceModelAdmin):
     search_fields = ["project__name", "user__username"]
     raw_id_fields = ["project", "user"]
 
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> list[str]:
         return ["project", "user", "created_at"] if obj is not None else []
 
-    def save_model(self, request: HttpRequest, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Membership, form: forms.ModelForm, change: bool) -> None:
         if change:
             services.membership_change(
-                actor=request.user, project_id=obj.project_id, user_id=obj.user_id, role=obj.role, staff_review=True
+                actor=signed_in_user(request),
+                project_id=obj.project_id,
+                user_id=obj.user_id,
+                role=obj.role,
+                staff_review=True,
             )
             return
         created = services.membership_add(
-            actor=request.user, project_id=obj.project_id, username=obj.user.username, role=obj.role, staff_review=True
+            actor=signed_in_user(request),
+            project_id=obj.project_id,
+            username=obj.user.username,
+            role=obj.role,
+            staff_review=True,
         )
         obj.pk, obj.created_at = created.pk, created.created_at
 
-    def delete_model(self, request: HttpRequest, obj):
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
         services.membership_remove(
-            actor=request.user, project_id=obj.project_id, user_id=obj.user_id, staff_review=True
+            actor=signed_in_user(request), project_id=obj.project_id, user_id=obj.user_id, staff_review=True
         )
 
 
@@ -113,11 +124,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
     ]
     raw_id_fields = ["user"]
 
-    def has_add_permission(self, request: HttpRequest):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are issued by `manage.py issue_token` or self-service, which show the key once
 
     @admin.display(boolean=True, description=_("limited"))
-    def limited(self, obj):
+    def limited(self, obj: ApiToken) -> bool:
         return obj.restricted
 
 
@@ -130,8 +141,8 @@ class InvitationAdmin(admin.ModelAdmin):
     list_select_related = ["project", "invited_by"]
     search_fields = ["username", "project__name"]
 
-    def has_add_permission(self, request: HttpRequest):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Invitation | None = None) -> bool:
         return False

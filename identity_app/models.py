@@ -1,6 +1,7 @@
 import hashlib
 import unicodedata
 import zoneinfo
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeAlias
 
 from django.conf import settings
@@ -22,14 +23,14 @@ User: TypeAlias = _AuthUser
 SECRET_KEY_MARKERS = ("password", "secret", "token", "api_key", "credential")
 
 
-def _comparable_key(key) -> str:
+def _comparable_key(key: object) -> str:
     """NFKC + casefold with invisible format characters removed, so ``ｐａｓｓｗｏｒｄ``,
     ``ſecret`` and ``pass\u200bword`` compare like the plain words."""
     text = unicodedata.normalize("NFKC", str(key))
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
 
 
-def find_secret_key(value, path: str = "") -> str | None:
+def find_secret_key(value: object, path: str = "") -> str | None:
     """Return the path of the first key that looks like a credential, at any depth."""
     if isinstance(value, dict):
         for key, inner in value.items():
@@ -62,7 +63,7 @@ def validate_language(value: str) -> None:
         )
 
 
-def validate_preferences(value) -> None:
+def validate_preferences(value: object) -> None:
     if not isinstance(value, dict):
         # Not code="invalid": JSONField would replace the message with its own "valid JSON" text.
         raise ValidationError(gettext("preferences must be a JSON object."), code="not_object")
@@ -99,7 +100,7 @@ class Profile(models.Model):
             ("write_global_memories", "Can write global memories (shared by every user)"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.display_name or self.user.get_username()
 
 
@@ -129,7 +130,7 @@ class Project(models.Model):
         verbose_name_plural = _("projects")
         ordering = ["name", "id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -159,7 +160,7 @@ class Membership(models.Model):
         ]
         indexes = [models.Index(fields=["user", "project"], name="membership_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user_id}@{self.project_id}:{self.get_role_display()}"
 
 
@@ -200,14 +201,14 @@ class ApiToken(models.Model):
         verbose_name_plural = _("API tokens")
         indexes = [models.Index(fields=["user", "-created_at"], name="apitoken_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.prefix}… ({self.user_id})"
 
     @property
     def restricted(self) -> bool:
         return self.only_user_ids is not None or self.only_project_ids is not None
 
-    def state(self, now) -> str:
+    def state(self, now: datetime) -> str:
         """``active``, ``expired`` or ``revoked``."""
         if self.revoked_at is not None:
             return "revoked"
@@ -287,7 +288,7 @@ class Invitation(models.Model):
             models.Index(fields=["status", "created_at"], name="invitation_expiry_idx"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.username}@{self.project_id}:{self.get_role_display()} ({self.get_status_display()})"
 
 
@@ -316,7 +317,7 @@ class ChatBinding(models.Model):
         verbose_name_plural = _("chat bindings")
         indexes = [models.Index(fields=["user", "chat_key"], name="chatbinding_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.chat_key} → {self.user_id}"
 
     @property
@@ -339,7 +340,7 @@ class SignInLink(models.Model):
         verbose_name_plural = _("sign-in links")
         indexes = [models.Index(fields=["user", "created_at"], name="signinlink_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return _("sign-in link #%(id)s for %(user)s") % {"id": self.pk, "user": self.user_id}
 
     @staticmethod

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import ngettext
 
 
@@ -34,7 +34,7 @@ else:
 
 
 class LockoutMessageMixin(_AuthenticationForm):
-    def get_invalid_login_error(self):
+    def get_invalid_login_error(self) -> ValidationError:
         if getattr(self.request, "axes_locked_out", False):
             return ValidationError(lockout_message(), code="locked_out")
         return super().get_invalid_login_error()
@@ -48,7 +48,9 @@ class AdminLoginForm(LockoutMessageMixin, AdminAuthenticationForm):
     pass
 
 
-def lockout_response(request, original_response=None, credentials=None):
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: object = None
+) -> HttpResponse:
     """``AXES_LOCKOUT_CALLABLE``: the login page the view rendered (it already carries the
     lockout message), with status 429."""
     if original_response is None:
