@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -120,7 +120,7 @@ class MetricsMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         started = time.perf_counter()
         response = self.get_response(request)
         route = route_name(request)
@@ -140,7 +140,7 @@ def registry():
 
 
 @require_GET
-def metrics_view(request):
+def metrics_view(request: HttpRequest):
     token = settings.METRICS_TOKEN
     if not token:
         return JsonResponse(error_body("not_found", "Not found."), status=404)

@@ -15,7 +15,7 @@ from django import forms
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.handlers.exception import response_for_exception
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import render
 
 from config.api.routes import is_api_request
@@ -36,10 +36,10 @@ class DomainErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception):
         if not isinstance(exception, DomainError) or is_api_request(request):
             return None  # the API's exception handler answers in JSON
         if isinstance(exception, NotFound):

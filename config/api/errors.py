@@ -6,7 +6,7 @@ import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import Resolver404, get_resolver
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 from rest_framework import exceptions as drf_exceptions
@@ -95,7 +95,7 @@ class ApiNotFoundMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         if is_api_request(request):
             try:
                 get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
@@ -107,25 +107,25 @@ class ApiNotFoundMiddleware:
         return self.get_response(request)
 
 
-def api_aware_404(request, exception=None):
+def api_aware_404(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
     return page_not_found(request, exception)
 
 
-def api_aware_500(request):
+def api_aware_500(request: HttpRequest):
     if is_api_request(request):
         return JsonResponse(error_body("server_error", "Internal server error."), status=500)
     return server_error(request)
 
 
-def api_aware_400(request, exception=None):
+def api_aware_400(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("bad_request", "Bad request."), status=400)
     return bad_request(request, exception)
 
 
-def api_aware_403(request, exception=None):
+def api_aware_403(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body("permission_denied", "Permission denied."), status=403)
     return permission_denied(request, exception)

@@ -7,6 +7,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerial
 from drf_spectacular.plumbing import build_choice_field
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.request import Request
 
 # What the mixin below is mixed into, for mypy only.
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
         return schema
 
 
-def validated(serializer_class, request) -> dict:
+def validated(serializer_class, request: Request) -> dict:
     """Validate ``request.data`` with an input serializer; errors go to the one handler."""
     data = serializer_class(data=request.data)
     data.is_valid(raise_exception=True)

@@ -224,7 +224,7 @@ class Mem0SearchInput(Mem0ListInput):
     keyword_search = StrictBooleanField(required=False, default=False)
 
 
-def _read_scope(request, data: dict) -> tuple[list, query.Parsed]:
+def _read_scope(request: AuthenticatedRequest, data: dict) -> tuple[list, query.Parsed]:
     if data.get("show_expired"):
         raise InvalidInput(
             "show_expired: expired memories leave every agent's reads here (docs/tiers.md, Expiry).",

@@ -30,7 +30,7 @@ MAX_QUERY_CHARS = 200  # MemoryFilter's limit for ``q``
 REDIRECTED_PARAMS = ("q", "kind", "status", "page")
 
 
-def _moved(request, source: str, *, memory_id: str | None = None, action: str = ""):
+def _moved(request: AuthenticatedHttpRequest, source: str, *, memory_id: str | None = None, action: str = ""):
     if memory_id is not None:
         name = {"": "web:memory_home_item", "correct": "web:memory_home_item_correct"}.get(
             action, "web:memory_home_item_forget"

@@ -17,7 +17,7 @@ import uuid
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -35,7 +35,7 @@ _checking = threading.Lock()
 
 @never_cache
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest):
     return JsonResponse({"status": "ok"})
 
 
@@ -81,7 +81,7 @@ def _run(name: str, check) -> str:
 
 @never_cache
 @require_GET
-def readyz(request):
+def readyz(request: HttpRequest):
     _ran, body, status = _readiness()
     return JsonResponse(body, status=status)
 

@@ -31,7 +31,7 @@ from memory_app.runs.services import MAX_LEASE_SECONDS, MIN_LEASE_SECONDS
 class RunTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Run"
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
@@ -49,12 +49,12 @@ class RunTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid run token.")
         return user, credential
 
-    def authenticate_header(self, request):
+    def authenticate_header(self, request: Request):
         return self.keyword
 
 
 class HasRunCredential(permissions.BasePermission):
-    def has_permission(self, request, view):
+    def has_permission(self, request: Request, view):
         return isinstance(request.auth, RunCredential)
 
 

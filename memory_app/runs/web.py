@@ -32,7 +32,7 @@ def conversation_detail(request: AuthenticatedHttpRequest, conversation_id):
     return _conversation_page(request, conversation_id)
 
 
-def _conversation_page(request, conversation_id, *, status: int = 200):
+def _conversation_page(request: AuthenticatedHttpRequest, conversation_id, *, status: int = 200):
     conversation = thread_selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     page = Paginator(
         thread_selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50

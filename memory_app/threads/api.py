@@ -239,7 +239,7 @@ class ConversationDetailView(APIView):
 LIST_ORDERINGS = ("created_at", "-created_at")
 
 
-def _message_list_params(request) -> tuple[bool, str]:
+def _message_list_params(request: Request) -> tuple[bool, str]:
     """``fields=full`` (whole messages, as their detail gives them) and ``ordering``."""
     fields = request.query_params.get("fields", "")
     ordering = request.query_params.get("ordering", "created_at")

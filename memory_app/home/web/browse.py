@@ -97,7 +97,7 @@ def memory_home(request: AuthenticatedHttpRequest):
     )
 
 
-def _source_filter_params(request, source: SourceRef) -> dict:
+def _source_filter_params(request: AuthenticatedHttpRequest, source: SourceRef) -> dict:
     """The filters that were filled in (an empty select means "any"), in the order of the URL."""
     params = {"source": source.key}
     for name in ("q", "kind", "status"):

@@ -37,7 +37,7 @@ class CorrectForm(forms.Form):
             kind.choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
 
 
-def changeable(request, memory_id: str, *, correct: bool = False):
+def changeable(request: AuthenticatedHttpRequest, memory_id: str, *, correct: bool = False):
     """An item of the home the user may change; a project item their role may only read is a
     403, on the form as on its submission (the services decide again when it is sent), and so
     is correcting an item shared with everyone (it may only be forgotten)."""
