@@ -24,7 +24,7 @@ class RunContextView(RunTokenView):
         ],
         responses={200: dict},
     )
-    def get(self, request: Request, run_id):
+    def get(self, request: Request, run_id: str) -> Response:
         credential = self.credential(request, run_id)
         return Response(
             context.run_context_build(

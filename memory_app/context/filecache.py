@@ -38,7 +38,7 @@ _lock = threading.Lock()
 
 def file_text(
     workspace: Workspace, name: str, *, max_bytes: int, variant: Hashable, build: Callable[[FileRead], object]
-):
+) -> object:
     """``build(read)`` of at most ``max_bytes`` of the file, from the cache when the file has not
     changed. ``variant`` names what ``build`` makes (the same file may be built differently)."""
     return file_version(workspace, name, max_bytes=max_bytes, variant=variant, build=build)[0]
