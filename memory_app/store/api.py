@@ -28,7 +28,7 @@ class StoreBatchInput(StrictInputMixin, serializers.Serializer):
 
 
 class BatchView(APIView):
-    def get_throttle_scopes(self, request: AuthenticatedRequest):
+    def get_throttle_scopes(self, request: AuthenticatedRequest) -> tuple[str, ...]:
         ops = request.data.get("ops") if isinstance(request.data, dict) else None
         searching = isinstance(ops, list) and any(
             isinstance(op, dict) and op.get("op") == "search" and op.get("query") for op in ops
@@ -41,7 +41,7 @@ class BatchView(APIView):
             "StoreBatchOutput", {"results": serializers.ListField(child=serializers.JSONField())}
         ),
     )
-    def post(self, request: AuthenticatedRequest):
+    def post(self, request: AuthenticatedRequest) -> Response:
         report = services.batch_run(actor=request.user, ops=validated(StoreBatchInput, request)["ops"])
         token = request.auth if isinstance(request.auth, ApiToken) else None
         by_owner: dict[int | None, list[str]] = {}
