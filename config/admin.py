@@ -1,7 +1,9 @@
 """Admin helpers shared by every app."""
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.http import HttpRequest, HttpResponseRedirect
 from django.utils.translation import gettext_noop
 
 from config.errors import DomainError
@@ -11,11 +13,18 @@ from config.errors import DomainError
 DJANGO_ADMIN_WORDS = (gettext_noop("Model name"), gettext_noop("Add link"), gettext_noop("Change or view list link"))
 
 
-class WideListMixin:
+# What the mixin below is mixed into, for mypy only.
+if TYPE_CHECKING:
+    _ModelAdmin = admin.ModelAdmin
+else:
+    _ModelAdmin = object
+
+
+class WideListMixin(_ModelAdmin):
     """A list an operator works in gets the page's whole width for its columns: no navigation
     sidebar beside it (the breadcrumbs lead back), so the filter panel hides no column at 1280 px."""
 
-    def changelist_view(self, request, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context=None):
         return super().changelist_view(request, {**(extra_context or {}), "is_nav_sidebar_enabled": False})
 
 
@@ -28,21 +37,21 @@ class ServiceModelAdmin(admin.ModelAdmin):
     Bulk delete is off: it would bypass ``delete_model``.
     """
 
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+    def changeform_view(self, request: HttpRequest, object_id=None, form_url="", extra_context=None):
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except DomainError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
-    def delete_view(self, request, object_id, extra_context=None):
+    def delete_view(self, request: HttpRequest, object_id, extra_context=None):
         try:
             return super().delete_view(request, object_id, extra_context)
         except DomainError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
-    def get_actions(self, request):
+    def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
@@ -52,11 +61,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows written only by their services (conversation history: by agent runtimes); the admin
     shows them."""
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj=None):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None):
         return False

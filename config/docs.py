@@ -6,10 +6,11 @@ out" sends, so it is marked same-origin: another site cannot load it with ``<scr
 """
 
 from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework.request import Request
 
 
 class ApiDocsView(SpectacularSwaggerSplitView):
-    def finalize_response(self, request, response, *args, **kwargs):
+    def finalize_response(self, request: Request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         response["Cross-Origin-Resource-Policy"] = "same-origin"
         return response

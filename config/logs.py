@@ -41,7 +41,7 @@ def request_id_from(raw: str | None) -> str:
     return uuid.uuid4().hex
 
 
-def route_name(request) -> str:
+def route_name(request: HttpRequest) -> str:
     """The resolver's name of the route that served ``request`` (never the raw path, which
     holds ids): ``my-memories``, ``web:home``; ``unmatched`` when no route was resolved."""
     match = getattr(request, "resolver_match", None)

@@ -19,9 +19,11 @@ import functools
 import hmac
 import os
 import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -37,6 +39,9 @@ from prometheus_client import (
 from config.api.errors import error_body
 from config.errors import ErrorCode
 from config.logs import route_name
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # A one-off command run with the server's environment (backup, shell…) must not fail for want of
 # the folder; its samples then count with the server's, as a process of the same host.
@@ -96,11 +101,11 @@ BACKGROUND_JOBS = Counter(
 )
 
 
-def observe_search(func):
+def observe_search(func: Callable[P, R]) -> Callable[P, R]:
     """Times a search function whose result carries its ``mode``."""
 
     @functools.wraps(func)
-    def timed(*args, **kwargs):
+    def timed(*args: P.args, **kwargs: P.kwargs) -> R:
         started = time.perf_counter()
         result = func(*args, **kwargs)
         SEARCH_SECONDS.labels(mode=getattr(result, "mode", "unknown")).observe(time.perf_counter() - started)
@@ -116,7 +121,7 @@ class MetricsMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         started = time.perf_counter()
         response = self.get_response(request)
         route = route_name(request)
@@ -136,7 +141,7 @@ def registry():
 
 
 @require_GET
-def metrics_view(request):
+def metrics_view(request: HttpRequest):
     token = settings.METRICS_TOKEN
     if not token:
         return JsonResponse(error_body(ErrorCode.NOT_FOUND, "Not found."), status=404)

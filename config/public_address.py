@@ -8,6 +8,7 @@ never printed as if it were the setting."""
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.http import HttpRequest
 
 DEFAULT_ADDRESS = "http://localhost:8000"
 MAX_ADDRESS_CHARS = 300
@@ -36,7 +37,7 @@ def _started_address() -> str:
     return text.rstrip("/")
 
 
-def public_address(request=None) -> PublicAddress:
+def public_address(request: HttpRequest | None = None) -> PublicAddress:
     if settings.PUBLIC_BASE_URL:
         return PublicAddress(settings.PUBLIC_BASE_URL, SETTING)
     if request is not None:

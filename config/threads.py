@@ -11,7 +11,7 @@ class WokenThread:
 
     thread_name = "woken"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None

@@ -36,9 +36,11 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 from django.core.cache.backends.locmem import LocMemCache
+from django.http import HttpRequest
 from prometheus_client import Counter, Gauge
 from redis.exceptions import RedisError
 from rest_framework import exceptions
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
@@ -57,7 +59,7 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(match.group(1)), PERIODS[match.group(2)[0]]
 
 
-def client_address(request) -> str:
+def client_address(request: HttpRequest) -> str:
     """The client's address: ``REMOTE_ADDR``, or, behind ``TRUSTED_PROXY_COUNT`` proxies, the
     address the outermost trusted proxy saw in ``X-Forwarded-For``. Without trusted proxies
     the header is ignored, so a client cannot pick a fresh identity per request."""
@@ -71,7 +73,7 @@ def client_address(request) -> str:
     return remote
 
 
-def address_key(request) -> str:
+def address_key(request: HttpRequest) -> str:
     """The address as a throttle identity. IPv6 clients are counted per /64, the block one
     subscriber usually holds, so rotating addresses inside it does not reset the counter."""
     address = client_address(request)
@@ -187,7 +189,7 @@ def _incr(store, key: str, timeout: int) -> int:
 COUNTERS = SharedCounters()
 
 
-def _view_scopes(request, view) -> tuple[str, ...]:
+def _view_scopes(request: Request, view) -> tuple[str, ...]:
     get_scopes = getattr(view, "get_throttle_scopes", None)
     scopes = tuple(get_scopes(request)) if get_scopes else tuple(getattr(view, "throttle_scopes", ()))
     if request.method == "GET" and any(request.query_params.get(name) for name in SEARCH_PARAMS):
@@ -203,16 +205,16 @@ class ScopeThrottle(BaseThrottle):
     timer = staticmethod(time.time)
     _wait: int | None = None
 
-    def applies(self, request, view) -> bool:
+    def applies(self, request: Request, view) -> bool:
         return self.scope in _view_scopes(request, view)
 
-    def ident(self, request) -> str:
+    def ident(self, request: Request) -> str:
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
             return f"user:{user.pk}"
         return f"addr:{address_key(request)}"
 
-    def allow_request(self, request, view) -> bool:
+    def allow_request(self, request: Request, view) -> bool:
         self._wait = None
         if not settings.API_THROTTLE or not self.applies(request, view):
             return True
@@ -237,14 +239,14 @@ class ScopeThrottle(BaseThrottle):
 class AnonThrottle(ScopeThrottle):
     scope = "anon"
 
-    def applies(self, request, view) -> bool:
+    def applies(self, request: Request, view) -> bool:
         return not request.user.is_authenticated
 
 
 class UserThrottle(ScopeThrottle):
     scope = "user"
 
-    def applies(self, request, view) -> bool:
+    def applies(self, request: Request, view) -> bool:
         return request.user.is_authenticated
 
 
@@ -256,7 +258,7 @@ class SearchThrottle(ScopeThrottle):
     scope = "search"
 
 
-def unauthenticated_throttled(request) -> exceptions.Throttled | None:
+def unauthenticated_throttled(request: HttpRequest) -> exceptions.Throttled | None:
     """Charge a request that failed authentication to its address; past the ``anon`` rate the
     answer is 429 instead of 401, so guessing tokens is as limited as anonymous calls."""
     if not settings.API_THROTTLE:

@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
-from django.http import Http404, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponseBadRequest, JsonResponse
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -238,7 +238,7 @@ class RejectNulInRequestMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         if "\x00" in request.path:
             raise Http404("No such page.")
         if _query_or_cookies_have_nul(request):
@@ -249,7 +249,7 @@ class RejectNulInRequestMiddleware:
         return self.get_response(request)
 
 
-def _query_or_cookies_have_nul(request) -> bool:
+def _query_or_cookies_have_nul(request: HttpRequest) -> bool:
     for key, values in request.GET.lists():
         if "\x00" in key or any("\x00" in value for value in values):
             return True

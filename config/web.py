@@ -8,12 +8,14 @@
   while 403/404 still go to the middleware.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django import forms
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.handlers.exception import response_for_exception
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import render
 
 from config.api.routes import is_api_request
@@ -34,10 +36,10 @@ class DomainErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception):
         if not isinstance(exception, DomainError) or is_api_request(request):
             return None  # the API's exception handler answers in JSON
         if isinstance(exception, NotFound):
@@ -49,7 +51,7 @@ class DomainErrorMiddleware:
 
 @dataclass
 class ServiceCall:
-    form: object
+    form: forms.BaseForm
     ok: bool = True
     status: int = 200
 
@@ -61,8 +63,10 @@ class ServiceCall:
             return False
         if isinstance(exc, DjangoValidationError):
             # Model validators ran inside the service's transaction; nothing was saved.
-            by_field = exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages}
-            for field, errors in by_field.items():
+            by_field: Iterable[tuple[str | None, list[str]]] = (
+                exc.message_dict.items() if hasattr(exc, "error_dict") else [(None, exc.messages)]
+            )
+            for field, errors in by_field:
                 self.form.add_error(field if field in self.form.fields else None, errors)
             self.ok, self.status = False, 400
             return True

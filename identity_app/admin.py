@@ -2,10 +2,15 @@
 ``memory_app.scoped.admin.chat_bindings``) are saved and deleted through the identity
 services, so the last-owner rule lives only there."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from config.admin import ServiceModelAdmin
+from config.http import signed_in_user
 from identity_app import services
 from identity_app.models import ApiToken, Invitation, Membership, Profile, Project
 
@@ -28,7 +33,7 @@ class MembershipInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Project | None = None) -> bool:
         return False
 
 
@@ -41,28 +46,30 @@ class ProjectAdmin(ServiceModelAdmin):
     readonly_fields = ["id", "created_by", "created_at"]
     inlines = [MembershipInline]
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Project, form: forms.ModelForm, change: bool) -> None:
         data = form.cleaned_data
         if change:
             services.project_update(
-                actor=request.user,
+                actor=signed_in_user(request),
                 project_id=obj.pk,
                 name=data["name"],
                 description=data["description"],
                 staff_review=True,
             )
         else:  # the admin who creates a project becomes its first owner, as anywhere else
-            created = services.project_create(actor=request.user, name=data["name"], description=data["description"])
+            created = services.project_create(
+                actor=signed_in_user(request), name=data["name"], description=data["description"]
+            )
             obj.pk, obj.created_by, obj.created_at = created.pk, created.created_by, created.created_at
 
-    def save_related(self, request, form, formsets, change):
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: list[Any], change: bool) -> None:
         # Memberships are read-only here; save(commit=False) writes nothing but records the
         # (empty) changes the admin's change message reads.
         for formset in formsets:
             formset.save(commit=False)
 
-    def delete_model(self, request, obj):
-        services.project_delete(actor=request.user, project_id=obj.pk, staff_review=True)
+    def delete_model(self, request: HttpRequest, obj: Project) -> None:
+        services.project_delete(actor=signed_in_user(request), project_id=obj.pk, staff_review=True)
 
 
 @admin.register(Membership)
@@ -73,23 +80,31 @@ class MembershipAdmin(ServiceModelAdmin):
     search_fields = ["project__name", "user__username"]
     raw_id_fields = ["project", "user"]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> list[str]:
         return ["project", "user", "created_at"] if obj is not None else []
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Membership, form: forms.ModelForm, change: bool) -> None:
         if change:
             services.membership_change(
-                actor=request.user, project_id=obj.project_id, user_id=obj.user_id, role=obj.role, staff_review=True
+                actor=signed_in_user(request),
+                project_id=obj.project_id,
+                user_id=obj.user_id,
+                role=obj.role,
+                staff_review=True,
             )
             return
         created = services.membership_add(
-            actor=request.user, project_id=obj.project_id, username=obj.user.username, role=obj.role, staff_review=True
+            actor=signed_in_user(request),
+            project_id=obj.project_id,
+            username=obj.user.username,
+            role=obj.role,
+            staff_review=True,
         )
         obj.pk, obj.created_at = created.pk, created.created_at
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
         services.membership_remove(
-            actor=request.user, project_id=obj.project_id, user_id=obj.user_id, staff_review=True
+            actor=signed_in_user(request), project_id=obj.project_id, user_id=obj.user_id, staff_review=True
         )
 
 
@@ -109,11 +124,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
     ]
     raw_id_fields = ["user"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are issued by `manage.py issue_token` or self-service, which show the key once
 
     @admin.display(boolean=True, description=_("limited"))
-    def limited(self, obj):
+    def limited(self, obj: ApiToken) -> bool:
         return obj.restricted
 
 
@@ -126,8 +141,8 @@ class InvitationAdmin(admin.ModelAdmin):
     list_select_related = ["project", "invited_by"]
     search_fields = ["username", "project__name"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Invitation | None = None) -> bool:
         return False

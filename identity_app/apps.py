@@ -7,5 +7,5 @@ class IdentityAppConfig(AppConfig):
     name = "identity_app"
     verbose_name = _("Identity")
 
-    def ready(self):
+    def ready(self) -> None:
         from identity_app import schema  # noqa: F401, PLC0415 - registers the OpenAPI auth extension

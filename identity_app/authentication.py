@@ -1,12 +1,17 @@
 import functools
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, TypedDict
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
-from identity_app.models import ApiToken, hash_token
+from identity_app.models import ApiToken, User, hash_token
 from identity_app.permissions import service_principal_attach, service_principal_exists, token_reach_attach
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # ``last_used_at`` is at most this stale: a token is touched once per interval, not per request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -22,7 +27,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     keyword = "Token"
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
@@ -47,19 +52,23 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         token_reach_attach(token.user, token)
         return token.user, token
 
-    def authenticate_header(self, request):
+    def authenticate_header(self, request: Request) -> str:
         return self.keyword
 
 
+class _RunsAgents(TypedDict):
+    user_runs_agents: bool
+
+
 @functools.cache
-def _token_lookup():
+def _token_lookup() -> "QuerySet[WithAnnotations[ApiToken, _RunsAgents]]":
     """The token with its user and the user's ``run_agents`` grant, built once per process:
     resolving the grant's subquery costs more than running it. Only filtered clones of it are
     evaluated."""
     return ApiToken.objects.select_related("user").annotate(user_runs_agents=service_principal_exists("user_id"))
 
 
-def token_touch(token: ApiToken, *, now) -> None:
+def token_touch(token: ApiToken, *, now: datetime) -> None:
     """Record use at most once per ``LAST_USED_RESOLUTION``: no write when the loaded value is
     fresh, and a conditional UPDATE otherwise, so concurrent requests write it once."""
     stale_before = now - LAST_USED_RESOLUTION

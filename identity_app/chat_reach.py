@@ -30,6 +30,11 @@ principal whose reach already covers every chat may bind (``may_bind_chats``): a
 principal with an unlimited token, or staff holding ``identity_app.add_chatbinding``.
 """
 
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import QuerySet
+
 from config.errors import NotFound
 from identity_app.models import ChatBinding, User
 from identity_app.permissions import TokenReach, is_service_principal, reach_q, token_reach
@@ -67,7 +72,7 @@ def _bound_to(chat_key: str) -> int | None:
     return rows[0] if rows else None
 
 
-def _authenticated(user) -> bool:
+def _authenticated(user: User | AnonymousUser | None) -> bool:
     return bool(user is not None and user.is_authenticated and user.is_active)
 
 
@@ -108,7 +113,7 @@ def chat_require_reach(*, actor: User, session_key: str, acting_for_id: int | No
     return chat_key
 
 
-def chat_keys_reachable(*, actor: User):
+def chat_keys_reachable(*, actor: User) -> QuerySet[ChatBinding, Any] | None:
     """The same rule for lists (chat memories, bindings): ``ALL_CHATS`` when ``actor`` reaches
     every chat, else a values queryset of the chat keys it reaches (usable as a subquery).
     ``chat_in_reach(actor=a, chat_key=k)`` holds exactly for the keys listed here."""

@@ -5,8 +5,11 @@ A filter set only narrows the queryset its view takes from the selector (what th
 see); no filter value can widen it. A value that is not valid is a 400 naming the filter.
 """
 
+from typing import Any
+
 import django_filters
 from django.core.validators import RegexValidator
+from django.db.models import QuerySet
 
 from identity_app.chat_bindings import BINDABLE_TARGET_TYPES
 from identity_app.models import ChatBinding, Project, Role
@@ -20,7 +23,7 @@ class StableOrderingFilter(django_filters.OrderingFilter):
     breaks ties (in the direction of the last field), so pages never overlap or skip rows.
     Without ``ordering`` the list keeps its default order."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = kwargs.get("fields", ())
         names = ", ".join(f"`{name}`" for name in (fields.values() if isinstance(fields, dict) else fields))
         kwargs.setdefault(
@@ -29,10 +32,10 @@ class StableOrderingFilter(django_filters.OrderingFilter):
         )
         super().__init__(*args, **kwargs)
 
-    def filter(self, qs, value):
+    def filter(self, qs: QuerySet[Any], value: list[str] | None) -> QuerySet[Any]:
         if not value:
             return qs
-        first = {}
+        first: dict[str, str] = {}
         for param in value:
             first.setdefault(param.lstrip("-"), param)
         ordering = [self.get_ordering_value(param) for param in first.values()]
@@ -88,8 +91,8 @@ class ChatBindingFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     # A chat key is ``platform:target_type:target_id`` and no part holds a colon.
-    def filter_platform(self, queryset, name, value):
+    def filter_platform(self, queryset: QuerySet[ChatBinding], name: str, value: str) -> QuerySet[ChatBinding]:
         return queryset.filter(chat_key__startswith=f"{value}:") if value else queryset
 
-    def filter_target_type(self, queryset, name, value):
+    def filter_target_type(self, queryset: QuerySet[ChatBinding], name: str, value: str) -> QuerySet[ChatBinding]:
         return queryset.filter(chat_key__contains=f":{value}:")

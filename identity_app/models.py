@@ -1,7 +1,8 @@
 import hashlib
 import unicodedata
 import zoneinfo
-from typing import TypeAlias
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeAlias
 
 from django.conf import settings
 from django.contrib.auth.models import User as _AuthUser
@@ -12,6 +13,9 @@ from django.utils.translation import gettext_lazy as _
 
 from identity_app.ids import new_id
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 # The account type every service and selector takes (`actor`, `user`): settings.AUTH_USER_MODEL,
 # which is Django's own User. Named here once so a swapped account model changes one line.
 User: TypeAlias = _AuthUser
@@ -19,14 +23,14 @@ User: TypeAlias = _AuthUser
 SECRET_KEY_MARKERS = ("password", "secret", "token", "api_key", "credential")
 
 
-def _comparable_key(key) -> str:
+def _comparable_key(key: object) -> str:
     """NFKC + casefold with invisible format characters removed, so ``ｐａｓｓｗｏｒｄ``,
     ``ſecret`` and ``pass\u200bword`` compare like the plain words."""
     text = unicodedata.normalize("NFKC", str(key))
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
 
 
-def find_secret_key(value, path: str = "") -> str | None:
+def find_secret_key(value: object, path: str = "") -> str | None:
     """Return the path of the first key that looks like a credential, at any depth."""
     if isinstance(value, dict):
         for key, inner in value.items():
@@ -59,7 +63,7 @@ def validate_language(value: str) -> None:
         )
 
 
-def validate_preferences(value) -> None:
+def validate_preferences(value: object) -> None:
     if not isinstance(value, dict):
         # Not code="invalid": JSONField would replace the message with its own "valid JSON" text.
         raise ValidationError(gettext("preferences must be a JSON object."), code="not_object")
@@ -96,7 +100,7 @@ class Profile(models.Model):
             ("write_global_memories", "Can write global memories (shared by every user)"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.display_name or self.user.get_username()
 
 
@@ -126,7 +130,7 @@ class Project(models.Model):
         verbose_name_plural = _("projects")
         ordering = ["name", "id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -156,7 +160,7 @@ class Membership(models.Model):
         ]
         indexes = [models.Index(fields=["user", "project"], name="membership_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user_id}@{self.project_id}:{self.get_role_display()}"
 
 
@@ -187,19 +191,24 @@ class ApiToken(models.Model):
     only_user_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these users"))
     only_project_ids = models.JSONField(null=True, blank=True, default=None, verbose_name=_("only these projects"))
 
+    # Not stored: what the tokens page (identity_app/web/views.py) shows beside each key.
+    state_now: str
+    state_label: "StrOrPromise"
+    only_usernames: list[str]
+
     class Meta:
         verbose_name = _("API token")
         verbose_name_plural = _("API tokens")
         indexes = [models.Index(fields=["user", "-created_at"], name="apitoken_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.prefix}… ({self.user_id})"
 
     @property
     def restricted(self) -> bool:
         return self.only_user_ids is not None or self.only_project_ids is not None
 
-    def state(self, now) -> str:
+    def state(self, now: datetime) -> str:
         """``active``, ``expired`` or ``revoked``."""
         if self.revoked_at is not None:
             return "revoked"
@@ -279,7 +288,7 @@ class Invitation(models.Model):
             models.Index(fields=["status", "created_at"], name="invitation_expiry_idx"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.username}@{self.project_id}:{self.get_role_display()} ({self.get_status_display()})"
 
 
@@ -299,12 +308,16 @@ class ChatBinding(models.Model):
     display_name = models.CharField(max_length=100, blank=True, default="", verbose_name=_("display name"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
+    # Not stored: what the chats page (memory_app/scoped/web.py) shows beside each chat.
+    active_count: int
+    items_url: str
+
     class Meta:
         verbose_name = _("chat binding")
         verbose_name_plural = _("chat bindings")
         indexes = [models.Index(fields=["user", "chat_key"], name="chatbinding_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.chat_key} → {self.user_id}"
 
     @property
@@ -327,7 +340,7 @@ class SignInLink(models.Model):
         verbose_name_plural = _("sign-in links")
         indexes = [models.Index(fields=["user", "created_at"], name="signinlink_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return _("sign-in link #%(id)s for %(user)s") % {"id": self.pk, "user": self.user_id}
 
     @staticmethod

@@ -2,7 +2,9 @@
 API token (``TokenReach``), which every selector and service that acts for another user or
 on a project applies through the functions below."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -49,7 +51,7 @@ def is_service_principal(user: User) -> bool:
     return cached
 
 
-def _run_agents_grants(user_ref) -> QuerySet[Permission]:
+def _run_agents_grants(user_ref: object) -> QuerySet[Permission]:
     app_label, codename = RUN_AGENTS_PERM.split(".")
     return Permission.objects.filter(content_type__app_label=app_label, codename=codename).filter(
         Q(user=user_ref) | Q(group__user=user_ref)
@@ -68,7 +70,7 @@ def service_principal_attach(user: User, value: bool) -> None:
     setattr(user, _SERVICE_PRINCIPAL_ATTR, bool(value))
 
 
-def service_principal_ids(user_ids) -> set[int]:
+def service_principal_ids(user_ids: Iterable[int]) -> set[int]:
     """Which of ``user_ids`` are service principals (the rule of ``is_service_principal``, for
     many users in one query)."""
     ids = {int(i) for i in user_ids if i is not None}
@@ -127,13 +129,13 @@ def token_reach(actor: User) -> TokenReach | None:
     return getattr(actor, _REACH_ATTR, None)
 
 
-def reach_allows_user(actor: User, user_id) -> bool:
+def reach_allows_user(actor: User, user_id: int) -> bool:
     """May ``actor`` act for (or as) the user ``user_id``?"""
     reach = token_reach(actor)
     return reach is None or reach.user_ids is None or user_id in reach.user_ids
 
 
-def reach_allows_project(actor: User, project_id) -> bool:
+def reach_allows_project(actor: User, project_id: str | None) -> bool:
     """May ``actor`` work in the project ``project_id`` (``None``: outside any project)?"""
     reach = token_reach(actor)
     return (
@@ -141,7 +143,7 @@ def reach_allows_project(actor: User, project_id) -> bool:
     )
 
 
-def may_act_for_user(actor: User, user_id) -> bool:
+def may_act_for_user(actor: User, user_id: int) -> bool:
     """May ``actor`` read and write the own memories (the user tier) of the user ``user_id``?
     The user itself, through a key within its own reach; or a service principal whose token
     may act for that user (``reach_allows_user``) and carries no project limit: a user's own
@@ -170,7 +172,7 @@ def acting_for_users_q(actor: User, *, user_field: str) -> Q:
     return Q(**{f"{user_field}__in": sorted(reach.user_ids)})
 
 
-def reach_require_project(actor: User, project_id) -> None:
+def reach_require_project(actor: User, project_id: str | None) -> None:
     """For work that a service principal starts for a user (a conversation, a run): inside a
     project of the token's reach. A project outside it is answered like a missing one."""
     if reach_allows_project(actor, project_id):
@@ -238,7 +240,7 @@ def project_require_permission(*, user: User, project_id: str, permission: str) 
     return membership.project
 
 
-def project_ids_with_permission(*, user: User, permission: str = READ):
+def project_ids_with_permission(*, user: User, permission: str = READ) -> QuerySet[Membership, Any]:
     """A queryset of project ids where ``user`` holds ``permission`` (for filters/subqueries)."""
     roles = [role for role, perms in ROLE_PERMISSIONS.items() if permission in perms]
     reach = token_reach(user)

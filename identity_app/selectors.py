@@ -1,7 +1,8 @@
 """Reads of identity data: profiles, projects, memberships, users looked up by name, the
 caller's API tokens, and project invitations."""
 
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
@@ -56,18 +57,18 @@ def membership_role(*, user: User, project: Project) -> str | None:
     return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
 
 
-def _unknown_user(username) -> NotFound:
+def _unknown_user(username: object) -> NotFound:
     # Like every other id a body names that does not exist (a conversation, a project): 404.
     return NotFound(f"No active user named {username!r}.", code=ErrorCode.UNKNOWN_USER)
 
 
-def user_find_active(*, username) -> User | None:
+def user_find_active(*, username: object) -> User | None:
     if not isinstance(username, str) or not username:
         return None
     return get_user_model().objects.filter(username=username, is_active=True).first()
 
 
-def user_get_active(*, username) -> User:
+def user_get_active(*, username: object) -> User:
     """The active user called ``username``: unknown or inactive is a 404 ``unknown_user``, not a
     string a 400."""
     if not isinstance(username, str) or not username:
@@ -78,7 +79,7 @@ def user_get_active(*, username) -> User:
     return user
 
 
-def user_get_acting(*, actor: User, username) -> User:
+def user_get_acting(*, actor: User, username: object) -> User:
     """The user a service principal acts for: an active user within the reach of its token.
     A user outside that reach gets exactly the answer of one who does not exist."""
     user = user_get_active(username=username)
@@ -87,7 +88,7 @@ def user_get_acting(*, actor: User, username) -> User:
     return user
 
 
-def user_get_subject(*, actor: User, username) -> User:
+def user_get_subject(*, actor: User, username: object) -> User:
     """The user whose own memories a call is about (the mem0-compatible API's ``user_id``, the
     ``("users", <name>)`` namespace of the store): the caller itself, named by its own username,
     or a user a service principal may act for (``may_act_for_user``). Any other name is answered
@@ -109,20 +110,20 @@ def tokens_visible(*, user: User) -> QuerySet[ApiToken]:
     return qs if reach is None else qs.filter(pk=reach.token_id)
 
 
-def token_get(*, user: User, token_id) -> ApiToken:
+def token_get(*, user: User, token_id: int | str) -> ApiToken:
     token = tokens_visible(user=user).filter(pk=token_id).first() if str(token_id).isdigit() else None
     if token is None:
         raise NotFound("Token not found.")
     return token
 
 
-def usernames_by_id(user_ids) -> dict[int, str]:
+def usernames_by_id(user_ids: Iterable[int]) -> dict[int, str]:
     """Usernames of the given ids in one query (for showing token limits)."""
     return dict(get_user_model().objects.filter(pk__in=list(user_ids)).values_list("pk", "username"))
 
 
 # --- invitations ---------------------------------------------------------------------------
-def invitation_expiry_cutoff(now=None):
+def invitation_expiry_cutoff(now: datetime | None = None) -> datetime:
     """Pending invitations created before this moment have expired."""
     return (now or timezone.now()) - timedelta(days=settings.INVITATION_EXPIRY_DAYS)
 

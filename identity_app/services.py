@@ -1,6 +1,8 @@
 import logging
 import secrets
-from datetime import timedelta
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Permission
@@ -47,10 +49,10 @@ logger = logging.getLogger(__name__)
 def profile_update(
     *,
     user: User,
-    display_name=_UNSET,
-    timezone=_UNSET,
-    language=_UNSET,
-    preferences=_UNSET,
+    display_name: Any = _UNSET,
+    timezone: Any = _UNSET,
+    language: Any = _UNSET,
+    preferences: Any = _UNSET,
 ) -> Profile:
     with transaction.atomic():
         profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
@@ -70,7 +72,7 @@ def profile_update(
     return profile
 
 
-def _check_description(description) -> None:
+def _check_description(description: Any) -> None:  # str, None or _UNSET
     # TextField.max_length is not enforced by full_clean(); the service enforces it for every adapter.
     if description is not _UNSET and len(description or "") > MAX_DESCRIPTION_CHARS:
         raise InvalidInput(f"description is longer than {MAX_DESCRIPTION_CHARS} characters.", code=ErrorCode.TOO_LARGE)
@@ -86,7 +88,7 @@ def project_create(*, actor: User, name: str, description: str = "") -> Project:
     return project
 
 
-def _project_to_manage(*, actor, project_id: str, staff_review: bool, admin_permission: str) -> Project:
+def _project_to_manage(*, actor: User, project_id: str, staff_review: bool, admin_permission: str) -> Project:
     """The project ``actor`` may manage: as a member with ``manage`` or, in the admin
     (``staff_review``), as active staff holding ``admin_permission`` (``change_project`` …)."""
     if not staff_review:
@@ -99,7 +101,9 @@ def _project_to_manage(*, actor, project_id: str, staff_review: bool, admin_perm
     return project
 
 
-def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, staff_review: bool = False) -> Project:
+def project_update(
+    *, actor: User, project_id: str, name: Any = _UNSET, description: Any = _UNSET, staff_review: bool = False
+) -> Project:
     _check_description(description)
     with transaction.atomic():
         project = _project_to_manage(
@@ -117,7 +121,7 @@ def project_update(*, actor, project_id: str, name=_UNSET, description=_UNSET, s
     return project
 
 
-def project_delete(*, actor, project_id: str, staff_review: bool = False) -> None:
+def project_delete(*, actor: User, project_id: str, staff_review: bool = False) -> None:
     """Delete a project with its memberships and memories (cascade); owners only, or staff
     reviewing in the admin."""
     with transaction.atomic():
@@ -134,7 +138,9 @@ def ensure_an_owner_remains(project: Project) -> None:
         raise Conflict("A project must keep at least one owner.", code=ErrorCode.LAST_OWNER)
 
 
-def _require_owner_for_owner_changes(*, actor, project: Project, roles, staff_review: bool = False) -> None:
+def _require_owner_for_owner_changes(
+    *, actor: User, project: Project, roles: Collection[str], staff_review: bool = False
+) -> None:
     """Granting, changing or removing the owner role takes an owner (or staff reviewing in the
     admin); a project admin must not be able to promote themselves and then remove the
     original owner."""
@@ -144,7 +150,7 @@ def _require_owner_for_owner_changes(*, actor, project: Project, roles, staff_re
         )
 
 
-def membership_add(*, actor, project_id: str, username: str, role: str, staff_review: bool = False) -> Membership:
+def membership_add(*, actor: User, project_id: str, username: str, role: str, staff_review: bool = False) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code=ErrorCode.INVALID_ROLE)
     with transaction.atomic():
@@ -170,7 +176,9 @@ def _locked_membership(*, project: Project, user_id: int) -> Membership:
     return membership
 
 
-def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_review: bool = False) -> Membership:
+def membership_change(
+    *, actor: User, project_id: str, user_id: int, role: str, staff_review: bool = False
+) -> Membership:
     if role not in Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", code=ErrorCode.INVALID_ROLE)
     with transaction.atomic():
@@ -187,7 +195,7 @@ def membership_change(*, actor, project_id: str, user_id: int, role: str, staff_
     return membership
 
 
-def membership_remove(*, actor, project_id: str, user_id: int, staff_review: bool = False) -> None:
+def membership_remove(*, actor: User, project_id: str, user_id: int, staff_review: bool = False) -> None:
     with transaction.atomic():
         project = _project_to_manage(
             actor=actor, project_id=project_id, staff_review=staff_review, admin_permission="delete_membership"
@@ -204,7 +212,7 @@ TOKEN_PREFIX = "mk_"
 MAX_TOKEN_LIMIT_ENTRIES = 100
 
 
-def _token_lifetime(expires_in_days) -> timedelta:
+def _token_lifetime(expires_in_days: object) -> timedelta:
     if expires_in_days is None:
         return timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
     if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
@@ -216,7 +224,7 @@ def _token_lifetime(expires_in_days) -> timedelta:
     return timedelta(days=expires_in_days)
 
 
-def _limit_list(values, *, field: str) -> list[str] | None:
+def _limit_list(values: object, *, field: str) -> list[str] | None:
     if values is None:
         return None
     if not isinstance(values, list | tuple) or not all(isinstance(v, str) and v for v in values):
@@ -228,7 +236,9 @@ def _limit_list(values, *, field: str) -> list[str] | None:
     return list(dict.fromkeys(values))
 
 
-def _token_limits(*, user, only_users, only_projects) -> tuple[list[int] | None, list[str] | None]:
+def _token_limits(
+    *, user: User, only_users: object, only_projects: object
+) -> tuple[list[int] | None, list[str] | None]:
     """Usernames and project ids → the stored id lists. Only a service principal's key can be
     limited: it is the only kind that acts for other users or in projects it is not a member of."""
     usernames = _limit_list(only_users, field="only_users")
@@ -286,7 +296,7 @@ def token_issue(
     return token, key
 
 
-def token_create(*, actor: User, **options) -> tuple[ApiToken, str]:
+def token_create(*, actor: User, **options: Any) -> tuple[ApiToken, str]:
     """Self-service: a new token for ``actor``. A request made with a limited token may not
     create keys (the new key could be wider); it can rotate or revoke itself."""
     if token_reach(actor) is not None:
@@ -294,7 +304,7 @@ def token_create(*, actor: User, **options) -> tuple[ApiToken, str]:
     return token_issue(user=actor, **options)
 
 
-def token_revoke(*, actor: User, token_id) -> ApiToken:
+def token_revoke(*, actor: User, token_id: int | str) -> ApiToken:
     """Revoke one of ``actor``'s tokens (another user's: 404). Revoking twice is a no-op."""
     with transaction.atomic():
         token = token_get(user=actor, token_id=token_id)
@@ -305,7 +315,7 @@ def token_revoke(*, actor: User, token_id) -> ApiToken:
     return token
 
 
-def token_rotate(*, actor: User, token_id) -> tuple[ApiToken, str]:
+def token_rotate(*, actor: User, token_id: int | str) -> tuple[ApiToken, str]:
     """Replace an active token by a new key with the same name, limits and lifetime, and
     revoke the old one, in one transaction. Returns the new token and its key (shown once)."""
     now = timezone.now()
@@ -431,7 +441,7 @@ def invitation_decline(*, actor: User, invitation_id: str) -> None:
         invitation.save(update_fields=["status", "responded_at"])
 
 
-def invitations_expire(*, now=None, batch: int = 1000) -> int:
+def invitations_expire(*, now: datetime | None = None, batch: int = 1000) -> int:
     """Delete pending invitations past their expiry time (docs/API.md), at most ``batch`` per
     statement until none is left; returns how many were deleted."""
     cutoff = invitation_expiry_cutoff(now)

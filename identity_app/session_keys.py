@@ -13,6 +13,7 @@ parts (``milky:privat:10001``, ``telegram:user:5``) or a target type in the wron
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.errors import InvalidInput
@@ -32,7 +33,7 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_.@+=-]{1,100}$")
 _PLATFORM_RE, _SEGMENT_RE = _PLATFORM.pattern[1:-1], _SEGMENT.pattern[1:-1]
 
 
-def chat_key_pattern(target_types=TARGET_TYPES) -> str:
+def chat_key_pattern(target_types: Iterable[str] = TARGET_TYPES) -> str:
     """A chat key (no lanes) whose target type is one of ``target_types``."""
     return rf"^{_PLATFORM_RE}:(?:{'|'.join(sorted(target_types))}):{_SEGMENT_RE}$"
 
@@ -68,7 +69,7 @@ class ChatAddress:
         return f"{self.platform}:{self.target_type}:{self.target_id}"
 
     @classmethod
-    def parse(cls, value) -> "ChatAddress":
+    def parse(cls, value: object) -> "ChatAddress":
         """Parse a chat key (exactly three parts, typed)."""
         key = SessionKey.parse(value)
         if not key.address.is_typed or key.lanes:
@@ -83,7 +84,7 @@ class SessionKey:
     lanes: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, value) -> "SessionKey":
+    def parse(cls, value: object) -> "SessionKey":
         if not isinstance(value, str):
             raise InvalidSessionKey("A session key must be a string.")
         if not value or len(value) > MAX_SESSION_KEY_LENGTH or value != value.strip():

@@ -6,7 +6,7 @@ import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.urls import Resolver404, get_resolver
 from django.views.defaults import bad_request, page_not_found, permission_denied, server_error
 from rest_framework import exceptions as drf_exceptions
@@ -67,10 +67,12 @@ def exception_handler(exc, context):
     if isinstance(exc, drf_exceptions.APIException):
         code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
         headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(math.ceil(exc.wait))
+        if auth_header := getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = auth_header
+        # The stub leaves out Throttled.wait, which DRF sets in __init__.
+        wait = exc.wait if isinstance(exc, drf_exceptions.Throttled) else None  # type: ignore[attr-defined]
+        if wait is not None:
+            headers["Retry-After"] = str(math.ceil(wait))
         if isinstance(exc, drf_exceptions.ValidationError):
             return Response(
                 error_body(code, _validation_message(exc.detail), exc.detail),
@@ -93,7 +95,7 @@ class ApiNotFoundMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         if is_api_request(request):
             try:
                 get_resolver(getattr(request, "urlconf", None)).resolve(request.path_info)
@@ -105,25 +107,25 @@ class ApiNotFoundMiddleware:
         return self.get_response(request)
 
 
-def api_aware_404(request, exception=None):
+def api_aware_404(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body(ErrorCode.NOT_FOUND, "Not found."), status=404)
     return page_not_found(request, exception)
 
 
-def api_aware_500(request):
+def api_aware_500(request: HttpRequest):
     if is_api_request(request):
         return JsonResponse(error_body(ErrorCode.SERVER_ERROR, "Internal server error."), status=500)
     return server_error(request)
 
 
-def api_aware_400(request, exception=None):
+def api_aware_400(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body(ErrorCode.BAD_REQUEST, "Bad request."), status=400)
     return bad_request(request, exception)
 
 
-def api_aware_403(request, exception=None):
+def api_aware_403(request: HttpRequest, exception=None):
     if is_api_request(request):
         return JsonResponse(error_body(ErrorCode.PERMISSION_DENIED, "Permission denied."), status=403)
     return permission_denied(request, exception)

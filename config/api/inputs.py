@@ -1,13 +1,22 @@
 """API input: strict serializers and fields (unknown fields, strings that are not strings and
 numbers that are not numbers are refused), the schema that says so, and ``validated``."""
 
+from typing import TYPE_CHECKING
+
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import build_choice_field
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.request import Request
+
+# What the mixin below is mixed into, for mypy only.
+if TYPE_CHECKING:
+    _Serializer = serializers.Serializer
+else:
+    _Serializer = object
 
 
-class StrictInputMixin:
+class StrictInputMixin(_Serializer):
     # Input serializers reject unknown fields instead of silently ignoring them, and the
     # schema says so (``additionalProperties: false``, StrictInputSchema below). No docstring:
     # the schema generator would show it as the description of every input.
@@ -50,11 +59,13 @@ class StrictInputSchema(OpenApiSerializerExtension):
             if isinstance(field, serializers.ListSerializer | serializers.ListField) and name in schema.get(
                 "properties", {}
             ):
-                low = max(field.min_length or 0, 0 if field.allow_empty else 1)
+                # The stub leaves out ListSerializer's min_length/max_length (DRF 3.14 has them).
+                min_length, max_length = field.min_length, field.max_length  # type: ignore[union-attr]
+                low = max(min_length or 0, 0 if field.allow_empty else 1)
                 if low:
                     schema["properties"][name]["minItems"] = low
-                if field.max_length is not None:
-                    schema["properties"][name]["maxItems"] = field.max_length
+                if max_length is not None:
+                    schema["properties"][name]["maxItems"] = max_length
         if self.target.schema_required_any_of:
             schema["anyOf"] = [{"required": list(fields)} for fields in self.target.schema_required_any_of]
         return schema
@@ -118,7 +129,7 @@ class StrictCharFieldSchema(OpenApiSerializerFieldExtension):
         return schema
 
 
-def validated(serializer_class, request) -> dict:
+def validated(serializer_class, request: Request) -> dict:
     """Validate ``request.data`` with an input serializer; errors go to the one handler."""
     data = serializer_class(data=request.data)
     data.is_valid(raise_exception=True)

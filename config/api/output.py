@@ -3,6 +3,7 @@ list (``PlannedListSerializer``)."""
 
 import datetime
 import operator
+from typing import cast
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models.manager import BaseManager
@@ -26,9 +27,10 @@ class PlannedListSerializer(serializers.ListSerializer):
     field's own ``get_attribute``. A serializer that overrides ``to_representation`` keeps it."""
 
     def to_representation(self, data):
-        if type(self.child).to_representation is not serializers.Serializer.to_representation:
+        child = cast(serializers.Serializer, self.child)  # a list of a serializer's rows
+        if type(child).to_representation is not serializers.Serializer.to_representation:
             return super().to_representation(data)
-        plan = [(field.field_name, _field_reader(field)) for field in self.child._readable_fields]
+        plan = [(field.field_name, _field_reader(field)) for field in child._readable_fields]
         items = data.all() if isinstance(data, BaseManager) else data
         return [{name: value for name, read in plan if (value := read(item)) is not _SKIPPED} for item in items]
 

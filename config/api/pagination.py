@@ -2,6 +2,7 @@
 
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
 
 
 class DefaultPagination(PageNumberPagination):
@@ -12,13 +13,13 @@ class DefaultPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
         return min(_positive_query_int(self.page_size_query_param, raw), self.max_page_size)
 
-    def get_page_number(self, request, paginator):
+    def get_page_number(self, request: Request, paginator):
         raw = request.query_params.get(self.page_query_param)
         if raw is None:
             return 1

@@ -1,5 +1,6 @@
 """Paths under /api/: a route whose trailing slash is optional, and whether a request is one."""
 
+from django.http import HttpRequest
 from django.urls import re_path
 
 # The mem0-compatible API (docs/integrations.md) is also served at the site root, where mem0's
@@ -8,11 +9,11 @@ COMPAT_ROOT_PREFIXES = ("/v1/", "/v2/", "/v3/")
 COMPAT_API_PREFIX = "/api/mem0/"
 
 
-def is_api_request(request) -> bool:
+def is_api_request(request: HttpRequest) -> bool:
     return request.path.startswith(("/api/", *COMPAT_ROOT_PREFIXES))
 
 
-def is_compat_request(request) -> bool:
+def is_compat_request(request: HttpRequest) -> bool:
     """A request to the mem0-compatible API, whose errors also carry mem0's ``detail``."""
     return request.path.startswith((COMPAT_API_PREFIX, *COMPAT_ROOT_PREFIXES))
 

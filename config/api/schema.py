@@ -2,6 +2,8 @@
 (``schema_error_responses``, a drf-spectacular postprocessing hook), and whether a view is being
 introspected for it (``is_schema_generation``)."""
 
+from rest_framework.request import Request
+
 
 def is_schema_generation(view) -> bool:
     """True while drf-spectacular introspects a view (no real request or URL kwargs)."""
@@ -36,7 +38,7 @@ _ERROR_STATUSES = {
 }
 
 
-def schema_error_responses(result, generator, request, public):
+def schema_error_responses(result, generator, request: Request | None, public):
     """Every operation documents the JSON error shape for the statuses it may answer with:
     401, 403, 404 and 429 everywhere; 400 where it takes a body or query parameters; 409 for
     writes; 413 and 415 where it takes a body."""

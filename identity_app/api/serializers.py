@@ -1,4 +1,5 @@
 import zoneinfo
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -30,7 +31,7 @@ class ProfileInput(StrictInputMixin, serializers.Serializer):
     )
     preferences = documented(serializers.JSONField, {"type": "object", "additionalProperties": {}}, required=False)
 
-    def validate_preferences(self, value):
+    def validate_preferences(self, value: object) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise serializers.ValidationError("preferences must be a JSON object.")
         return value
@@ -43,7 +44,7 @@ class ProjectOutput(serializers.ModelSerializer):
         model = Project
         fields = ["id", "name", "description", "created_at", "role"]
 
-    def get_role(self, project) -> str | None:
+    def get_role(self, project: Project) -> str | None:
         return getattr(project, "my_role", None)
 
 
@@ -134,10 +135,10 @@ class TokenOutput(serializers.ModelSerializer):
             "only_projects",
         ]
 
-    def get_state(self, token) -> str:
+    def get_state(self, token: ApiToken) -> str:
         return token.state(timezone.now())
 
-    def get_only_users(self, token) -> list[str] | None:
+    def get_only_users(self, token: ApiToken) -> list[str] | None:
         if token.only_user_ids is None:
             return None
         names = self.context.get("usernames", {})
@@ -152,8 +153,9 @@ class TokenIssuedOutput(TokenOutput):
     class Meta(TokenOutput.Meta):
         fields = [*TokenOutput.Meta.fields, "key"]
 
-    def get_key(self, token) -> str:
-        return self.context["key"]
+    def get_key(self, token: ApiToken) -> str:
+        key: str = self.context["key"]
+        return key
 
 
 class TokenCreateInput(StrictInputMixin, serializers.Serializer):

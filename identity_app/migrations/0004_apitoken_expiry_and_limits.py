@@ -2,10 +2,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 from django.utils import timezone
 
 
-def expire_existing_tokens_later(apps, schema_editor):
+def expire_existing_tokens_later(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Keys issued before expiry existed get the default lifetime from now, not from their
     creation, so that upgrading does not cut off running agents at once."""
     ApiToken = apps.get_model("identity_app", "ApiToken")

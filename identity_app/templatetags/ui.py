@@ -1,6 +1,9 @@
 """Template helpers of the web UI: ``{{ value|when }}`` shows a time in the time zone the request
 runs in (the profile's, ``identity_app.web.middleware``), with the zone named."""
 
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
@@ -9,11 +12,14 @@ from django.utils.translation import gettext
 
 from identity_app.models import Role
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 register = template.Library()
 
 
 @register.filter
-def when(value, precision: str = "minutes"):
+def when(value: datetime | None, precision: str = "minutes") -> str:
     """``<time datetime="…" title="Asia/Shanghai">2025-06-01 14:30 CST</time>``; seconds with
     ``when:"seconds"``; empty for no value."""
     if not value:
@@ -26,7 +32,7 @@ def when(value, precision: str = "minutes"):
 
 
 @register.filter
-def until(value, now=None):
+def until(value: datetime | None, now: datetime | None = None) -> str:
     """``until Friday 12 Dec`` (the time too unless it is the end or start of a day; the year
     when it is not this year), in the request's time zone, as a ``<time>`` element; "expired
     Friday 12 Dec" once it has passed; empty for no value."""
@@ -49,9 +55,9 @@ def until(value, now=None):
 
 
 @register.filter
-def role_label(value):
+def role_label(value: str | None) -> "StrOrPromise":
     """A project role's name in the page's language (``owner`` → its label)."""
     try:
-        return Role(value).label
+        return Role(value or "").label
     except ValueError:
         return value or ""

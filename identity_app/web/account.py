@@ -3,6 +3,8 @@ password) that leads to setting a password, and Django's password reset by email
 when an email backend is configured."""
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -10,13 +12,15 @@ from django.contrib.auth import login, update_session_auth_hash
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import path, reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from identity_app.services import sign_in_link_redeem
 
 DISABLED_EMAIL_BACKENDS = {"", "django.core.mail.backends.dummy.EmailBackend"}
@@ -26,14 +30,14 @@ def email_enabled() -> bool:
     return settings.EMAIL_BACKEND not in DISABLED_EMAIL_BACKENDS
 
 
-def first_contact(request):
+def first_contact(request: HttpRequest) -> dict[str, Any]:
     """Context of the login page: whom to ask for an account, whether reset by email works."""
     return {"account_contact": settings.ACCOUNT_CONTACT, "password_reset_enabled": email_enabled()}
 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
-def sign_in_link(request, secret):
+def sign_in_link(request: HttpRequest, secret: str) -> HttpResponse:
     """GET shows a button (a link preview or a mail scanner that fetches the page does not use
     the link up); POST uses it: the user is signed in and asked to set a password."""
     if request.method == "GET":
@@ -48,7 +52,7 @@ def sign_in_link(request, secret):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def set_password(request):
+def set_password(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Django's ``SetPasswordForm`` (no old password): reached through a sign-in link, or by a
     user who has no usable password yet. Everyone else changes it knowing the old one."""
     if not (request.session.get("set_password_allowed") or not request.user.has_usable_password()):
@@ -63,9 +67,9 @@ def set_password(request):
     return render(request, "registration/set_password.html", {"form": form}, status=400 if form.errors else 200)
 
 
-def _when_email(view):
+def _when_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     @functools.wraps(view)
-    def wrapped(request, *args, **kwargs):
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not email_enabled():
             raise Http404("Password reset by email is not set up on this server.")
         return view(request, *args, **kwargs)

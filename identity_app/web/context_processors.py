@@ -1,6 +1,10 @@
 """What every page's header needs: which part of the site the page belongs to (so the header
 marks it) and how many invitations wait for the signed-in user (one bounded count)."""
 
+from typing import Any
+
+from django.http import HttpRequest
+
 from identity_app.selectors import invitations_pending_for
 
 MAX_BADGE = 99  # the badge says "99+" beyond this; the count never scans more rows
@@ -23,7 +27,7 @@ SECTIONS = {
 }
 
 
-def navigation(request):
+def navigation(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}

@@ -1,5 +1,5 @@
 import json
-from typing import cast
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -27,11 +27,14 @@ class ProfileForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["language"].choices = [("", _("The browser's language")), *settings.LANGUAGES]
+        cast(forms.ChoiceField, self.fields["language"]).choices = [
+            ("", _("The browser's language")),
+            *settings.LANGUAGES,
+        ]
 
-    def clean_preferences(self):
+    def clean_preferences(self) -> Any:  # what the JSON holds; the model's validator checks it
         raw = self.cleaned_data["preferences"].strip()
         if not raw:
             return {}
@@ -63,7 +66,7 @@ class TokenCreateForm(forms.Form):
         required=False, max_length=4000, help_text=_("Project ids, comma-separated. Empty: any project.")
     )
 
-    def __init__(self, *args, max_days: int, default_days: int, limits: bool, **kwargs):
+    def __init__(self, *args: Any, max_days: int, default_days: int, limits: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         days = cast(forms.IntegerField, self.fields["expires_in_days"])
         days.max_value = max_days
@@ -73,10 +76,10 @@ class TokenCreateForm(forms.Form):
         if not limits:
             del self.fields["only_users"], self.fields["only_projects"]
 
-    def clean_only_users(self):
+    def clean_only_users(self) -> list[str] | None:
         return _comma_list(self.cleaned_data["only_users"])
 
-    def clean_only_projects(self):
+    def clean_only_projects(self) -> list[str] | None:
         return _comma_list(self.cleaned_data["only_projects"])
 
 

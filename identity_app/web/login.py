@@ -5,11 +5,13 @@ limit is reached, axes refuses even the right password until the cool-off has pa
 forms say so on the login page itself, and ``lockout_response`` answers that page with 429.
 """
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import ngettext
 
 
@@ -24,8 +26,15 @@ def lockout_message() -> str:
     ) % {"n": minutes}
 
 
-class LockoutMessageMixin:
-    def get_invalid_login_error(self):
+# What the mixin below is mixed into, for mypy only.
+if TYPE_CHECKING:
+    _AuthenticationForm = AuthenticationForm
+else:
+    _AuthenticationForm = object
+
+
+class LockoutMessageMixin(_AuthenticationForm):
+    def get_invalid_login_error(self) -> ValidationError:
         if getattr(self.request, "axes_locked_out", False):
             return ValidationError(lockout_message(), code="locked_out")
         return super().get_invalid_login_error()
@@ -39,7 +48,9 @@ class AdminLoginForm(LockoutMessageMixin, AdminAuthenticationForm):
     pass
 
 
-def lockout_response(request, original_response=None, credentials=None):
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: object = None
+) -> HttpResponse:
     """``AXES_LOCKOUT_CALLABLE``: the login page the view rendered (it already carries the
     lockout message), with status 429."""
     if original_response is None:

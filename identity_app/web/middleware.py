@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.middleware.locale import LocaleMiddleware
 from django.utils import timezone, translation
 
@@ -18,14 +20,14 @@ from config.api.routes import is_api_request
 from identity_app.models import Profile
 
 
-def _profile_of(request) -> Mapping[str, Any] | None:
+def _profile_of(request: HttpRequest) -> Mapping[str, Any] | None:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return None
     return Profile.objects.filter(user=user).values("language", "timezone").first()
 
 
-def _zone(name: str | None):
+def _zone(name: str | None) -> zoneinfo.ZoneInfo | None:
     try:
         return zoneinfo.ZoneInfo(name) if name else None
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -35,7 +37,7 @@ def _zone(name: str | None):
 class UserLocaleMiddleware(LocaleMiddleware):
     """After ``AuthenticationMiddleware`` (it reads the signed-in user's profile)."""
 
-    def process_request(self, request):
+    def process_request(self, request: HttpRequest) -> None:
         timezone.deactivate()
         if is_api_request(request):
             translation.activate(settings.LANGUAGE_CODE)
@@ -52,7 +54,7 @@ class UserLocaleMiddleware(LocaleMiddleware):
         if zone is not None:
             timezone.activate(zone)
 
-    def process_response(self, request, response):
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if is_api_request(request):
             return response
         return super().process_response(request, response)

@@ -4,10 +4,12 @@ project's members with its invitations."""
 import json
 import zoneinfo
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils import timezone
@@ -15,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 from django.views.i18n import set_language
 
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from identity_app import selectors, services
 from identity_app.models import TOKEN_STATE_LABELS
@@ -37,7 +40,7 @@ def _timezone_names() -> list[str]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile(request):
+def profile(request: AuthenticatedHttpRequest) -> HttpResponse:
     profile = profile_get(user=request.user)
     status = 200
     if request.method == "POST":
@@ -69,7 +72,7 @@ def profile(request):
 
 
 # --- API tokens ----------------------------------------------------------------------------
-def _token_form(request, data=None) -> TokenCreateForm:
+def _token_form(request: AuthenticatedHttpRequest, data: QueryDict | None = None) -> TokenCreateForm:
     return TokenCreateForm(
         data,
         max_days=settings.API_TOKEN_MAX_DAYS,
@@ -78,7 +81,13 @@ def _token_form(request, data=None) -> TokenCreateForm:
     )
 
 
-def _tokens_page(request, *, form, issued=None, status=200):
+def _tokens_page(
+    request: AuthenticatedHttpRequest,
+    *,
+    form: TokenCreateForm,
+    issued: dict[str, Any] | None = None,
+    status: int = 200,
+) -> HttpResponse:
     tokens = list(selectors.tokens_visible(user=request.user)[:MAX_TOKENS_SHOWN])
     names = selectors.usernames_by_id({i for t in tokens for i in t.only_user_ids or ()})
     now = timezone.now()
@@ -99,7 +108,7 @@ def _tokens_page(request, *, form, issued=None, status=200):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request):
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The caller's API tokens and a form for a new one; a new key is shown on this response only."""
     if request.method != "POST":
         return _tokens_page(request, form=_token_form(request))
@@ -113,7 +122,7 @@ def tokens(request):
     return _tokens_page(request, form=_token_form(request), issued={"token": token, "key": key})
 
 
-def _token_confirm(request, token_id, *, action: str):
+def _token_confirm(request: AuthenticatedHttpRequest, token_id: str, *, action: str) -> HttpResponse:
     """Revoking or rotating kills the key an agent may be using: the link (GET) or a bare POST
     shows what will happen; only the confirmation form (``confirmed=yes``) does it."""
     token = selectors.token_get(user=request.user, token_id=token_id)
@@ -122,7 +131,7 @@ def _token_confirm(request, token_id, *, action: str):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_revoke(request, token_id):
+def token_revoke(request: AuthenticatedHttpRequest, token_id: str) -> HttpResponse:
     if request.method != "POST" or request.POST.get("confirmed") != "yes":
         return _token_confirm(request, token_id, action="revoke")
     token = services.token_revoke(actor=request.user, token_id=token_id)
@@ -132,7 +141,7 @@ def token_revoke(request, token_id):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_rotate(request, token_id):
+def token_rotate(request: AuthenticatedHttpRequest, token_id: str) -> HttpResponse:
     if request.method != "POST" or request.POST.get("confirmed") != "yes":
         return _token_confirm(request, token_id, action="rotate")
     token, key = services.token_rotate(actor=request.user, token_id=token_id)
@@ -142,14 +151,14 @@ def token_rotate(request, token_id):
 # --- invitations ---------------------------------------------------------------------------
 @login_required
 @require_http_methods(["GET"])
-def invitations(request):
+def invitations(request: AuthenticatedHttpRequest) -> HttpResponse:
     pending = list(selectors.invitations_pending_for(user=request.user)[:MAX_INVITATIONS_SHOWN])
     return render(request, "identity_app/invitations.html", {"invitations": pending})
 
 
 @login_required
 @require_http_methods(["POST"])
-def invitation_accept(request, invitation_id):
+def invitation_accept(request: AuthenticatedHttpRequest, invitation_id: str) -> HttpResponse:
     membership = services.invitation_accept(actor=request.user, invitation_id=invitation_id)
     messages.success(
         request,
@@ -161,7 +170,7 @@ def invitation_accept(request, invitation_id):
 
 @login_required
 @require_http_methods(["POST"])
-def invitation_decline(request, invitation_id):
+def invitation_decline(request: AuthenticatedHttpRequest, invitation_id: str) -> HttpResponse:
     services.invitation_decline(actor=request.user, invitation_id=invitation_id)
     messages.success(request, _("Invitation declined."))
     return redirect("web:invitations")
@@ -169,7 +178,7 @@ def invitation_decline(request, invitation_id):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def project_members(request, project_id):
+def project_members(request: AuthenticatedHttpRequest, project_id: str) -> HttpResponse:
     """Members (anyone with ``read``); inviting and the invitations (``manage``)."""
     writing = request.method == "POST"  # a member without ``manage`` gets 403 before any form error
     project = project_require_permission(
@@ -204,7 +213,7 @@ def project_members(request, project_id):
 
 @login_required
 @require_http_methods(["POST"])
-def project_invitation_cancel(request, project_id, invitation_id):
+def project_invitation_cancel(request: AuthenticatedHttpRequest, project_id: str, invitation_id: str) -> HttpResponse:
     services.invitation_cancel(actor=request.user, project_id=project_id, invitation_id=invitation_id)
     messages.success(request, _("Invitation cancelled."))
     return redirect("web:project_members", project_id)
@@ -212,7 +221,7 @@ def project_invitation_cancel(request, project_id, invitation_id):
 
 # --- the interface language -------------------------------------------------------------------
 @require_http_methods(["POST"])
-def language_set(request):
+def language_set(request: HttpRequest) -> HttpResponse:
     """The language switch: Django's ``set_language`` (the cookie, and back to ``next`` when it is
     a page of this site), and for a signed-in user the profile too, so the choice follows them."""
     response = set_language(request)

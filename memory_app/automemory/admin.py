@@ -2,6 +2,7 @@
 
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from config.errors import InvalidInput
@@ -18,7 +19,8 @@ class AutoMemorySettingsAdminForm(forms.ModelForm):
         fields = ["user", *SETTINGS_FIELDS]
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         for name in SETTINGS_FIELDS:
             if name not in cleaned or name in self.errors:
                 continue
@@ -45,10 +47,10 @@ class GateFilter(admin.SimpleListFilter):
     title = _("check")
     parameter_name = "gate"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin):
         return list(GATE_WORDS.items())
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset):
         return queryset.filter(gate=self.value()) if self.value() else queryset
 
 
@@ -64,10 +66,10 @@ class AutoMemoryLogEntryAdmin(admin.ModelAdmin):
     search_fields = ["run_ref", "memory_id", "user__username"]
     date_hierarchy = "created_at"
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False
 
     @admin.display(description=_("check"), ordering="gate")
@@ -85,5 +87,5 @@ class AutoMemoryClaimAdmin(admin.ModelAdmin):
     raw_id_fields = ["run"]
     readonly_fields = ["run", "token", "worker_id", "expires_at", "attempts", "last_error_class"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False

@@ -2,12 +2,14 @@
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.inputs import StrictBooleanField, StrictCharField, StrictInputMixin, StrictIntegerField
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
+from config.http import AuthenticatedRequest
 from memory_app.automemory import selectors, services, switches
 from memory_app.automemory.models import (
     AUTO_MEMORY_LIMITS,
@@ -45,11 +47,11 @@ class AutoMemorySettingsOutput(serializers.ModelSerializer):
 
 class AutoMemorySettingsView(APIView):
     @extend_schema(responses=AutoMemorySettingsOutput)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         return Response(AutoMemorySettingsOutput(selectors.auto_memory_settings_get(user=request.user)).data)
 
     @extend_schema(request=AutoMemorySettingsInput, responses=AutoMemorySettingsOutput)
-    def put(self, request):
+    def put(self, request: AuthenticatedRequest):
         data = AutoMemorySettingsInput(data=request.data)
         data.is_valid(raise_exception=True)
         row = services.auto_memory_settings_update(user=request.user, changes=dict(data.validated_data))
@@ -73,11 +75,11 @@ class MemorySwitchesView(APIView):
     notes file and memory tools for the main agent), auto-memory ``use`` and ``generate``."""
 
     @extend_schema(responses=MemorySwitchesOutput)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         return Response(switches.memory_switches_get(user=request.user).as_dict())
 
     @extend_schema(request=MemorySwitchesInput, responses=MemorySwitchesOutput)
-    def put(self, request):
+    def put(self, request: AuthenticatedRequest):
         data = MemorySwitchesInput(data=request.data)
         data.is_valid(raise_exception=True)
         state = switches.memory_switches_update(user=request.user, changes=dict(data.validated_data))
@@ -121,7 +123,7 @@ RunFlagsOutput = inline_serializer(
 
 class RunFlagsView(APIView):
     @extend_schema(request=RunFlagsInput, responses=RunFlagsOutput)
-    def post(self, request, run_id):
+    def post(self, request: AuthenticatedRequest, run_id):
         data = RunFlagsInput(data=request.data)
         data.is_valid(raise_exception=True)
         run = services.run_auto_memory_flags_set(actor=request.user, run_id=run_id, **data.validated_data)
@@ -137,7 +139,7 @@ class AutoMemoryRunView(APIView):
             '`result` is `{"processed": [...], "stopped": "" | "time_budget", "left": N}`.'
         ),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         return job_accepted(auto_memory_round_request(user=request.user))
 
 
@@ -164,10 +166,11 @@ class AutoMemoryLogOutput(serializers.ModelSerializer):
 
 
 class AutoMemoryLogView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = AutoMemoryLogOutput
 
     @extend_schema(parameters=[OpenApiParameter("outcome", str, enum=AutoMemoryOutcome.values, required=False)])
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):

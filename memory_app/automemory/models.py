@@ -130,6 +130,12 @@ class AutoMemoryLogEntry(models.Model):
     error_class = models.CharField(max_length=200, blank=True, default="", verbose_name=_("error class"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
+    # Not stored: the entry in words, for the log page (memory_app/automemory/web.py).
+    gate_words: str
+    reason_words: str
+    detail_sentences: list[str]
+    detail_other: list[tuple[str, str]]
+
     class Meta:
         verbose_name = _("auto-memory log entry")
         verbose_name_plural = _("auto-memory log entries")

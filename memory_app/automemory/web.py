@@ -1,16 +1,20 @@
 """Auto-memory pages: the memory switches panel, auto-memory settings, the log, a run's flags.
 Thin: forms → the same services."""
 
+from collections.abc import Sequence
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from memory_app.automemory import selectors, services, switches, words
 from memory_app.automemory.errors import ErrorCode
@@ -42,7 +46,7 @@ class AutoMemorySettingsForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def auto_memory_settings(request):
+def auto_memory_settings(request: AuthenticatedHttpRequest):
     current = selectors.auto_memory_settings_get(user=request.user)
     initial = {
         name: getattr(current, name) for name in services.SETTINGS_FIELDS if name in AutoMemorySettingsForm.base_fields
@@ -66,7 +70,7 @@ def auto_memory_settings(request):
 
 @login_required
 @require_http_methods(["GET"])
-def auto_memory_log(request):
+def auto_memory_log(request: AuthenticatedHttpRequest):
     outcome = request.GET.get("outcome") or None
     if outcome not in (None, *AutoMemoryOutcome.values):
         outcome = None
@@ -100,7 +104,7 @@ def _choice(value: bool | None) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def run_auto_memory_flags(request, run_id):
+def run_auto_memory_flags(request: AuthenticatedHttpRequest, run_id):
     run = run_get(user=request.user, run_id=run_id, own_only=True)
     form = RunFlagsForm(
         request.POST or None,
@@ -124,17 +128,18 @@ def run_auto_memory_flags(request, run_id):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def settings_page(request):
+def settings_page(request: AuthenticatedHttpRequest):
     """The one panel of the three memory switches (docs/auto-memory.md, "Switches"). Each switch
     is a form of its own, sent when it is toggled: ``switch`` names the one it changes. Without
     ``switch`` the form sets all three. A checkbox left out of the form is off, as browsers send
     only checked boxes."""
     if request.method == "POST":
-        names = switches.SWITCH_FIELDS
+        names: Sequence[str] = switches.SWITCH_FIELDS
         if "switch" in request.POST:
             names = [name for name in switches.SWITCH_FIELDS if name == request.POST["switch"]]
             if not names:
-                raise InvalidInput(_("Unknown switch."), code=ErrorCode.INVALID_SWITCHES)
+                # gettext, not the lazy _: an error's message is a str, read in the request's language.
+                raise InvalidInput(gettext("Unknown switch."), code=ErrorCode.INVALID_SWITCHES)
         changes = {name: request.POST.get(name) == "on" for name in names}
         state = switches.memory_switches_update(user=request.user, changes=changes)
         if len(names) == 1:

@@ -26,6 +26,7 @@ from config.api.inputs import (
 from config.api.pagination import DefaultPagination
 from config.api.routes import compat_route
 from config.errors import InvalidInput
+from config.http import AuthenticatedRequest
 from identity_app.authentication import ApiTokenAuthentication
 from identity_app.models import ApiToken
 from memory_app.compat import output, query, selectors, services
@@ -43,6 +44,7 @@ ENTITY = {"type": "string", "maxLength": query.MAX_VALUE_CHARS, "nullable": True
 class Mem0View(APIView):
     """API keys only; every error carries mem0's ``detail`` (its client's exception message)."""
 
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     authentication_classes = [ApiTokenAuthentication]
 
     def handle_exception(self, exc):
@@ -113,7 +115,7 @@ class PingView(Mem0View):
             },
         ),
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         # mem0's client needs an organisation and a project to start; this service has one of
         # each per deployment (its project operations answer 400, unsupported).
         return Response(
@@ -158,7 +160,7 @@ class AddView(Mem0View):
             200: inline_serializer("Mem0Events", {"results": serializers.ListField(child=serializers.DictField())})
         },
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, ADD_UNSUPPORTED)
         data = validated(Mem0AddInput, request)
         if data.get("immutable"):
@@ -224,7 +226,7 @@ class Mem0SearchInput(Mem0ListInput):
     keyword_search = StrictBooleanField(required=False, default=False)
 
 
-def _read_scope(request, data: dict) -> tuple[list, query.Parsed]:
+def _read_scope(request: AuthenticatedRequest, data: dict) -> tuple[list, query.Parsed]:
     if data.get("show_expired"):
         raise InvalidInput(
             "show_expired: expired memories leave every agent's reads here (docs/tiers.md, Expiry).",
@@ -257,7 +259,7 @@ class ListView(Mem0View):
             },
         ),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, READ_UNSUPPORTED)
         data = validated(Mem0ListInput, request)
         subjects, parsed = _read_scope(request, data)
@@ -276,7 +278,7 @@ class SearchView(Mem0View):
         request=Mem0SearchInput,
         responses=inline_serializer("Mem0Search", {"results": serializers.ListField(child=serializers.DictField())}),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, READ_UNSUPPORTED)
         data = validated(Mem0SearchInput, request)
         subjects, parsed = _read_scope(request, data)
@@ -305,13 +307,13 @@ class Mem0UpdateInput(StrictInputMixin, serializers.Serializer):
 
 class MemoryView(Mem0View):
     @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
-    def get(self, request, memory_id):
+    def get(self, request: AuthenticatedRequest, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
         self.read([memory], ReadPath.MEM0)
         return Response(output.memory_out(memory))
 
     @extend_schema(tags=["mem0-compatible"], request=Mem0UpdateInput, responses=OpenApiTypes.OBJECT)
-    def put(self, request, memory_id):
+    def put(self, request: AuthenticatedRequest, memory_id):
         refuse_fields(request.data, ("timestamp", "immutable"))
         data = validated(Mem0UpdateInput, request)
         expiry = (
@@ -333,14 +335,14 @@ class MemoryView(Mem0View):
         parameters=[OpenApiParameter("delete_linked", bool)],
         responses=OpenApiTypes.OBJECT,
     )
-    def delete(self, request, memory_id):
+    def delete(self, request: AuthenticatedRequest, memory_id):
         forgotten = services.memory_delete(actor=request.user, memory_id=memory_id)
         return Response({"message": "Memory deleted successfully!", "deleted": forgotten})
 
 
 class HistoryView(Mem0View):
     @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
-    def get(self, request, memory_id):
+    def get(self, request: AuthenticatedRequest, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
         chain = memory_chain(memory=memory)
         self.read(chain, ReadPath.MEM0)
@@ -354,7 +356,7 @@ class DeleteAllView(Mem0View):
         parameters=[OpenApiParameter(name, str) for name in query.ENTITY_FIELDS],
         responses=OpenApiTypes.OBJECT,
     )
-    def delete(self, request):
+    def delete(self, request: AuthenticatedRequest):
         params = request.query_params
         unknown = sorted(set(params) - set(query.ENTITY_FIELDS))
         if unknown:
@@ -370,14 +372,14 @@ class DeleteAllView(Mem0View):
 
 class EntitiesView(Mem0View):
     @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         found = selectors.entities(actor=request.user)
         return Response({"count": len(found), "results": found})
 
 
 class EntityView(Mem0View):
     @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
-    def delete(self, request, entity_type, name):
+    def delete(self, request: AuthenticatedRequest, entity_type, name):
         forgotten, left = services.entity_delete(actor=request.user, kind=entity_type, name=name)
         return Response({"message": "Entity deleted successfully.", "deleted": len(forgotten), "remaining": left})
 
@@ -388,7 +390,7 @@ class Mem0BatchInput(StrictInputMixin, serializers.Serializer):
 
 class BatchView(Mem0View):
     @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
-    def put(self, request):
+    def put(self, request: AuthenticatedRequest):
         changes = validated(Mem0BatchInput, request)["memories"]
         for change in changes:
             refuse_fields(change, ("timestamp", "immutable"))
@@ -404,7 +406,7 @@ class BatchView(Mem0View):
         )
 
     @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
-    def delete(self, request):
+    def delete(self, request: AuthenticatedRequest):
         items = validated(Mem0BatchInput, request)["memories"]
         if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):
             raise InvalidInput("Each item is {memory_id}.", code=ErrorCode.INVALID)
@@ -417,7 +419,7 @@ class UnsupportedView(Mem0View):
     """mem0 endpoints this service does not offer: a 400 that says so (mem0's client raises its
     ``ValidationError`` with this message), not a 404 that reads like a missing memory."""
 
-    def _refuse(self, request, *args, **kwargs):
+    def _refuse(self, request: AuthenticatedRequest, *args, **kwargs):
         raise InvalidInput(
             f"{request.path} is not supported by this service (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
         )

@@ -1,6 +1,7 @@
 """``GET /api/runs/{id}/context``: what a run sees, authenticated by the run's own token."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.routes import api_route
@@ -23,7 +24,7 @@ class RunContextView(RunTokenView):
         ],
         responses={200: dict},
     )
-    def get(self, request, run_id):
+    def get(self, request: Request, run_id: str) -> Response:
         credential = self.credential(request, run_id)
         return Response(
             context.run_context_build(

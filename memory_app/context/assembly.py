@@ -14,6 +14,7 @@ none of them (``memory_off_reason`` says why).
 
 import codecs
 import logging
+from collections.abc import Iterable
 
 from config.budgets import truncate_utf8
 from config.errors import InvalidInput
@@ -52,7 +53,13 @@ MEMORY_HEADER = (
 
 
 def _read_text(
-    workspace: Workspace, name: str, max_bytes: int, warnings: list[str], *, low_trust=False, versions=None
+    workspace: Workspace,
+    name: str,
+    max_bytes: int,
+    warnings: list[str],
+    *,
+    low_trust: bool = False,
+    versions: list[str] | None = None,
 ) -> str:
     """Text of a workspace file cut to ``max_bytes`` (marked); '' when missing, empty or unsafe.
     ``low_trust``: the notes-file block, its content cut, neutralized and datamarked within
@@ -95,9 +102,9 @@ def _decoded_prefix(read: FileRead) -> str:
     return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(read.content, final=False)
 
 
-def context_round(value) -> int | None:
+def context_round(value: str | None) -> int | None:
     """An explicit ``round`` parameter, or None: the server counts the run's rounds itself."""
-    if value in (None, ""):
+    if value is None or value == "":
         return None
     try:
         number = int(value)
@@ -160,7 +167,7 @@ def run_context_build(
     memory_enabled = gets_memory and run_memory_enabled(run)
 
     # Who read what (docs/home.md): buffered here, written after the response.
-    def read(*, item_kind: str, refs, path: str) -> None:
+    def read(*, item_kind: str, refs: Iterable[str], path: str) -> None:
         if path in recorded:
             reads.record(
                 item_kind=item_kind,

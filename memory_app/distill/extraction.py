@@ -52,7 +52,7 @@ def normalize_key(text: str) -> str:
 
 
 # (kind, pattern, group holding the subject). Patterns match explicit statements only.
-_EN_RULES: list[tuple[str, re.Pattern, int]] = [
+_EN_RULES: list[tuple[str, re.Pattern[str], int]] = [
     ("decision", re.compile(r"\b(?:we|i|the team)\s+(?:have\s+)?decided\s+(?:to\s+|that\s+|on\s+)?(.+)", re.I), 1),
     ("decision", re.compile(r"\b(?:we|i)\s+(?:chose|picked|selected|went with)\s+(.+)", re.I), 1),
     ("convention", re.compile(r"\b(?:we|i)\s+(?:always|never)\s+(.+)", re.I), 1),
@@ -62,7 +62,7 @@ _EN_RULES: list[tuple[str, re.Pattern, int]] = [
 ]
 
 
-_ZH_RULES: list[tuple[str, re.Pattern, int]] = [
+_ZH_RULES: list[tuple[str, re.Pattern[str], int]] = [
     ("decision", re.compile(r"(?:我们|我|团队)?(?:决定|选定|选择了|敲定)(.+)"), 1),
     ("convention", re.compile(r"(?:我们|我)?(?:总是|始终|一律|永远不要|从不|不要)(.+)"), 1),
     ("fact", re.compile(r"(?:我们|我)(?:使用|在用|用的是|采用)(.+)"), 1),
@@ -153,7 +153,7 @@ class DeterministicExtractor:
 # several may hold at once ("I like tea", "I like jazz"), and a statement is its own subject.
 # "my <thing> is …" takes the thing from the pattern's first group.
 _MY = "my"
-_PERSONAL_EN: list[tuple[str, re.Pattern, str | None]] = [
+_PERSONAL_EN: list[tuple[str, re.Pattern[str], str | None]] = [
     ("fact", re.compile(r"\b(?:my name is|call me|i(?:'m| am) called)\s+\S", re.I), "name"),
     ("fact", re.compile(r"\bi(?:'m| am)\s+\d{1,3}\s+years?\s+old\b", re.I), "age"),
     ("fact", re.compile(r"\bi\s+(?:live|am living|'m living)\s+in\s+\S", re.I), "live in"),
@@ -181,7 +181,7 @@ _PERSONAL_EN: list[tuple[str, re.Pattern, str | None]] = [
         None,
     ),
 ]
-_PERSONAL_ZH: list[tuple[str, re.Pattern, str | None]] = [
+_PERSONAL_ZH: list[tuple[str, re.Pattern[str], str | None]] = [
     ("fact", re.compile(r"我(?:叫|的名字(?:是|叫))\S"), "name"),
     ("fact", re.compile(r"我今年\d{1,3}岁"), "age"),
     ("fact", re.compile(r"我(?:住在|生活在|家在)\S"), "live in"),
@@ -296,7 +296,7 @@ class HttpExtractor:
 
     def _post(self, body: dict) -> dict:
         try:
-            return post_json(
+            answer: dict = post_json(
                 f"{self.base_url}/chat/completions",
                 body,
                 api_key=self.api_key,
@@ -306,6 +306,7 @@ class HttpExtractor:
             )
         except UpstreamError as exc:
             raise ExtractorError(f"extractor endpoint {exc}") from None
+        return answer
 
     def extract(self, text: str, *, max_items: int = 20) -> list[Candidate]:
         answer = self._post(

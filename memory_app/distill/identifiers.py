@@ -112,7 +112,7 @@ def cn_resident_id_ok(value: str) -> bool:
 IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]){10,30}")
 
 
-def replace_iban(match: re.Match, mark: str) -> str:
+def replace_iban(match: re.Match[str], mark: str) -> str:
     text = match.group(0)
     length = IBAN_LENGTHS.get(text[:2])
     if length is None:
@@ -137,7 +137,7 @@ AADHAAR = re.compile(r"(?<![\d-])(?<!\d[ -])[2-9]\d{3}([ -])\d{4}\1\d{4}(?![ -]?
 AADHAAR_NAMED = re.compile(r"(?i)(\b(?:aadhaa?r|uidai|uid)\b|आधार)(\D{0,20}?)(?<!\d)([2-9]\d{11})(?!\d)")
 
 
-def aadhaar_confirmed(match: re.Match) -> bool:
+def aadhaar_confirmed(match: re.Match[str]) -> bool:
     return verhoeff_ok(re.sub(r"\D", "", match.group(0)))
 
 
@@ -145,7 +145,7 @@ CPF = re.compile(r"(?<![\d.-])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d-]|\.\d)")
 CPF_NAMED = re.compile(r"(?i)(\bCPF\b)(\D{0,20}?)(?<!\d)(\d{11})(?!\d)")
 
 
-def cpf_confirmed(match: re.Match) -> bool:
+def cpf_confirmed(match: re.Match[str]) -> bool:
     return cpf_ok(re.sub(r"\D", "", match.group(0)))
 
 
@@ -154,7 +154,7 @@ def cpf_confirmed(match: re.Match) -> bool:
 DNI = re.compile(r"(?<![A-Za-z0-9_-])(?:[XYZxyz][ -]?)?\d{7,8}[ -]?[A-Za-z](?![A-Za-z0-9_-])")
 
 
-def dni_confirmed(match: re.Match) -> bool:
+def dni_confirmed(match: re.Match[str]) -> bool:
     if match.group(0)[-2] == " " and match.group(0)[-1].islower():
         return False  # "… 12345678 a day": a number and a word
     value = re.sub(r"[ -]", "", match.group(0)).upper()
@@ -167,7 +167,7 @@ def dni_confirmed(match: re.Match) -> bool:
 CN_RESIDENT_ID = re.compile(r"(?<![0-9A-Za-z])[1-8]\d{5}(?:18|19|20)\d{9}[\dXx](?![0-9A-Za-z])")
 
 
-def cn_resident_id_confirmed(match: re.Match) -> bool:
+def cn_resident_id_confirmed(match: re.Match[str]) -> bool:
     return cn_resident_id_ok(match.group(0))
 
 

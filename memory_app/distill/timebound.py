@@ -16,6 +16,7 @@ import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from typing import Any
 
 from memory_app.distill.extraction import Candidate
 
@@ -38,7 +39,7 @@ _EN_DAYS = r"(?:today|tonight|tomorrow)"
 _NUMBER = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of)"
 
 # (pattern, which end counts); group ``x`` is what dateparser reads.
-_TRIGGERS: list[tuple[re.Pattern, str]] = [
+_TRIGGERS: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(
             rf"\b(?:until|till|til|through|thru)\s+(?:the\s+end\s+of\s+)?(?P<x>[^,.;!?，。；！？]{{1,40}}?){_STOP}",
@@ -106,7 +107,7 @@ _THE_PERIOD = {"the week": "this week", "the month": "this month", "the year": "
 _EN_NUMBERS = {"a": "1", "an": "1", "one": "1", "a few": "3", "a couple of": "2"}
 
 
-def _zh_number(match: re.Match) -> str:
+def _zh_number(match: re.Match[str]) -> str:
     text = match.group(0)
     if text == "十":
         return "10"
@@ -145,14 +146,15 @@ def _readable(phrase: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _parser_class():
+def _parser_class() -> Any:  # dateparser's DateDataParser (an untyped package)
     # Loaded on first use: dateparser costs ~1 s and ~14 MB to load (bench/timebound_bench.py).
     from dateparser.date import DateDataParser  # noqa: PLC0415 (lazy: see above)
 
     return DateDataParser
 
 
-def _parse(text: str, base: datetime):
+def _parse(text: str, base: datetime) -> tuple[datetime | None, Any]:
+    # (date, dateparser's period: "day", "month", …), or (None, None).
     parser = _parser_class()(
         languages=["en", "zh"],
         settings={"RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_TIME_AS_PERIOD": True},

@@ -71,6 +71,7 @@ class Source:
     can_write: bool = True
     notes_bytes: int = 0
     notes_exists: bool = False
+    items_url: str = ""  # set by the home page (memory_app/home/web/browse.py)
     notes_error: str = ""
     paused: int = 0  # of ``count``: paused ones (listed, used by no agent)
     # How agents use it, in a few words, and the state of the switch that decides it (None: no

@@ -8,8 +8,10 @@ only for the user it names, checked by ``user_get_acting`` as ``POST /api/runs``
 
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import cast
 
 from rest_framework import exceptions
+from rest_framework.request import Request
 
 from config.errors import DomainError, PermissionDenied
 from identity_app.authentication import ApiTokenAuthentication
@@ -50,7 +52,8 @@ def principal_resolve(*, authorization: str | None, acting_user: str | None = No
     """The principal of an ``Authorization`` header value (``Token <key>``) and the optional
     name of the user to act for. Raises ``NotAuthenticated``/``AuthenticationFailed`` (401),
     ``PermissionDenied`` (403) or ``InvalidInput`` (400 ``unknown_user``)."""
-    request = SimpleNamespace(META={"HTTP_AUTHORIZATION": authorization or ""})
+    # The authentication reads only the header from META.
+    request = cast(Request, SimpleNamespace(META={"HTTP_AUTHORIZATION": authorization or ""}))
     try:
         found = ApiTokenAuthentication().authenticate(request)
     except exceptions.AuthenticationFailed as exc:

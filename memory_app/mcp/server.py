@@ -24,6 +24,7 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import cast
 
 import anyio
 import mcp_types as types
@@ -31,6 +32,7 @@ import uvicorn
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.http import HttpRequest
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
@@ -277,10 +279,11 @@ def _authenticate(headers: dict[str, str], client_host: str):
             )
         except DomainError as exc:
             if exc.status_code == 401:
+                # The throttle reads only the address from META.
                 request = SimpleNamespace(
                     META={"REMOTE_ADDR": client_host, "HTTP_X_FORWARDED_FOR": headers.get("x-forwarded-for", "")}
                 )
-                throttled = unauthenticated_throttled(request)
+                throttled = unauthenticated_throttled(cast(HttpRequest, request))
                 if throttled is not None:
                     # Throttled sets .wait in __init__; the stubs do not declare it
                     return tools.Throttled("Too many requests.", details={"retry_after": throttled.wait})  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -18,6 +19,7 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from config.public_address import public_address
 from identity_app.permissions import is_service_principal
 from identity_app.services import token_create
@@ -116,10 +118,10 @@ def connection_snippets(*, base_url: str, mcp_url: str, key: str, username: str,
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def connect(request):
+def connect(request: AuthenticatedHttpRequest):
     """The page; a POST makes a new API key for the agent and shows it, in the snippets too, on
     this response only."""
-    issued = None
+    issued: dict[str, Any] | None = None
     if request.method == "POST":
         token, key = token_create(
             actor=request.user, name=f"{TOKEN_NAME} {timezone.localdate():%Y-%m-%d}", expires_in_days=None

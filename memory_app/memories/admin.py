@@ -9,7 +9,9 @@ list's actions.
 """
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.text import Truncator
 from django.utils.translation import gettext as _
@@ -17,6 +19,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from config.admin import WideListMixin
 from config.errors import DomainError, NotFound
+from config.http import signed_in_user
 from memory_app.memories import services
 from memory_app.memories.models import Memory, Origin, ProjectSummary, Tier
 from memory_app.memories.selectors import memory_chain
@@ -93,31 +96,31 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
     def origin_label(self, obj):
         return obj.origin_label
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
+    def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
         memory = self.get_object(request, unquote(object_id))
         extra = dict(extra_context or {})
         if memory is not None and self.has_view_permission(request, memory):
             extra.update(
                 chain=memory_chain(memory=memory),
                 may_review=self.has_review_permission(request),
-                action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+                action_checkbox_name=helpers.ACTION_CHECKBOX_NAME,
             )
         return super().change_view(request, object_id, form_url, extra)
 
     # Rows change only through the actions below (services), never through the change form.
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None):
         return False
 
-    def has_review_permission(self, request):
-        return services.staff_may_review_memories(request.user)
+    def has_review_permission(self, request: HttpRequest):
+        return services.staff_may_review_memories(signed_in_user(request))
 
-    def _selected(self, request, queryset):
+    def _selected(self, request: HttpRequest, queryset):
         rows = list(queryset.order_by("-created_at", "-id")[: MAX_ACTION_ROWS + 1])
         if len(rows) > MAX_ACTION_ROWS:
             self.message_user(
@@ -126,19 +129,19 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
             return None
         return rows
 
-    def _intermediate(self, request, rows, *, template, title, action):
+    def _intermediate(self, request: HttpRequest, rows, *, template, title, action):
         context = {
             **self.admin_site.each_context(request),
             "title": title,
             "opts": self.model._meta,
             "memories": rows,
             "action": action,
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, template, context)
 
     @admin.action(description=gettext_lazy("Supersede (correct) selected memories…"), permissions=["review"])
-    def supersede_memories(self, request, queryset):
+    def supersede_memories(self, request: HttpRequest, queryset):
         rows = self._selected(request, queryset)
         if rows is None:
             return None
@@ -158,7 +161,7 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
                 continue
             try:
                 services.memory_supersede(
-                    actor=request.user,
+                    actor=signed_in_user(request),
                     memory_id=memory.pk,
                     content=content,
                     origin=Origin.MANUAL,
@@ -183,7 +186,7 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
     @admin.action(
         description=gettext_lazy("Forget selected memories (with their older versions)…"), permissions=["review"]
     )
-    def forget_memories(self, request, queryset):
+    def forget_memories(self, request: HttpRequest, queryset):
         rows = self._selected(request, queryset)
         if rows is None:
             return None
@@ -200,7 +203,9 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
             if memory.pk in forgotten:
                 continue  # already gone as an older version of another selected row
             try:
-                forgotten.update(services.memory_forget(actor=request.user, memory_id=memory.pk, staff_review=True))
+                forgotten.update(
+                    services.memory_forget(actor=signed_in_user(request), memory_id=memory.pk, staff_review=True)
+                )
             except NotFound:
                 continue
             except DomainError as exc:
@@ -225,7 +230,7 @@ class ProjectSummaryAdmin(admin.ModelAdmin):
     def preview(self, obj):
         return Truncator(obj.content).chars(80)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj, form, change):
         if not change:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)

@@ -13,6 +13,7 @@ from config.api.inputs import JSONObjectField, StrictBooleanField, StrictCharFie
 from config.api.output import PlannedListSerializer
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
+from config.http import AuthenticatedRequest
 from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
 from memory_app.memories import selectors, services
@@ -145,6 +146,7 @@ class IdentityContextOutput(serializers.Serializer):
 
 
 class MyMemoryListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = MemoryOutput
     filter_backends = [ApiFilterBackend]
     filterset_class = MemoryFilter
@@ -156,7 +158,7 @@ class MyMemoryListView(generics.ListAPIView):
         return selectors.user_memories(user=self.request.user).select_related(None).order_by("-created_at", "-id")
 
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         memory = services.memory_create(
             actor=request.user, tier=Tier.USER, origin=Origin.API, **validated(MemoryCreateInput, request)
         )
@@ -165,25 +167,25 @@ class MyMemoryListView(generics.ListAPIView):
 
 class MyMemoryDetailView(APIView):
     @extend_schema(responses=MemoryOutput)
-    def get(self, request, memory_id):
+    def get(self, request: AuthenticatedRequest, memory_id):
         return Response(MemoryOutput(selectors.user_memory_get(user=request.user, memory_id=memory_id)).data)
 
     @extend_schema(request=MemoryChangeInput, responses=MemoryOutput)
-    def patch(self, request, memory_id):
+    def patch(self, request: AuthenticatedRequest, memory_id):
         memory = services.memory_change(
             actor=request.user, memory_id=memory_id, tier=Tier.USER, **validated(MemoryChangeInput, request)
         )
         return Response(MemoryOutput(memory).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, memory_id):
+    def delete(self, request: AuthenticatedRequest, memory_id):
         services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.USER)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MyMemorySupersedeView(APIView):
     @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
-    def post(self, request, memory_id):
+    def post(self, request: AuthenticatedRequest, memory_id):
         new = services.memory_supersede(
             actor=request.user, memory_id=memory_id, tier=Tier.USER, **validated(MemorySupersedeInput, request)
         )
@@ -192,12 +194,13 @@ class MyMemorySupersedeView(APIView):
 
 class MyMemoryChainView(APIView):
     @extend_schema(responses=MemoryChainOutput)
-    def get(self, request, memory_id):
+    def get(self, request: AuthenticatedRequest, memory_id):
         memory = selectors.user_memory_get(user=request.user, memory_id=memory_id)
         return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
 
 
 class ProjectMemoryListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = MemoryOutput
     filter_backends = [ApiFilterBackend]
     filterset_class = MemoryFilter
@@ -209,7 +212,7 @@ class ProjectMemoryListView(generics.ListAPIView):
         return memories.select_related(None).order_by("-created_at", "-id")
 
     @extend_schema(request=MemoryCreateInput, responses={201: MemoryOutput})
-    def post(self, request, project_id):
+    def post(self, request: AuthenticatedRequest, project_id):
         memory = services.memory_create(
             actor=request.user,
             tier=Tier.PROJECT,
@@ -222,12 +225,12 @@ class ProjectMemoryListView(generics.ListAPIView):
 
 class ProjectMemoryDetailView(APIView):
     @extend_schema(responses=MemoryOutput)
-    def get(self, request, project_id, memory_id):
+    def get(self, request: AuthenticatedRequest, project_id, memory_id):
         memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         return Response(MemoryOutput(memory).data)
 
     @extend_schema(request=MemoryChangeInput, responses=MemoryOutput)
-    def patch(self, request, project_id, memory_id):
+    def patch(self, request: AuthenticatedRequest, project_id, memory_id):
         # Visibility first so a non-member cannot learn anything from the error.
         selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         memory = services.memory_change(
@@ -240,7 +243,7 @@ class ProjectMemoryDetailView(APIView):
         return Response(MemoryOutput(memory).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, project_id, memory_id):
+    def delete(self, request: AuthenticatedRequest, project_id, memory_id):
         # Visibility first so a non-member cannot learn anything from the error.
         selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         services.memory_forget(actor=request.user, memory_id=memory_id, tier=Tier.PROJECT, project_id=project_id)
@@ -249,7 +252,7 @@ class ProjectMemoryDetailView(APIView):
 
 class ProjectMemorySupersedeView(APIView):
     @extend_schema(request=MemorySupersedeInput, responses={201: MemoryOutput})
-    def post(self, request, project_id, memory_id):
+    def post(self, request: AuthenticatedRequest, project_id, memory_id):
         selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         new = services.memory_supersede(
             actor=request.user,
@@ -263,7 +266,7 @@ class ProjectMemorySupersedeView(APIView):
 
 class ProjectMemoryChainView(APIView):
     @extend_schema(responses=MemoryChainOutput)
-    def get(self, request, project_id, memory_id):
+    def get(self, request: AuthenticatedRequest, project_id, memory_id):
         memory = selectors.project_memory_get(user=request.user, project_id=project_id, memory_id=memory_id)
         return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
 
@@ -273,7 +276,7 @@ class IdentityContextView(APIView):
         parameters=[OpenApiParameter("project_id", str, required=False, pattern=r"^[A-Za-z0-9_-]{0,40}$")],
         responses=IdentityContextOutput,
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         project_id = request.query_params.get("project_id") or None
         if project_id is not None and not is_valid_id(project_id):
             raise ValidationError({"project_id": ["Not a project id."]})

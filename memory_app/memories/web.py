@@ -13,6 +13,7 @@ from django.urls import path, reverse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from identity_app.selectors import projects_with_my_role
 from identity_app.services import project_create
@@ -29,7 +30,7 @@ MAX_QUERY_CHARS = 200  # MemoryFilter's limit for ``q``
 REDIRECTED_PARAMS = ("q", "kind", "status", "page")
 
 
-def _moved(request, source: str, *, memory_id: str | None = None, action: str = ""):
+def _moved(request: AuthenticatedHttpRequest, source: str, *, memory_id: str | None = None, action: str = ""):
     if memory_id is not None:
         name = {"": "web:memory_home_item", "correct": "web:memory_home_item_correct"}.get(
             action, "web:memory_home_item_forget"
@@ -45,25 +46,25 @@ def _moved(request, source: str, *, memory_id: str | None = None, action: str = 
 
 @login_required
 @require_http_methods(["GET"])
-def my_memories(request):
+def my_memories(request: AuthenticatedHttpRequest):
     return _moved(request, "user")
 
 
 @login_required
 @require_http_methods(["GET"])
-def my_memory(request, memory_id, action=""):
+def my_memory(request: AuthenticatedHttpRequest, memory_id, action=""):
     return _moved(request, "user", memory_id=memory_id, action=action)
 
 
 @login_required
 @require_http_methods(["GET"])
-def project_memories(request, project_id):
+def project_memories(request: AuthenticatedHttpRequest, project_id):
     return _moved(request, f"project:{project_id}")
 
 
 @login_required
 @require_http_methods(["GET"])
-def project_memory(request, project_id, memory_id, action=""):
+def project_memory(request: AuthenticatedHttpRequest, project_id, memory_id, action=""):
     return _moved(request, f"project:{project_id}", memory_id=memory_id, action=action)
 
 
@@ -77,7 +78,7 @@ def _projects_with_role(user):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def projects(request):
+def projects(request: AuthenticatedHttpRequest):
     form = ProjectCreateForm()
     status = 200
     if request.method == "POST":

@@ -82,9 +82,9 @@ def index_existing_rows(apps, schema_editor):
     ):
         last_id = batch[-1].pk
         documents.sync("memory", [_memory_row(m, Row) for m in batch])
-    last_id = 0
+    last_message_id = 0
     while batch := list(
-        Message.objects.filter(pk__gt=last_id)
+        Message.objects.filter(pk__gt=last_message_id)
         .select_related("conversation")
         .order_by("pk")
         .only(
@@ -97,7 +97,7 @@ def index_existing_rows(apps, schema_editor):
             "conversation__source",
         )[:BATCH]
     ):
-        last_id = batch[-1].pk
+        last_message_id = batch[-1].pk
         documents.sync("message", [_message_row(m, Row) for m in batch])
 
 

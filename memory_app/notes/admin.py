@@ -1,6 +1,7 @@
 """Admin of the memory switch: shown to operators, never changed by them."""
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from memory_app.notes.models import UserSettings
 
@@ -17,11 +18,11 @@ class UserSettingsAdmin(admin.ModelAdmin):
     fields = ["user", "enable_memory", "updated_at"]
     readonly_fields = ["user", "enable_memory", "updated_at"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: UserSettings | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: UserSettings | None = None) -> bool:
         return False

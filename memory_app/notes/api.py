@@ -1,9 +1,13 @@
 """The notes file's REST API: the caller's workspace files, their change history (with undo) and
 the memory switch (``/api/users/me/...``)."""
 
+from typing import Any
+
 import django_filters
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import generics, serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -11,10 +15,11 @@ from config.api.inputs import StrictBooleanField, StrictCharField, StrictInputMi
 from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
+from config.http import AuthenticatedRequest
 from identity_app.models import ApiToken
 from memory_app.notes import history, selectors, services
 from memory_app.notes.models import WorkspaceChange, WorkspaceChangeAction, WorkspaceChangeSource
-from memory_app.notes.workspace import WORKSPACE_FILES
+from memory_app.notes.workspace import WORKSPACE_FILES, WorkspaceFile
 
 
 class WorkspaceFileOutput(serializers.Serializer):
@@ -42,7 +47,7 @@ class WorkspaceDeleteInput(StrictInputMixin, serializers.Serializer):
     )
 
 
-def _base_sha256(request, body_value):
+def _base_sha256(request: Request, body_value: str | None) -> str | None:
     """The version an edit is based on: ``base_sha256`` in the body, else ``If-Match``."""
     if body_value is not None:
         return body_value
@@ -62,15 +67,15 @@ class WorkspaceFileView(APIView):
     ``If-Match``) makes PUT/DELETE refuse with 409 when the file changed meanwhile."""
 
     @staticmethod
-    def _file_response(file) -> Response:
+    def _file_response(file: WorkspaceFile) -> Response:
         return Response(WorkspaceFileOutput(file).data, headers={"ETag": f'"{file.sha256}"'})
 
     @extend_schema(responses=WorkspaceFileOutput)
-    def get(self, request, name):
+    def get(self, request: AuthenticatedRequest, name: str) -> Response:
         return self._file_response(selectors.workspace_file_get(user=request.user, name=name))
 
     @extend_schema(request=WorkspaceFileInput, responses=WorkspaceFileOutput)
-    def put(self, request, name):
+    def put(self, request: AuthenticatedRequest, name: str) -> Response:
         data = validated(WorkspaceFileInput, request)
         saved = services.workspace_file_write(
             user=request.user,
@@ -82,7 +87,7 @@ class WorkspaceFileView(APIView):
         return self._file_response(saved)
 
     @extend_schema(request=WorkspaceDeleteInput, responses={204: None})
-    def delete(self, request, name):
+    def delete(self, request: AuthenticatedRequest, name: str) -> Response:
         data = validated(WorkspaceDeleteInput, request)
         services.workspace_file_delete(
             user=request.user,
@@ -142,19 +147,20 @@ class WorkspaceChangeOutput(serializers.ModelSerializer):
             "diff_truncated",
         ]
 
-    def _view(self, change) -> history.DiffView:
+    def _view(self, change: WorkspaceChange) -> history.DiffView:
         limits = self.context.get("diff_limits", {})
         cache = self.context.setdefault("diff_views", {})
         if change.pk not in cache:
             cache[change.pk] = history.diff_view(change, **limits)
-        return cache[change.pk]
+        view: history.DiffView = cache[change.pk]
+        return view
 
     @extend_schema_field(DiffLineOutput(many=True))
-    def get_diff(self, change) -> list:
+    def get_diff(self, change: WorkspaceChange) -> list[Any]:
         # many=True builds a ListSerializer, whose data is a list; the stubs type it as the Serializer's
         return DiffLineOutput(self._view(change).lines, many=True).data  # type: ignore[return-value]
 
-    def get_diff_truncated(self, change) -> bool:
+    def get_diff_truncated(self, change: WorkspaceChange) -> bool:
         return self._view(change).truncated
 
 
@@ -173,7 +179,7 @@ class WorkspaceHistoryClearInput(StrictInputMixin, serializers.Serializer):
     name = documented(StrictCharField, enum_schema([(n, n) for n in WORKSPACE_FILES]), required=False, default=None)
 
 
-def _api_author(request) -> history.Author:
+def _api_author(request: AuthenticatedRequest) -> history.Author:
     token = request.auth
     client = f"API token {token.prefix}… {token.name}".strip() if isinstance(token, ApiToken) else ""
     return history.Author(WorkspaceChangeSource.API, actor=request.user, client=client)
@@ -184,11 +190,12 @@ class WorkspaceHistoryView(generics.ListAPIView):
     80 lines and 16 KiB here; the change itself has up to 2,000 lines and 256 KiB). ``DELETE``
     forgets the history (of one file with ``name``), leaving the files as they are."""
 
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = WorkspaceChangeOutput
     pagination_class = ListPagination
     filterset_class = WorkspaceChangeFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[WorkspaceChange]:
         if is_schema_generation(self):
             return WorkspaceChange.objects.none()
         return selectors.workspace_changes_visible(user=self.request.user)
@@ -197,14 +204,14 @@ class WorkspaceHistoryView(generics.ListAPIView):
         request=WorkspaceHistoryClearInput,
         responses={200: inline_serializer("WorkspaceHistoryCleared", {"forgotten": serializers.IntegerField()})},
     )
-    def delete(self, request):
+    def delete(self, request: AuthenticatedRequest) -> Response:
         data = validated(WorkspaceHistoryClearInput, request)
         return Response({"forgotten": services.workspace_history_clear(user=request.user, name=data["name"])})
 
 
 class WorkspaceChangeDetailView(APIView):
     @extend_schema(responses=WorkspaceChangeOutput)
-    def get(self, request, change_id):
+    def get(self, request: AuthenticatedRequest, change_id: str) -> Response:
         change = selectors.workspace_change_get(user=request.user, change_id=change_id)
         limits = {"max_lines": history.DETAIL_MAX_LINES, "max_bytes": history.DETAIL_MAX_BYTES}
         return Response(WorkspaceChangeOutput(change, context={"diff_limits": limits}).data)
@@ -217,7 +224,7 @@ class WorkspaceChangeUndoView(APIView):
     ``409 undo_conflict``. Either way nothing changes."""
 
     @extend_schema(request=WorkspaceUndoInput, responses={200: WorkspaceUndoOutput})
-    def post(self, request, change_id):
+    def post(self, request: AuthenticatedRequest, change_id: str) -> Response:
         data = validated(WorkspaceUndoInput, request)
         undo = services.workspace_change_undo(
             user=request.user,
@@ -234,11 +241,11 @@ class WorkspaceChangeUndoView(APIView):
 
 class SettingsView(APIView):
     @extend_schema(responses=SettingsSerializer)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest) -> Response:
         return Response({"enable_memory": selectors.user_settings_get(user=request.user).enable_memory})
 
     @extend_schema(request=SettingsSerializer, responses=SettingsSerializer)
-    def put(self, request):
+    def put(self, request: AuthenticatedRequest) -> Response:
         row = services.user_settings_update(user=request.user, **validated(SettingsSerializer, request))
         return Response({"enable_memory": row.enable_memory})
 

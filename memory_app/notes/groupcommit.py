@@ -30,7 +30,7 @@ class _Ticket:
 class _Queue:
     __slots__ = ("busy", "pending")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.busy = False
         self.pending: list[_Ticket] = []
 
@@ -39,14 +39,14 @@ class GroupCommitter:
     """``apply_batch(key, payloads)`` returns one outcome per payload, in order: a value, or an
     exception instance for a write refused on its own."""
 
-    def __init__(self, apply_batch: Callable[[Any, list], list], *, max_batch: int = 64):
+    def __init__(self, apply_batch: Callable[[Any, list[Any]], list[Any]], *, max_batch: int = 64) -> None:
         self._apply_batch = apply_batch
         self.max_batch = max_batch
         self._mutex = threading.Lock()
         self._changed = threading.Condition(self._mutex)
         self._queues: dict[Hashable, _Queue] = {}
 
-    def submit(self, key: Hashable, payload):
+    def submit(self, key: Hashable, payload: object) -> object:
         ticket = _Ticket(payload)
         with self._mutex:
             queue = self._queues.get(key)
@@ -69,7 +69,7 @@ class GroupCommitter:
 
     def _lead(self, key: Hashable, queue: _Queue, batch: list[_Ticket]) -> None:
         failure: BaseException | None = None
-        outcomes: list = []
+        outcomes: list[Any] = []
         try:
             outcomes = list(self._apply_batch(key, [ticket.payload for ticket in batch]))
             if len(outcomes) != len(batch):

@@ -9,6 +9,7 @@ Everything here runs inside the caller's transaction, under the per-user lock th
 
 import difflib
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import Model
@@ -48,7 +49,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def line_hunks(before: list[str], after: list[str]) -> list[dict]:
+def line_hunks(before: list[str], after: list[str]) -> list[dict[str, Any]]:
     """The changed regions, ``{"old_start", "old", "new_start", "new"}`` with 0-based starts, in
     file order. Applying them to ``before`` gives ``after`` exactly."""
     head = 0
@@ -70,7 +71,7 @@ def line_hunks(before: list[str], after: list[str]) -> list[dict]:
     ]
 
 
-def text_hunks(old_text: str, new_text: str) -> list[dict]:
+def text_hunks(old_text: str, new_text: str) -> list[dict[str, Any]]:
     """``line_hunks`` of two texts. An append after the last full line (what ``remember_memory``
     does) is found without splitting either text: one insertion after the old lines."""
     if (not old_text or old_text.endswith("\n")) and new_text.startswith(old_text):
@@ -214,8 +215,8 @@ def _touches(a0: int, a1: int, b0: int, b1: int) -> bool:
 class _Region:
     start: int  # in the current version's lines
     end: int
-    expected: list  # the lines the change wrote there
-    restore: list  # the lines it replaced
+    expected: list[str]  # the lines the change wrote there
+    restore: list[str]  # the lines it replaced
 
 
 def change_reversed(*, change: WorkspaceChange, later: list[WorkspaceChange], current: bytes, exists: bool) -> str:

@@ -28,7 +28,7 @@ class UserSettings(models.Model):
         verbose_name = _("user settings")
         verbose_name_plural = _("user settings")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return _("settings of %(user)s") % {"user": self.user_id}
 
 
@@ -94,5 +94,5 @@ class WorkspaceChange(models.Model):
         constraints = [models.UniqueConstraint(fields=["user", "name", "seq"], name="workspace_change_seq_uniq")]
         indexes = [models.Index(fields=["user", "-created_at"], name="workspace_change_user_idx")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} #{self.seq} ({self.action}) of {self.user_id}"

@@ -9,8 +9,11 @@ written. A hit is shown only if its line is in the file at that moment, so a lin
 since the last sync never comes back. Deleting the file, or the user, drops the whole scope.
 """
 
+from typing import Any
+
 from django.db import IntegrityError, transaction
 
+from identity_app.models import User
 from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_FILE, Workspace, WorkspaceUnsafe
 from memory_app.search import documents, embedder
 from memory_app.search.index import Row, text_hash
@@ -68,7 +71,7 @@ def notes_index_drop(*, user_id: int) -> None:
     documents.drop_scopes([notes_scope(user_id)])
 
 
-def on_user_deleted(sender, instance, **kwargs) -> None:
+def on_user_deleted(sender: type[User], instance: User, **kwargs: Any) -> None:
     notes_index_drop(user_id=instance.pk)
 
 

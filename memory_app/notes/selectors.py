@@ -2,6 +2,8 @@
 
 A user reads only their own files and history; nobody else's (not even a service principal)."""
 
+from typing import Protocol
+
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from config.errors import NotFound
@@ -54,11 +56,17 @@ def enable_memory_subquery(user_field: str = "user_id") -> Subquery:
     return Subquery(UserSettings.objects.filter(user_id=OuterRef(user_field)).values("enable_memory")[:1])
 
 
-def memory_enabled_from(value) -> bool:
+def memory_enabled_from(value: bool | None) -> bool:
     return UserSettings._meta.get_field("enable_memory").default if value is None else bool(value)
 
 
-def run_memory_enabled(run) -> bool:
+class _Run(Protocol):
+    """An ``AgentRun`` (the runs package builds on this one)."""
+
+    user_id: int
+
+
+def run_memory_enabled(run: _Run) -> bool:
     """The run user's ``enable_memory``, as read with the run by authentication when it was
     (``stored_enable_memory``), else read now."""
     if hasattr(run, "stored_enable_memory"):

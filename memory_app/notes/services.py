@@ -10,6 +10,7 @@ import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from django.db import DatabaseError, transaction
 
@@ -172,7 +173,9 @@ def workspace_files_unpublish(*, user: User, published: list[Published]) -> None
             )
 
 
-def _record(*, user, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra):
+def _record(
+    *, user: User, name: str, action: str, author: Author | None, before: FileRead, after: bytes | None, **extra: Any
+) -> None:
     history.change_record(
         user_id=user.pk,
         name=name,
@@ -287,20 +290,21 @@ class MemoryFileEditor:
     ``{"result": "appended" | "replaced" | "unchanged", "bytes": <file size>}`` once the publish
     that holds it is durable, or raises the error that refused it."""
 
-    def __init__(self, authorize: Authorize):
+    def __init__(self, authorize: Authorize) -> None:
         self._authorize = authorize
         self.committer = GroupCommitter(self.apply_batch)
 
-    def edit(self, user_id: int, edit: LineEdit) -> dict:
-        return self.committer.submit(user_id, edit)
+    def edit(self, user_id: int, edit: LineEdit) -> dict[str, Any]:
+        # apply_batch's outcome for this edit: its result dict (an error is raised instead).
+        return cast(dict[str, Any], self.committer.submit(user_id, edit))
 
-    def apply_batch(self, user_id: int, edits: list[LineEdit]) -> list:
+    def apply_batch(self, user_id: int, edits: list[LineEdit]) -> list[Any]:
         """Apply queued notes of one user in order, with one lock, one read and one publish: each
         note is authorized and applied on its own (a refused note changes nothing and gets its
         own error), each applied note is recorded as its own change, and the file is published
         once before any caller is answered. A failure of the lock, the read or the publish
         refuses every note of the batch and leaves the file as it was."""
-        outcomes: list = [None] * len(edits)
+        outcomes: list[Any] = [None] * len(edits)
         NOTES_WRITE_BATCH.observe(len(edits))
         try:
             with transaction.atomic(durable=True):

@@ -4,6 +4,7 @@ history (with undo). The memory switches panel is in ``automemory.web``."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.translation import gettext as _
@@ -11,6 +12,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, NotFound
+from config.http import AuthenticatedHttpRequest
 from memory_app.notes import history, selectors, services
 from memory_app.notes.history import Author, UndoConflict
 from memory_app.notes.models import WorkspaceChangeSource
@@ -19,7 +21,7 @@ from memory_app.notes.workspace import MAX_WORKSPACE_FILE_BYTES, MEMORY_FILE, WO
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workspace(request):
+def workspace(request: AuthenticatedHttpRequest) -> HttpResponse:
     unsaved = None
     if request.method == "POST":
         # The name rule is the service's: an unknown name is refused there, never replaced.
@@ -58,8 +60,8 @@ def workspace(request):
         except DomainError as exc:
             messages.error(request, exc.message)
     else:
-        name = request.GET.get("name")
-        name = name if name in WORKSPACE_FILES else MEMORY_FILE  # the tabs; anything else shows MEMORY.md
+        asked = request.GET.get("name")
+        name = asked if asked in WORKSPACE_FILES else MEMORY_FILE  # the tabs; anything else shows MEMORY.md
     file, error = None, None
     try:
         file = selectors.workspace_file_get(user=request.user, name=name)
@@ -80,14 +82,14 @@ def workspace(request):
     )
 
 
-def _web_author(request) -> Author:
+def _web_author(request: AuthenticatedHttpRequest) -> Author:
     return Author(WorkspaceChangeSource.WEB, actor=request.user)
 
 
 HISTORY_PAGE_SIZE = 20
 
 
-def _history_page(request, *, status: int = 200):
+def _history_page(request: AuthenticatedHttpRequest, *, status: int = 200) -> HttpResponse:
     name = request.GET.get("name")
     name = name if name in WORKSPACE_FILES else None  # the tabs; anything else shows every file
     qs = selectors.workspace_changes_visible(user=request.user)
@@ -117,13 +119,13 @@ def _history_page(request, *, status: int = 200):
 
 @login_required
 @require_http_methods(["GET"])
-def workspace_history(request):
+def workspace_history(request: AuthenticatedHttpRequest) -> HttpResponse:
     return _history_page(request)
 
 
 @login_required
 @require_http_methods(["POST"])
-def workspace_change_undo(request, change_id):
+def workspace_change_undo(request: AuthenticatedHttpRequest, change_id: str) -> HttpResponse:
     # The version of the file the page showed: a change made since (a note the agent saved
     # meanwhile) is a conflict, never overwritten.
     base = request.POST.get("base_sha256") or None
@@ -143,6 +145,7 @@ def workspace_change_undo(request, change_id):
     except UndoConflict as exc:
         messages.error(request, exc.message)
         return _history_page(request, status=409)
+    assert undo.reverts is not None  # an undo reverts the change it undid
     messages.success(
         request,
         _("Undone: %(name)s is back as it was before change #%(seq)s.") % {"name": undo.name, "seq": undo.reverts.seq},
@@ -152,7 +155,7 @@ def workspace_change_undo(request, change_id):
 
 @login_required
 @require_http_methods(["POST"])
-def workspace_history_clear(request):
+def workspace_history_clear(request: AuthenticatedHttpRequest) -> HttpResponse:
     name = request.POST.get("name") or None
     count = services.workspace_history_clear(user=request.user, name=name)
     messages.success(

@@ -51,14 +51,14 @@ class FileRead:
     content: bytes  # at most the requested number of bytes
     size: int  # size of the whole file on disk
     exists: bool
-    identity: tuple | None = None  # file_identity() of the version read
+    identity: tuple[int, ...] | None = None  # file_identity() of the version read
 
     @property
     def truncated(self) -> bool:
         return self.size > len(self.content)
 
 
-def _identity(info: os.stat_result) -> tuple:
+def _identity(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
@@ -70,7 +70,7 @@ def validate_workspace_name(name: str) -> str:
 
 
 class Workspace:
-    def __init__(self, user_id: int, *, root=None):
+    def __init__(self, user_id: int, *, root: str | os.PathLike[str] | None = None) -> None:
         self.user_id = int(user_id)
         self.root = os.fspath(root if root is not None else settings.WORKSPACE_ROOT)
 
@@ -123,7 +123,7 @@ class Workspace:
             return None
 
     # --- reads ---------------------------------------------------------------------------
-    def file_identity(self, name: str) -> tuple | None:
+    def file_identity(self, name: str) -> tuple[int, ...] | None:
         """``(device, inode, size, mtime_ns, ctime_ns)`` of a workspace file, without reading it
         (the same walk as a read; a symlink or non-regular file is refused). None when missing."""
         validate_workspace_name(name)
@@ -280,7 +280,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_whole_file(workspace: Workspace, name: str):
+def read_whole_file(workspace: Workspace, name: str) -> FileRead:
     read = workspace.read_file(name, max_bytes=MAX_WORKSPACE_FILE_BYTES)
     if read.truncated:
         raise TooLarge(
@@ -290,7 +290,7 @@ def read_whole_file(workspace: Workspace, name: str):
     return read
 
 
-def validate_workspace_content(content) -> str:
+def validate_workspace_content(content: object) -> str:
     if not isinstance(content, str):
         raise InvalidInput(_("content must be a string."), code=ErrorCode.INVALID_CONTENT)
     clean_text(content, field="content")
@@ -299,7 +299,7 @@ def validate_workspace_content(content) -> str:
     return content
 
 
-def validate_base_sha256(value) -> str | None:
+def validate_base_sha256(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not _SHA256_RE.fullmatch(value):

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.routes import api_route
+from config.http import AuthenticatedRequest
 from memory_app.ops.models import BackgroundJob, JobStatus
 from memory_app.ops.selectors import job_get
 
@@ -26,7 +27,7 @@ class JobOutput(serializers.ModelSerializer):
         model = BackgroundJob
         fields = ["id", "kind", "status", "created_at", "started_at", "finished_at", "result", "error", "status_url"]
 
-    def get_status_url(self, job) -> str:
+    def get_status_url(self, job: BackgroundJob) -> str:
         return job_status_url(job)
 
 
@@ -42,7 +43,7 @@ def job_accepted(job: BackgroundJob) -> Response:
 
 class JobDetailView(APIView):
     @extend_schema(responses=JobOutput)
-    def get(self, request, job_id):
+    def get(self, request: AuthenticatedRequest, job_id: str) -> Response:
         return Response(JobOutput(job_get(user=request.user, job_id=job_id)).data)
 
 

@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def _run(command: list[str]) -> None:
         raise BackupError(f"{command[0]} failed: {done.stderr.strip()[-2000:]}")
 
 
-def _workspace_members(root: Path, names: tuple[str, ...]):
+def _workspace_members(root: Path, names: tuple[str, ...]) -> Iterator[tuple[str, Path]]:
     """``(relative path, absolute path)`` of every notes file: ``<uid>/agents/<name>``, regular
     files only (a symlink is never followed, a temp file of a publish in flight never taken)."""
     if not root.is_dir():

@@ -13,11 +13,13 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from typing import TypeGuard
 
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -29,20 +31,23 @@ logger = logging.getLogger(__name__)
 # graph costs tens of milliseconds; a deploy with new migrations starts new processes).
 _seen = {"migrated": False}
 # The last answer of /readyz: (time.monotonic() when its checks ran, body, status).
-_last: dict = {"answer": None}
+_last: dict[str, tuple[float, dict, int] | None] = {"answer": None}
 _checking = threading.Lock()
 
 
 @never_cache
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
 def _database() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-        return cursor.fetchone()[0] == 1
+        row = cursor.fetchone()
+        assert row is not None  # SELECT 1 returns its row
+        ok: bool = row[0] == 1
+        return ok
 
 
 def _migrations() -> bool:
@@ -71,7 +76,7 @@ def _worker() -> bool:
     return worker_alive(max_age_seconds=settings.WORKER_HEARTBEAT_MAX_AGE)
 
 
-def _run(name: str, check) -> str:
+def _run(name: str, check: Callable[[], bool]) -> str:
     try:
         return "ok" if check() else "failed"
     except (DatabaseError, OSError) as exc:
@@ -81,12 +86,12 @@ def _run(name: str, check) -> str:
 
 @never_cache
 @require_GET
-def readyz(request):
+def readyz(request: HttpRequest) -> JsonResponse:
     _ran, body, status = _readiness()
     return JsonResponse(body, status=status)
 
 
-def _fresh(answer) -> bool:
+def _fresh(answer: tuple[float, dict, int] | None) -> TypeGuard[tuple[float, dict, int]]:
     return answer is not None and time.monotonic() - answer[0] < settings.READYZ_CHECK_SECONDS
 
 

@@ -73,7 +73,7 @@ class BackgroundJob(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.pk} ({self.get_status_display()})"
 
 
@@ -88,5 +88,5 @@ class WorkerHeartbeat(models.Model):
         verbose_name = _("worker heartbeat")
         verbose_name_plural = _("worker heartbeats")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.worker_id} at {self.beat_at:%Y-%m-%d %H:%M:%S}"

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from config.errors import DomainError, PermissionDenied
 from config.metrics import BACKGROUND_JOBS
+from identity_app.models import User
 from identity_app.permissions import token_reach, token_reach_attach
 from memory_app.ops.errors import ErrorCode
 from memory_app.ops.models import BackgroundJob, JobStatus, WorkerHeartbeat
@@ -42,7 +43,7 @@ _handlers: dict[str, JobHandler] = {}
 _labels: dict[str, object] = {}
 
 
-def job_handler(kind: str, *, label=None) -> Callable[[JobHandler], JobHandler]:
+def job_handler(kind: str, *, label: object = None) -> Callable[[JobHandler], JobHandler]:
     """Register ``func(job) -> dict`` (the job's JSON result) as the handler of ``kind``;
     ``label``: what the job does, in words (a lazy translation), for the admin."""
 
@@ -65,7 +66,7 @@ def job_kinds() -> list[tuple[str, str]]:
     return sorted(((kind, job_kind_words(kind)) for kind in _labels), key=lambda pair: pair[1])
 
 
-def job_enqueue(*, kind: str, user, payload: dict | None = None, dedupe_key: str = "") -> BackgroundJob:
+def job_enqueue(*, kind: str, user: User, payload: dict | None = None, dedupe_key: str = "") -> BackgroundJob:
     """Queue a job, or return the one of this user, kind and key that is still queued."""
     if kind not in _handlers:
         raise ValueError(f"no handler for job kind {kind!r}")
@@ -162,7 +163,9 @@ def job_claim_one(*, job_id: str, worker_id: str) -> BackgroundJob | None:
     return BackgroundJob.objects.select_related("user", "limited_token").get(pk=job_id)
 
 
-def _finish(*, job: BackgroundJob, worker_id: str, status: str, result=None, error=None) -> bool:
+def _finish(
+    *, job: BackgroundJob, worker_id: str, status: str, result: dict | None = None, error: dict | None = None
+) -> bool:
     done = BackgroundJob.objects.filter(pk=job.pk, worker_id=worker_id, status=JobStatus.RUNNING).update(
         status=status, result=result, error=error, finished_at=timezone.now(), lease_expires_at=None
     )

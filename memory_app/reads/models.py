@@ -67,5 +67,5 @@ class MemoryRead(models.Model):
             models.Index(fields=["at"], name="memoryread_at_idx"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.item_kind}:{self.item_ref} → {self.run_ref or self.principal_id} at {self.at:%Y-%m-%d %H:%M}"

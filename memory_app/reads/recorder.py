@@ -23,6 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -94,7 +95,7 @@ def pending() -> int:
         return len(_buffer)
 
 
-def flush(**_signal_kwargs) -> int:
+def flush(**_signal_kwargs: Any) -> int:
     """Write every buffered row (in batches of ``FLUSH_BATCH``); returns how many were written.
     A failed write drops its rows (counted, logged): reads are an audit aid, not a ledger the
     request waits for. Inside a caller's transaction the write is a savepoint of its own."""
@@ -129,7 +130,7 @@ class _Writer(WokenThread):
     thread_name = "memory-reads-writer"
     IDLE_CLOSE = 5.0
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self._idle = threading.Event()
         self._idle.set()
@@ -175,7 +176,7 @@ class _Writer(WokenThread):
 writer = _Writer()
 
 
-def flush_after_request(**_signal_kwargs) -> None:
+def flush_after_request(**_signal_kwargs: Any) -> None:
     """``request_finished``: the writer thread writes the request's reads (or, with
     ``MEMORY_READS_IN_BACKGROUND`` off, this thread does, now)."""
     if not getattr(settings, "MEMORY_READS_IN_BACKGROUND", True):

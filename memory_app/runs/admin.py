@@ -1,6 +1,7 @@
 """Admin of runs, with their lease state."""
 
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from config.admin import ReadOnlyAdmin
@@ -16,12 +17,12 @@ class LeaseStateFilter(admin.SimpleListFilter):
     title = _("lease")
     parameter_name = "lease"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin):
         return [(state, LEASE_STATE_WORDS[state]) for state in LEASE_STATES]
 
-    def queryset(self, request, queryset):
-        if self.value() in LEASE_STATES:
-            return runs_with_lease_state(queryset, self.value())
+    def queryset(self, request: HttpRequest, queryset):
+        if (state := self.value()) in LEASE_STATES:
+            return runs_with_lease_state(queryset, state)
         return queryset
 
 

@@ -5,9 +5,12 @@ finish, and the agent tools.
 heartbeat, finish). A run token never authenticates anything else.
 """
 
+from typing import cast
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import authentication, exceptions, generics, permissions, serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,6 +20,7 @@ from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
+from config.http import AuthenticatedRequest
 from memory_app.runs import early, leases, selectors, services, tools
 from memory_app.runs.filters import RunFilter
 from memory_app.runs.leases import FINISHED_STATUSES, RunCredential, run_authenticate
@@ -27,7 +31,7 @@ from memory_app.runs.services import MAX_LEASE_SECONDS, MIN_LEASE_SECONDS
 class RunTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Run"
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
@@ -45,12 +49,12 @@ class RunTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid run token.")
         return user, credential
 
-    def authenticate_header(self, request):
+    def authenticate_header(self, request: Request):
         return self.keyword
 
 
 class HasRunCredential(permissions.BasePermission):
-    def has_permission(self, request, view):
+    def has_permission(self, request: Request, view):
         return isinstance(request.auth, RunCredential)
 
 
@@ -182,6 +186,7 @@ def _issued(issued: services.IssuedRun) -> dict:
 
 # --- runs -----------------------------------------------------------------------------------
 class RunListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = RunListOutput
     pagination_class = ListPagination
     filterset_class = RunFilter
@@ -193,7 +198,7 @@ class RunListView(generics.ListAPIView):
         return runs.select_related(None).select_related("user")  # the only related row the output reads
 
     @extend_schema(request=RunCreateInput, responses={201: RunIssuedOutput})
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(RunCreateInput, request)
         issued = services.run_create(actor=request.user, username=data.pop("user"), **data)
         return Response(_issued(issued), status=status.HTTP_201_CREATED)
@@ -201,13 +206,13 @@ class RunListView(generics.ListAPIView):
 
 class RunDetailView(APIView):
     @extend_schema(responses=RunOutput)
-    def get(self, request, run_id):
+    def get(self, request: AuthenticatedRequest, run_id):
         return Response(RunOutput(selectors.run_get(user=request.user, run_id=run_id)).data)
 
 
 class RunClaimView(APIView):
     @extend_schema(request=RunClaimInput, responses=RunIssuedOutput)
-    def post(self, request, run_id):
+    def post(self, request: AuthenticatedRequest, run_id):
         issued = services.run_claim(actor=request.user, run_id=run_id, **validated(RunClaimInput, request))
         return Response(_issued(issued))
 
@@ -218,10 +223,12 @@ class RunTokenView(APIView):
     authentication_classes = [RunTokenAuthentication]
     permission_classes = [HasRunCredential]
 
-    def credential(self, request, run_id) -> leases.RunCredential:
-        return leases.credential_require_run(credential=request.auth, run_id=run_id)
+    def credential(self, request: Request, run_id) -> leases.RunCredential:
+        # HasRunCredential lets in only a request authenticated by a run token.
+        credential = cast(RunCredential, request.auth)
+        return leases.credential_require_run(credential=credential, run_id=run_id)
 
-    def claims(self, request) -> dict:
+    def claims(self, request: Request) -> dict:
         """Optional assertions from the runtime about where the call executes."""
         return {
             "thread_id": request.headers.get("X-Run-Thread-Id"),
@@ -232,7 +239,7 @@ class RunTokenView(APIView):
 
 class RunHeartbeatView(RunTokenView):
     @extend_schema(request=RunHeartbeatInput, responses=RunOutput)
-    def post(self, request, run_id):
+    def post(self, request: Request, run_id):
         run = services.run_heartbeat(
             credential=self.credential(request, run_id), **validated(RunHeartbeatInput, request)
         )
@@ -241,23 +248,23 @@ class RunHeartbeatView(RunTokenView):
 
 class RunFinishView(RunTokenView):
     @extend_schema(request=RunFinishInput, responses=RunOutput)
-    def post(self, request, run_id):
+    def post(self, request: Request, run_id):
         run = services.run_finish(credential=self.credential(request, run_id), **validated(RunFinishInput, request))
         return Response(RunOutput(run).data)
 
 
 class RunToolView(RunTokenView):
-    def get_throttle_scopes(self, request):
+    def get_throttle_scopes(self, request: Request):
         """Every tool call counts against ``run``; the history search also against ``search``."""
         return ("run", "search") if self.kwargs.get("tool") == "search_thread_messages" else ("run",)
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args, **kwargs):
         if kwargs.get("tool") == "search_thread_messages":
             early.start(request)  # the question to the model while the token is checked
         super().initial(request, *args, **kwargs)
 
     @extend_schema(request=dict, responses={200: dict})
-    def post(self, request, run_id, tool):
+    def post(self, request: Request, run_id, tool):
         credential = self.credential(request, run_id)
         result = tools.tool_call(credential=credential, name=tool, arguments=request.data, claims=self.claims(request))
         if tool == "search_thread_messages":

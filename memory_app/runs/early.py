@@ -24,6 +24,7 @@ from collections import OrderedDict
 from django.core.exceptions import SuspiciousOperation
 from django.http import RawPostDataException
 from rest_framework import authentication
+from rest_framework.request import Request
 
 from memory_app.runs.leases import hash_run_token
 from memory_app.threads import history
@@ -47,7 +48,7 @@ def _spend(token_hash: str) -> int | None:
         return _credits.pop(token_hash, None)
 
 
-def start(request) -> bool:
+def start(request: Request) -> bool:
     """Hand the question of this not yet authenticated ``search_thread_messages`` request to the
     model if its token has a credit (spent now); never raises, never refuses: whatever is wrong
     with the request is found, and answered, by the normal checks after this."""

@@ -9,6 +9,7 @@ from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from memory_app.runs import selectors
 from memory_app.runs.words import usage_words
 from memory_app.threads import selectors as thread_selectors
@@ -19,7 +20,7 @@ PAGE_SIZE = 25
 
 @login_required
 @require_http_methods(["GET"])
-def conversation_list(request):
+def conversation_list(request: AuthenticatedHttpRequest):
     qs = thread_selectors.conversations_visible(user=request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "runs/conversations.html", {"page": page})
@@ -27,11 +28,11 @@ def conversation_list(request):
 
 @login_required
 @require_http_methods(["GET"])
-def conversation_detail(request, conversation_id):
+def conversation_detail(request: AuthenticatedHttpRequest, conversation_id):
     return _conversation_page(request, conversation_id)
 
 
-def _conversation_page(request, conversation_id, *, status: int = 200):
+def _conversation_page(request: AuthenticatedHttpRequest, conversation_id, *, status: int = 200):
     conversation = thread_selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     page = Paginator(
         thread_selectors.conversation_messages(user=request.user, conversation_id=conversation_id), 50
@@ -55,7 +56,7 @@ NO_MEMORY_CHOICES = {"on": True, "off": False}
 
 @login_required
 @require_http_methods(["POST"])
-def conversation_memory(request, conversation_id):
+def conversation_memory(request: AuthenticatedHttpRequest, conversation_id):
     """Turn a conversation's "don't remember this chat" mode on or off (the owner only; anyone
     else gets 404 from the service's lookup)."""
     value = NO_MEMORY_CHOICES.get(request.POST.get("no_memory", ""))
@@ -79,7 +80,7 @@ def conversation_memory(request, conversation_id):
 
 @login_required
 @require_http_methods(["GET"])
-def run_detail(request, run_id):
+def run_detail(request: AuthenticatedHttpRequest, run_id):
     run = selectors.run_get(user=request.user, run_id=run_id)
     return render(
         request,

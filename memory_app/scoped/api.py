@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from config.api.inputs import JSONObjectField, StrictCharField, StrictInputMixin, validated
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
+from config.http import AuthenticatedRequest
 from identity_app import chat_bindings
 from identity_app.filters import ChatBindingFilter
 from identity_app.models import ApiToken, ChatBinding
@@ -86,7 +87,7 @@ class ItemCreateOutput(ItemOutput):
 
 class ItemCreateView(APIView):
     @extend_schema(request=ItemCreateInput, responses={201: ItemCreateOutput, 200: ItemCreateOutput})
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         memory, created = items.scoped_item_create(actor=request.user, **validated(ItemCreateInput, request))
         pending = items.pending_candidate_for(memory) if memory.scope_type == "chat" else None
         body = {
@@ -107,7 +108,7 @@ class ItemDetailView(APIView):
         "recorded in the item's provenance. Service principals within their reach; the user a private chat "
         "is bound to, for its items.",
     )
-    def patch(self, request, memory_id):
+    def patch(self, request: AuthenticatedRequest, memory_id):
         memory = items.scoped_item_change(
             actor=request.user, memory_id=memory_id, **validated(MemoryChangeInput, request)
         )
@@ -144,7 +145,7 @@ class SearchView(APIView):
     throttle_scopes = ("search",)
 
     @extend_schema(request=SearchInput, responses=SearchOutput)
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(SearchInput, request)
         scopes = searchable_scopes(user=request.user, session_id=data["session_id"])
         warnings: list[str] = []
@@ -194,7 +195,7 @@ class ConsolidateOutput(serializers.Serializer):
 
 class ConsolidateView(APIView):
     @extend_schema(request=ConsolidateInput, responses=ConsolidateOutput)
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(ConsolidateInput, request)
         report = consolidation.consolidate_turn(
             actor=request.user, session_id=data["session_id"], messages=[dict(m) for m in data["messages"]]
@@ -221,7 +222,7 @@ class DreamView(APIView):
             "`status_url`. When done, `result` holds the counts and each candidate's decision."
         ),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(DreamInput, request)
         return job_accepted(consolidation.dream_request(actor=request.user, session_id=data["session_id"]))
 
@@ -240,6 +241,7 @@ class ChatBindingInput(StrictInputMixin, serializers.Serializer):
 
 
 class ChatBindingListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = ChatBindingOutput
     filterset_class = ChatBindingFilter
 
@@ -249,7 +251,7 @@ class ChatBindingListView(generics.ListAPIView):
         return chat_bindings.chat_bindings_visible(user=self.request.user)
 
     @extend_schema(request=ChatBindingInput, responses={201: ChatBindingOutput})
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(ChatBindingInput, request)
         binding = chat_bindings.chat_binding_create(
             actor=request.user, chat_key=data["chat_key"], username=data["user"]
@@ -259,7 +261,7 @@ class ChatBindingListView(generics.ListAPIView):
 
 class ChatBindingDetailView(APIView):
     @extend_schema(responses={204: None})
-    def delete(self, request, binding_id):
+    def delete(self, request: AuthenticatedRequest, binding_id):
         chat_bindings.chat_binding_delete(actor=request.user, binding_id=int(binding_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 

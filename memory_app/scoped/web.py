@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from identity_app.chat_bindings import MAX_DISPLAY_NAME, chat_binding_rename
 from memory_app.memories.models import live_q
@@ -36,7 +37,7 @@ def chat_items_url(chat_key: str, **params) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def chat_memories(request):
+def chat_memories(request: AuthenticatedHttpRequest):
     """The user's bound chats; POST renames one. The old ``?chat=`` list leads to that chat's list."""
     if request.method == "GET" and request.GET.get("chat"):
         params = {k: request.GET[k][:200] for k in ("status", "page") if request.GET.get(k)}

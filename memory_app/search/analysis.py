@@ -18,6 +18,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
+from collections.abc import Collection, Iterator
 
 import snowballstemmer
 
@@ -44,7 +45,7 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "").lower()
 
 
-def text_runs(text: str, *, runs: re.Pattern = _RUNS):
+def text_runs(text: str, *, runs: re.Pattern[str] = _RUNS) -> Iterator[tuple[bool, str]]:
     """``(is_cjk, run)`` pairs of the normalised text; ``runs`` has a ``cjk`` and a ``word`` group."""
     for match in runs.finditer(normalize(text)):
         yield (match.lastgroup == "cjk", match.group())
@@ -56,10 +57,11 @@ def stem(word: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:  # a stemmer object keeps state while it works: one per thread
         stemmer = _local.stemmer = snowballstemmer.stemmer("english")
-    return stemmer.stemWord(word)
+    stemmed: str = stemmer.stemWord(word)  # snowballstemmer is untyped
+    return stemmed
 
 
-def _pieces(text: str, *, unigrams: bool = False):
+def _pieces(text: str, *, unigrams: bool = False) -> Iterator[str]:
     """Every term occurrence of ``text``, in order (duplicates kept). With ``unigrams`` (documents)
     each CJK character is a term too, so a one-character query ("咖") finds "咖啡"."""
     for is_cjk, run in text_runs(text):
@@ -94,7 +96,7 @@ def query_terms(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> list[str]:
     return terms
 
 
-def match_spans(text: str, terms) -> list[tuple[int, int]]:
+def match_spans(text: str, terms: Collection[str]) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of ``text`` whose term is one of ``terms``: whole words
     for word terms, the bigram (or short run) for CJK terms. For highlighting."""
     wanted = set(terms)

@@ -1,5 +1,9 @@
 """``check --deploy`` findings of the retrieval engine (run by ``prepare_node`` at every start)."""
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.core import checks
 from django.db import DatabaseError, connection
 
@@ -8,7 +12,7 @@ from memory_app.search.embeddings import get_provider
 
 
 @checks.register("search", deploy=True)
-def pgvector_check(app_configs=None, **kwargs):
+def pgvector_check(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """On PostgreSQL: warn when large scopes cannot be ranked by meaning for want of pgvector."""
     if connection.vendor != "postgresql" or vectorstore.backend() == "numpy":
         return []

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from config.threads import WokenThread
 from memory_app.search import vectorstore
-from memory_app.search.embeddings import get_provider, to_bytes
+from memory_app.search.embeddings import EmbeddingProvider, get_provider, to_bytes
 from memory_app.search.index import RECIPES, text_hash, vectors_store
 from memory_app.search.models import SearchDocument
 
@@ -43,7 +43,7 @@ def register_source(
     RECIPES[source] = recipe
 
 
-def embed_texts(provider, items: list[ToEmbed]) -> np.ndarray:
+def embed_texts(provider: EmbeddingProvider, items: list[ToEmbed]) -> np.ndarray:
     """One vector per item: a text's, or the mean of the vectors of a tuple's texts. One call to
     the provider for all the texts."""
     flat = [text for item in items for text in ((item,) if isinstance(item, str) else item)]
@@ -58,12 +58,12 @@ def embed_texts(provider, items: list[ToEmbed]) -> np.ndarray:
     return np.asarray(out, dtype=matrix.dtype).reshape(len(items), -1)
 
 
-def pending_count(*, provider=None) -> int:
+def pending_count(*, provider: EmbeddingProvider | None = None) -> int:
     provider = provider or get_provider()
     return SearchDocument.objects.exclude(model=provider.model).count()
 
 
-def _stale(provider) -> Q:
+def _stale(provider: EmbeddingProvider) -> Q:
     """Vectors of the current model made by an older recipe of their source."""
     stale = Q(pk__in=[])
     for source, recipe in RECIPES.items():
@@ -72,11 +72,17 @@ def _stale(provider) -> Q:
     return stale & Q(model=provider.model)
 
 
-def stale_count(*, provider=None) -> int:
+def stale_count(*, provider: EmbeddingProvider | None = None) -> int:
     return SearchDocument.objects.filter(_stale(provider or get_provider())).count()
 
 
-def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = BATCH, progress=None) -> int:
+def embed_pending(
+    *,
+    provider: EmbeddingProvider | None = None,
+    limit: int | None = None,
+    batch_size: int = BATCH,
+    progress: Callable[[int], object] | None = None,
+) -> int:
     """Embed documents without a vector of the current model, oldest first, in batches; each
     batch is committed on its own, so an interrupted run resumes where it stopped. Returns how
     many vectors were stored. ``progress(done)`` is called after each batch."""
@@ -84,7 +90,13 @@ def embed_pending(*, provider=None, limit: int | None = None, batch_size: int = 
     return _embed(SearchDocument.objects.exclude(model=provider.model), provider, limit, batch_size, progress)
 
 
-def embed_stale(*, provider=None, limit: int | None = None, batch_size: int = BATCH, progress=None) -> int:
+def embed_stale(
+    *,
+    provider: EmbeddingProvider | None = None,
+    limit: int | None = None,
+    batch_size: int = BATCH,
+    progress: Callable[[int], object] | None = None,
+) -> int:
     """Embed again, as ``embed_pending`` embeds, the documents whose vector was made by an older
     recipe of their source (the worker, a bounded batch a round, once nothing is pending; and
     ``refresh_embeddings``). Never from a request's process: after a release that changes a
@@ -93,7 +105,13 @@ def embed_stale(*, provider=None, limit: int | None = None, batch_size: int = BA
     return _embed(SearchDocument.objects.filter(_stale(provider)), provider, limit, batch_size, progress)
 
 
-def _embed(documents, provider, limit: int | None, batch_size: int, progress) -> int:
+def _embed(
+    documents: QuerySet[SearchDocument],
+    provider: EmbeddingProvider,
+    limit: int | None,
+    batch_size: int,
+    progress: Callable[[int], object] | None,
+) -> int:
     done, last_id = 0, 0
     while limit is None or done < limit:
         size = batch_size if limit is None else min(batch_size, limit - done)
@@ -125,7 +143,7 @@ def _embed(documents, provider, limit: int | None, batch_size: int, progress) ->
     return done
 
 
-def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provider) -> None:
+def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provider: EmbeddingProvider) -> None:
     """Vectors for just-created documents ``(document, indexed text)`` of an in-process
     provider, in the caller's transaction. Each is embedded as ``embed_pending`` would embed
     it: the source's text to embed (with its context), where the source still has that text."""
@@ -139,7 +157,7 @@ def embed_now(source: str, created: list[tuple[SearchDocument, str]], *, provide
     vectorstore.store([(doc.pk, doc.vector) for doc in updated])
 
 
-def _with_vector(doc: SearchDocument, vector, provider) -> SearchDocument:
+def _with_vector(doc: SearchDocument, vector: np.ndarray, provider: EmbeddingProvider) -> SearchDocument:
     doc.model, doc.vector, doc.recipe = provider.model, to_bytes(vector), RECIPES.get(doc.source, 0)
     return doc
 

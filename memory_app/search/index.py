@@ -11,8 +11,9 @@ never wait on each other in a cycle.
 
 import hashlib
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.db import transaction
 from django.db.models import Case, F, IntegerField, Value, When
@@ -22,6 +23,7 @@ from memory_app.search.analysis import term_counts
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
 CHUNK = 500
+T = TypeVar("T")
 # What a source embeds for a document, by version (``embedder.register_source``); 0 by default.
 RECIPES: dict[str, int] = {}
 
@@ -39,7 +41,7 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _chunks(items: list):
+def _chunks(items: list[T]) -> Iterator[list[T]]:
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
 
@@ -113,14 +115,14 @@ def documents_sync(source: str, rows: Iterable[Row]) -> list[tuple[SearchDocumen
                 doomed.append(doc)
             fresh.append((row, scope_id, digest))
         for scope_id, doc_ids in moves.items():
-            for chunk in _chunks(doc_ids):
-                SearchDocument.objects.filter(pk__in=chunk).update(scope_id=scope_id)
-                SearchPosting.objects.filter(document_id__in=chunk).update(scope_id=scope_id)
+            for id_chunk in _chunks(doc_ids):
+                SearchDocument.objects.filter(pk__in=id_chunk).update(scope_id=scope_id)
+                SearchPosting.objects.filter(document_id__in=id_chunk).update(scope_id=scope_id)
         for doc in doomed:
             _add(deltas, doc.scope_id, -1, -doc.length)
-        for chunk in _chunks([d.pk for d in doomed]):
-            SearchPosting.objects.filter(document_id__in=chunk).delete()
-            SearchDocument.objects.filter(pk__in=chunk).delete()
+        for id_chunk in _chunks([d.pk for d in doomed]):
+            SearchPosting.objects.filter(document_id__in=id_chunk).delete()
+            SearchDocument.objects.filter(pk__in=id_chunk).delete()
         if fresh:
             counted = [(row, scope_id, digest, term_counts(row.text)) for row, scope_id, digest in fresh]
             docs = SearchDocument.objects.bulk_create(

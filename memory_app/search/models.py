@@ -23,7 +23,7 @@ class SearchScope(models.Model):
     total_length = models.BigIntegerField(default=0)
     version = models.BigIntegerField(default=0)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.key} ({self.docs} docs)"
 
 
@@ -62,7 +62,7 @@ class SearchDocument(models.Model):
             models.Index(fields=["source", "recipe", "id"], name="search_document_recipe_idx"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.source}:{self.ref}"
 
 
@@ -81,5 +81,5 @@ class SearchPosting(models.Model):
             models.Index(fields=["scope", "term", "document", "tf", "length"], name="search_posting_term_idx"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.term} in {self.document_id}"

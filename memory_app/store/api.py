@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from config.api.inputs import StrictInputMixin, validated
 from config.api.routes import api_route
+from config.http import AuthenticatedRequest
 from identity_app.models import ApiToken
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
@@ -27,7 +28,7 @@ class StoreBatchInput(StrictInputMixin, serializers.Serializer):
 
 
 class BatchView(APIView):
-    def get_throttle_scopes(self, request):
+    def get_throttle_scopes(self, request: AuthenticatedRequest) -> tuple[str, ...]:
         ops = request.data.get("ops") if isinstance(request.data, dict) else None
         searching = isinstance(ops, list) and any(
             isinstance(op, dict) and op.get("op") == "search" and op.get("query") for op in ops
@@ -40,7 +41,7 @@ class BatchView(APIView):
             "StoreBatchOutput", {"results": serializers.ListField(child=serializers.JSONField())}
         ),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest) -> Response:
         report = services.batch_run(actor=request.user, ops=validated(StoreBatchInput, request)["ops"])
         token = request.auth if isinstance(request.auth, ApiToken) else None
         by_owner: dict[int | None, list[str]] = {}

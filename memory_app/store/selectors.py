@@ -13,8 +13,10 @@ key (anywhere else: the API, the pages, auto-memory) is in the scope's own names
 id. A scope out of reach is answered as one that does not exist (404).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
@@ -61,7 +63,7 @@ class Scope:
         return memories_visible(user=actor, tier=self.tier).filter(scope_id=self.scope_id)
 
 
-def scope_resolve(*, actor: User, labels) -> tuple[Scope, tuple[str, ...]]:
+def scope_resolve(*, actor: User, labels: object) -> tuple[Scope, tuple[str, ...]]:
     """The scope a namespace names and the labels below it; out of reach: 404."""
     if not isinstance(labels, list | tuple) or len(labels) < 2 or labels[0] not in ROOTS:
         raise namespace_error()
@@ -136,7 +138,7 @@ def item_get(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> M
     return found
 
 
-def matches(value, wanted) -> bool:
+def matches(value: object, wanted: object) -> bool:
     """LangGraph's filter on one field: equality (objects and lists compared as JSON), or
     operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` (numbers compare as numbers,
     strings as strings; a comparison between other types does not hold)."""
@@ -149,33 +151,41 @@ def matches(value, wanted) -> bool:
     return value == wanted
 
 
-def _number(value) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _operator(value, op: str, operand) -> bool:
+def _operator(value: Any, op: str, operand: Any) -> bool:  # JSON values
     if op == "$eq":
-        return value == operand
+        equal: bool = value == operand
+        return equal
     if op == "$ne":
-        return value != operand
+        unequal: bool = value != operand
+        return unequal
     comparable = (_number(value) and _number(operand)) or (isinstance(value, str) and isinstance(operand, str))
     if op in ("$gt", "$gte", "$lt", "$lte"):
         if not comparable:
             return False
-        return {"$gt": value > operand, "$gte": value >= operand, "$lt": value < operand, "$lte": value <= operand}[op]
+        holds: bool = {
+            "$gt": value > operand,
+            "$gte": value >= operand,
+            "$lt": value < operand,
+            "$lte": value <= operand,
+        }[op]
+        return holds
     raise InvalidInput(
         f"filter: the operator {op!r} is not supported ($eq, $ne, $gt, $gte, $lt, $lte).",
         code=ErrorCode.UNSUPPORTED_FILTER,
     )
 
 
-def check_filter(wanted) -> dict:
+def check_filter(wanted: object) -> dict[str, Any]:
     if wanted is None:
         return {}
     if not isinstance(wanted, dict):
         raise InvalidInput("filter must be a JSON object.", code=ErrorCode.INVALID)
 
-    def walk(node):
+    def walk(node: object) -> None:
         if isinstance(node, dict):
             for name, inner in node.items():
                 if (
@@ -266,7 +276,7 @@ def _score(mode: str, score: float) -> float:
 MAX_NAMESPACE_ROWS = 10_000
 
 
-def _pattern_matches(path, labels: tuple[str, ...], *, suffix: bool) -> bool:
+def _pattern_matches(path: Sequence[str], labels: tuple[str, ...], *, suffix: bool) -> bool:
     if len(labels) < len(path):
         return False
     pairs = zip(reversed(labels), reversed(path), strict=False) if suffix else zip(labels, path, strict=False)
@@ -274,7 +284,7 @@ def _pattern_matches(path, labels: tuple[str, ...], *, suffix: bool) -> bool:
 
 
 def namespaces_list(
-    *, actor: User, prefix, suffix, max_depth: int | None, limit: int, offset: int
+    *, actor: User, prefix: Sequence[str], suffix: Sequence[str], max_depth: int | None, limit: int, offset: int
 ) -> list[tuple[str, ...]]:
     """The namespaces that hold live memories ``actor`` may read, as LangGraph lists them:
     matching ``prefix`` and ``suffix`` (``*`` matches any one label), cut to ``max_depth``,

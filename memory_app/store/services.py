@@ -4,6 +4,7 @@ is ``memory_forget`` (physical, older versions along); their rules decide who ma
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -33,7 +34,7 @@ def _value_text(value: dict) -> str:
     return "\n".join(lines)
 
 
-def _ttl(value) -> float | None:
+def _ttl(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_TTL_MINUTES:
@@ -44,7 +45,15 @@ def _ttl(value) -> float | None:
 
 
 def item_put(
-    *, actor: User, scope: Scope, rest: tuple[str, ...], key: str, value: dict, text: str | None, ttl, index
+    *,
+    actor: User,
+    scope: Scope,
+    rest: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    text: str | None,
+    ttl: object,
+    index: object,
 ) -> Memory:
     """Put ``value`` under ``key``: its ``content`` (a non-empty string) is the memory and
     ``kind`` (a string) its kind (default ``fact``); the other fields are kept as its metadata
@@ -121,7 +130,7 @@ def _labels(op: dict, name: str) -> list:
 
 
 def _bounded(op: dict, name: str, default: int, maximum: int) -> int:
-    number = op.get(name, default)
+    number: object = op.get(name, default)
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= maximum:
         raise InvalidInput(f"{name} must be an integer from 0 to {maximum}.", code=ErrorCode.INVALID)
     return number
@@ -135,7 +144,7 @@ OPS = {
 }
 
 
-def _check(op) -> str:
+def _check(op: object) -> str:
     if not isinstance(op, dict) or op.get("op") not in OPS:
         raise InvalidInput(f"Each operation is an object whose op is one of {', '.join(OPS)}.", code=ErrorCode.INVALID)
     unknown = sorted(set(op) - OPS[op["op"]])
@@ -143,10 +152,11 @@ def _check(op) -> str:
         raise InvalidInput(f"{op['op']}: unknown fields {', '.join(unknown)}.", code=ErrorCode.INVALID)
     if "key" in OPS[op["op"]]:
         keys.validate_store_key(op.get("key"))
-    return op["op"]
+    kind: str = op["op"]
+    return kind
 
 
-def batch_run(*, actor: User, ops) -> BatchReport:
+def batch_run(*, actor: User, ops: object) -> BatchReport:
     """Run the operations in order, in one transaction: all of them, or (on the first error)
     none. Each result as LangGraph's ``batch`` gives it: an item or null for a get, null for a
     put, a list of items for a search, a list of namespaces for a list."""
@@ -163,7 +173,7 @@ def batch_run(*, actor: User, ops) -> BatchReport:
     return report
 
 
-def _run(actor: User, kind: str, op: dict, report: BatchReport, refresh: list[Memory]):
+def _run(actor: User, kind: str, op: dict[str, Any], report: BatchReport, refresh: list[Memory]) -> object:
     if kind == "list_namespaces":
         prefix, suffix = op.get("prefix") or [], op.get("suffix") or []
         for path in (prefix, suffix):

@@ -3,6 +3,7 @@ principals for a user, read by their owner."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -20,6 +21,7 @@ from config.api.pagination import ListPagination
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
+from config.http import AuthenticatedRequest
 from memory_app.threads import selectors, services
 from memory_app.threads.filters import ConversationFilter
 from memory_app.threads.models import (
@@ -188,6 +190,7 @@ class MessageCreateInput(StrictInputMixin, serializers.Serializer):
 
 # --- conversations --------------------------------------------------------------------------
 class ConversationListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = ConversationOutput
     filterset_class = ConversationFilter
 
@@ -198,7 +201,7 @@ class ConversationListView(generics.ListAPIView):
         return conversations.select_related(None).select_related("owner").order_by("-updated_at", "-id")
 
     @extend_schema(request=ConversationCreateInput, responses={201: ConversationOutput, 200: ConversationOutput})
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(ConversationCreateInput, request)
         username = data.pop("user")
         if "external_id" in data:
@@ -220,13 +223,13 @@ class ConversationUpdateInput(StrictInputMixin, serializers.Serializer):
 
 class ConversationDetailView(APIView):
     @extend_schema(responses=ConversationOutput)
-    def get(self, request, conversation_id):
+    def get(self, request: AuthenticatedRequest, conversation_id):
         return Response(
             ConversationOutput(selectors.conversation_get(user=request.user, conversation_id=conversation_id)).data
         )
 
     @extend_schema(request=ConversationUpdateInput, responses=ConversationOutput)
-    def patch(self, request, conversation_id):
+    def patch(self, request: AuthenticatedRequest, conversation_id):
         conversation = services.conversation_update(
             actor=request.user, conversation_id=conversation_id, **validated(ConversationUpdateInput, request)
         )
@@ -236,7 +239,7 @@ class ConversationDetailView(APIView):
 LIST_ORDERINGS = ("created_at", "-created_at")
 
 
-def _message_list_params(request) -> tuple[bool, str]:
+def _message_list_params(request: Request) -> tuple[bool, str]:
     """``fields=full`` (whole messages, as their detail gives them) and ``ordering``."""
     fields = request.query_params.get("fields", "")
     ordering = request.query_params.get("ordering", "created_at")
@@ -248,6 +251,7 @@ def _message_list_params(request) -> tuple[bool, str]:
 
 
 class MessageListView(generics.ListAPIView):
+    request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = MessageListOutput
     pagination_class = ListPagination
 
@@ -276,20 +280,20 @@ class MessageListView(generics.ListAPIView):
             OpenApiParameter("ordering", str, enum=list(LIST_ORDERINGS), description="Oldest first by default."),
         ]
     )
-    def get(self, request, *args, **kwargs):
+    def get(self, request: Request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
         operation_id="conversations_messages_forget_all",
         responses=inline_serializer("MessagesForgotten", {"forgotten": serializers.IntegerField()}),
     )
-    def delete(self, request, conversation_id):
+    def delete(self, request: AuthenticatedRequest, conversation_id):
         """Forget every message of the conversation (with their index entries and reads)."""
         forgotten = services.messages_forget(actor=request.user, conversation_id=conversation_id)
         return Response({"forgotten": len(forgotten)})
 
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
-    def post(self, request, conversation_id):
+    def post(self, request: AuthenticatedRequest, conversation_id):
         message = services.message_create(
             actor=request.user, conversation_id=conversation_id, **validated(MessageCreateInput, request)
         )
@@ -298,14 +302,14 @@ class MessageListView(generics.ListAPIView):
 
 class MessageDetailView(APIView):
     @extend_schema(responses=MessageOutput)
-    def get(self, request, conversation_id, message_id):
+    def get(self, request: AuthenticatedRequest, conversation_id, message_id):
         message = selectors.conversation_message_get(
             user=request.user, conversation_id=conversation_id, message_id=message_id
         )
         return Response(MessageOutput(message).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request, conversation_id, message_id):
+    def delete(self, request: AuthenticatedRequest, conversation_id, message_id):
         """Forget the message (the turn after it is indexed again without it)."""
         services.messages_forget(actor=request.user, conversation_id=conversation_id, message_id=int(message_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,8 +1,9 @@
 import argparse
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.urls import reverse
 
@@ -32,7 +33,7 @@ def _names(values: list[str] | None) -> list[str] | None:
 class Command(BaseCommand):
     help = "Issue an API token for USERNAME and print the key once, alone on the last line."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--create-user", action="store_true", help="Create the user if missing.")
         parser.add_argument("--service", action="store_true", help="Grant the run_agents permission.")
@@ -68,18 +69,18 @@ class Command(BaseCommand):
 
     def handle(
         self,
-        *args,
-        username,
-        create_user,
-        service,
-        staff,
-        name,
-        expires_in,
-        only_users,
-        only_projects,
-        sign_in_link,
-        **options,
-    ):
+        *args: Any,
+        username: str,
+        create_user: bool,
+        service: bool,
+        staff: bool,
+        name: str,
+        expires_in: int | None,
+        only_users: list[str] | None,
+        only_projects: list[str] | None,
+        sign_in_link: bool,
+        **options: Any,
+    ) -> None:
         User = get_user_model()
         try:
             with transaction.atomic():

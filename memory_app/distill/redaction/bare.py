@@ -4,6 +4,7 @@ import math
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 from memory_app.distill.redaction.rule import Rule, marker
 
@@ -42,8 +43,8 @@ def _looks_random(value: str, *, min_changes: float) -> bool:
     return _entropy(value) >= 0.8 * math.log2(min(len(value), 64))
 
 
-def _if_random(kind: str, min_changes: float):
-    def replace(match: re.Match) -> str:
+def _if_random(kind: str, min_changes: float) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
         value = match.group(0)
         return marker(kind) if _looks_random(value, min_changes=min_changes) else value
 

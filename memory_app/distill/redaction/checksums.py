@@ -8,12 +8,12 @@ from memory_app.distill import identifiers as ids
 from memory_app.distill.redaction.rule import Rule, gated, marker
 
 
-def _checked(test: Callable[[re.Match], bool], kind: str) -> Callable[[re.Match], str]:
+def _checked(test: Callable[[re.Match[str]], bool], kind: str) -> Callable[[re.Match[str]], str]:
     """A replacement that removes the match when ``test`` (its check digits) confirms it."""
     return lambda match: marker(kind) if test(match) else match.group(0)
 
 
-def _named(test: Callable[[str], bool], kind: str) -> Callable[[re.Match], str]:
+def _named(test: Callable[[str], bool], kind: str) -> Callable[[re.Match[str]], str]:
     """For ``(name)(gap)(number)`` matches: the number removed when ``test`` confirms it."""
     return lambda m: m.group(1) + m.group(2) + marker(kind) if test(m.group(3)) else m.group(0)
 
@@ -63,7 +63,7 @@ def _card_network_length(digits: str) -> bool:
     return any(pattern.match(digits) and len(digits) in lengths for pattern, lengths in _CARD_NETWORKS_RE)
 
 
-def _if_card(match: re.Match) -> str:
+def _if_card(match: re.Match[str]) -> str:
     value = match.group(0)
     if len(set(re.findall(r"[ -]", value))) > 1:
         return value

@@ -7,7 +7,7 @@ from memory_app.distill.redaction.keyed import ASCII_VALUE, LOOSE_ASCII, LOOSE_V
 from memory_app.distill.redaction.rule import Gated, Rule, marker, words_gate
 
 
-def _spaced_phrase_rules(words: str, preps: str, copulas: str) -> list[re.Pattern]:
+def _spaced_phrase_rules(words: str, preps: str, copulas: str) -> list[re.Pattern[str]]:
     """A language written with spaces: the word for password, perhaps "of/for …", then a colon,
     ``=`` or the language's "is", then the value (quoted or one word); or the word, a space and
     a value that looks like a password."""
@@ -21,7 +21,7 @@ def _spaced_phrase_rules(words: str, preps: str, copulas: str) -> list[re.Patter
     ]
 
 
-def _unspaced_phrase_rules(words: str, copulas: str) -> list[re.Pattern]:
+def _unspaced_phrase_rules(words: str, copulas: str) -> list[re.Pattern[str]]:
     """A script whose values are ASCII runs in other text (Chinese, Arabic, Hindi, Thai …): the
     word, then a colon or "is" and any ASCII value, or the ASCII value right after the word when
     it looks like a password ("मेरा पासवर्ड Abc12345 है")."""
@@ -100,7 +100,7 @@ _ALL_PHRASE_WORDS = words_gate(
 )
 
 
-def _in_language(words: str, patterns: list[re.Pattern]) -> list[Rule]:
+def _in_language(words: str, patterns: list[re.Pattern[str]]) -> list[Rule]:
     gate = words_gate(_gate_words(words))
     return [
         ("password", Gated(pattern, (_ALL_PHRASE_WORDS, gate)), r"\1\2" + marker("password")) for pattern in patterns

@@ -3,7 +3,9 @@
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from memory_app.distill.redaction.bare import BARE_RULES
 from memory_app.distill.redaction.checksums import CHECKSUM_RULES
@@ -50,7 +52,7 @@ def redact(text: str, *, contact_info: bool = True) -> Redacted:
     return Redacted(text=text, counts=dict(counts))
 
 
-def redact_strings(value, *, contact_info: bool = True):
+def redact_strings(value: Any, *, contact_info: bool = True) -> Any:
     """``value`` (JSON: dicts, lists, strings, numbers) with every string redacted, keys too."""
     if isinstance(value, str):
         return redact(value, contact_info=contact_info).text
@@ -64,14 +66,16 @@ def redact_strings(value, *, contact_info: bool = True):
     return value
 
 
-def _substitute(pattern: re.Pattern, replacement, text: str) -> tuple[str, int]:
+def _substitute(
+    pattern: re.Pattern[str], replacement: str | Callable[[re.Match[str]], str], text: str
+) -> tuple[str, int]:
     """``pattern.subn``, where a callable replacement may decline a match by returning it as is
     (a declined match is not counted)."""
     if not callable(replacement):
         return pattern.subn(replacement, text)
     replaced = 0
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         nonlocal replaced
         result = replacement(match)
         replaced += result != match.group(0)

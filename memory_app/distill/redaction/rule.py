@@ -15,18 +15,18 @@ class Gated:
     came in (once per ``redact`` call, shared by the rules that name the same gate): the phrase
     rules of twenty languages cost one scan for a text that names no password at all."""
 
-    pattern: re.Pattern
-    gates: tuple[re.Pattern, ...]
+    pattern: re.Pattern[str]
+    gates: tuple[re.Pattern[str], ...]
 
 
-def words_gate(words: str) -> re.Pattern:
+def words_gate(words: str) -> re.Pattern[str]:
     return re.compile(rf"(?i){words}")
 
 
-Rule = tuple[str, "re.Pattern | Gated", "str | Callable[[re.Match], str]"]
+Rule = tuple[str, "re.Pattern[str] | Gated", "str | Callable[[re.Match[str]], str]"]
 
 
-def gated(rules: list[Rule], gate: re.Pattern) -> list[Rule]:
+def gated(rules: list[Rule], gate: re.Pattern[str]) -> list[Rule]:
     return [
         (kind, Gated(rule.pattern, (gate, *rule.gates)) if isinstance(rule, Gated) else Gated(rule, (gate,)), repl)
         for kind, rule, repl in rules

@@ -12,6 +12,7 @@ from config.api.inputs import (
     documented,
     validated,
 )
+from config.http import AuthenticatedRequest
 from memory_app.home import services
 from memory_app.home.api.items import source_schema
 from memory_app.home.sources import (
@@ -37,7 +38,7 @@ ForgottenOutput = inline_serializer(
 
 class ForgetSelectedView(APIView):
     @extend_schema(request=ForgetSelectedInput, responses=ForgottenOutput)
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         ids = validated(ForgetSelectedInput, request)["ids"]
         return Response({"forgotten": services.home_forget_selected(actor=request.user, memory_ids=ids)})
 
@@ -107,7 +108,7 @@ class ForgetAllOutput(serializers.Serializer):
 
 class ForgetAllView(APIView):
     @extend_schema(request=ForgetAllInput, responses=ForgetAllOutput)
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(ForgetAllInput, request)
         report = services.home_forget_source(actor=request.user, source=data["source"], confirm=data["confirm"])
         return Response(ForgetAllOutput(report).data)
@@ -130,11 +131,11 @@ class ForgetUndoView(APIView):
         description="Undo forgetting a whole chat (forget-all with chat:<key>) within its time: its memories "
         "come back with the same ids, with their changes and the chat's records. 409 undo_expired after.",
     )
-    def post(self, request, undo_id):
+    def post(self, request: AuthenticatedRequest, undo_id):
         report = scoped_services.chat_forget_undo(actor=request.user, undo_id=undo_id)
         return Response({"chat_key": report.chat_key, "restored": report.restored, "candidates": report.candidates})
 
     @extend_schema(responses={204: None}, description="Forget it for good now: the undo is no longer possible.")
-    def delete(self, request, undo_id):
+    def delete(self, request: AuthenticatedRequest, undo_id):
         scoped_services.chat_forget_undo_drop(actor=request.user, undo_id=undo_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

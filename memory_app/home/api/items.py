@@ -11,6 +11,7 @@ from config.api.inputs import (
     StrictInputMixin,
     validated,
 )
+from config.http import AuthenticatedRequest
 from identity_app.session_keys import chat_key_pattern
 from memory_app.home import services
 from memory_app.home.items import home_items
@@ -145,7 +146,7 @@ class HomeItemListView(generics.GenericAPIView):
         ],
         responses=HomeItemOutput(many=True),
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         source = source_parse(request.query_params.get("source", ""))
         if source.kind == SOURCE_NOTES:
             raise serializers.ValidationError(
@@ -156,6 +157,7 @@ class HomeItemListView(generics.GenericAPIView):
             raise serializers.ValidationError({"status": ["Unknown status."]})
         qs = status_filter(source_memories(user=request.user, source=source).order_by("-created_at", "-id"), wanted)
         page = self.paginate_queryset(qs)
+        assert page is not None  # the view has a pagination class
         return self.get_paginated_response(item_data(list(page), user=request.user))
 
     def get_queryset(self):
@@ -187,7 +189,7 @@ class HomeItemDetailOutput(HomeItemOutput):
 
 class HomeItemView(APIView):
     @extend_schema(responses=HomeItemDetailOutput)
-    def get(self, request, memory_id):
+    def get(self, request: AuthenticatedRequest, memory_id):
         memory = home_item_get(user=request.user, memory_id=memory_id)
         data = item_data([memory], user=request.user)[0]
         data["chain"] = [
@@ -204,14 +206,14 @@ class HomeItemView(APIView):
         description="Change the expiry or pause/resume the item in place: same id, no new version, the "
         "change recorded in its provenance (provenance.changes). The write rule is the one of correcting.",
     )
-    def patch(self, request, memory_id):
+    def patch(self, request: AuthenticatedRequest, memory_id):
         memory = services.home_item_change(
             actor=request.user, memory_id=memory_id, **validated(MemoryChangeInput, request)
         )
         return Response(item_data([home_item_get(user=request.user, memory_id=memory.pk)], user=request.user)[0])
 
     @extend_schema(responses={204: None})
-    def delete(self, request, memory_id):
+    def delete(self, request: AuthenticatedRequest, memory_id):
         services.home_item_forget(actor=request.user, memory_id=memory_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -227,7 +229,7 @@ class HomeCorrectInput(StrictInputMixin, serializers.Serializer):
 
 class HomeItemSupersedeView(APIView):
     @extend_schema(request=HomeCorrectInput, responses={201: HomeItemOutput})
-    def post(self, request, memory_id):
+    def post(self, request: AuthenticatedRequest, memory_id):
         new = services.home_item_correct(
             actor=request.user, memory_id=memory_id, origin=Origin.API, **validated(HomeCorrectInput, request)
         )
@@ -251,9 +253,10 @@ class HomeReadsView(generics.GenericAPIView):
         description="Who read this source's items (or notes-file versions), newest first, kept "
         "MEMORY_READS_RETENTION_DAYS days.",
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         source = source_parse(request.query_params.get("source", ""))
         page = self.paginate_queryset(source_reads(user=request.user, source=source))
+        assert page is not None  # the view has a pagination class
         views = read_views(user=request.user, reads=list(page))
         return self.get_paginated_response([read_data(view) for view in views])
 

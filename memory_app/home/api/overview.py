@@ -5,6 +5,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.http import AuthenticatedRequest
 from memory_app.home.overview import home_overview
 from memory_app.home.sources import (
     SOURCE_NOTES,
@@ -71,7 +72,7 @@ class HomeOverviewOutput(serializers.Serializer):
 
 class HomeView(APIView):
     @extend_schema(responses=HomeOverviewOutput)
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         overview = home_overview(user=request.user)
         data = HomeOverviewOutput(
             {

@@ -19,6 +19,7 @@ from config.api.inputs import (
     documented,
     validated,
 )
+from config.http import AuthenticatedRequest
 from memory_app.automemory.models import AUTO_MEMORY_LIMITS, MODEL_NAME_MAX
 from memory_app.automemory.services import BOOL_FIELDS, MODEL_FIELDS, THRESHOLD_FIELDS
 from memory_app.home import services
@@ -33,13 +34,13 @@ class ExportView(APIView):
         responses={200: inline_serializer("MemoryExport", {"format": serializers.CharField()})},
         description="All of your memory home as versioned JSON (docs/home.md); import it with POST /api/users/me/import.",
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         return Response(home_export(user=request.user, now=timezone.now()))
 
 
 class ExportMarkdownView(APIView):
     @extend_schema(responses={(200, "text/markdown"): str})
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         data = home_export(user=request.user, now=timezone.now())
         return HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
 
@@ -167,7 +168,7 @@ class ImportView(APIView):
             "and the profile fields and settings it holds."
         ),
     )
-    def post(self, request):
+    def post(self, request: AuthenticatedRequest):
         data = validated(ImportInput, request)
         report = services.home_import(actor=request.user, data=dict(data), origin=Origin.API)
         return Response(ImportOutput(report).data)

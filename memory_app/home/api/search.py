@@ -9,6 +9,7 @@ from config.api.inputs import (
     NOT_ONLY_SPACE,
 )
 from config.errors import InvalidInput
+from config.http import AuthenticatedRequest
 from config.validation import search_query
 from memory_app.home.api.items import HomeItemOutput, item_data
 from memory_app.home.search import MAX_QUERY_CHARS, SEARCH_LIMIT, NotesHit, home_search
@@ -64,7 +65,7 @@ class HomeSearchView(APIView):
         ],
         responses=HomeSearchOutput,
     )
-    def get(self, request):
+    def get(self, request: AuthenticatedRequest):
         try:
             query = search_query(request.query_params.get("q", ""), max_chars=MAX_QUERY_CHARS, field="q")
         except InvalidInput as exc:

@@ -1,12 +1,13 @@
 """The home's pages to look around: the overview at the site root with one search, a source's
 items, an item with its provenance and chain, and who read what."""
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from identity_app.permissions import CREATE_TASK, READ, project_require_permission, role_permissions
 from identity_app.selectors import membership_role
@@ -65,7 +67,7 @@ def annotate(memories, *, user) -> list:
 
 @login_required
 @require_http_methods(["GET"])
-def memory_home(request):
+def memory_home(request: AuthenticatedHttpRequest):
     overview = home_overview(user=request.user)
     query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
     found = None
@@ -96,7 +98,7 @@ def memory_home(request):
     )
 
 
-def _source_filter_params(request, source: SourceRef) -> dict:
+def _source_filter_params(request: AuthenticatedHttpRequest, source: SourceRef) -> dict:
     """The filters that were filled in (an empty select means "any"), in the order of the URL."""
     params = {"source": source.key}
     for name in ("q", "kind", "status"):
@@ -129,7 +131,7 @@ def _source_header(user, source: SourceRef) -> dict:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def source_items(request):
+def source_items(request: AuthenticatedHttpRequest):
     """The one list of a source: search, kind and status filters, the add form (own memories and
     projects the reader may write in), bulk forget, and why each item is known."""
     source = source_parse(request.GET.get("source") or request.POST.get("source", ""))
@@ -197,7 +199,7 @@ def source_items(request):
 
 @login_required
 @require_http_methods(["GET"])
-def item_detail(request, memory_id):
+def item_detail(request: AuthenticatedHttpRequest, memory_id):
     memory = home_item_get(user=request.user, memory_id=memory_id)
     chain = annotate(memory_chain(memory=memory), user=request.user)
     memory = next(m for m in chain if m.pk == memory.pk)
@@ -215,10 +217,13 @@ READS_PAGE_SIZE = 50
 
 @login_required
 @require_http_methods(["GET"])
-def reads_page(request):
+def reads_page(request: AuthenticatedHttpRequest):
     """Who read this source's items (or the notes file's versions), newest first, paginated."""
     source = source_parse(request.GET.get("source", ""))
-    page = Paginator(source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(request.GET.get("page"))
+    # Page[Any]: its reads are replaced by their views just below.
+    page: Page[Any] = Paginator(source_reads(user=request.user, source=source), READS_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     page.object_list = read_views(user=request.user, reads=list(page.object_list))
     project_name = ""
     if source.kind == SOURCE_PROJECT:

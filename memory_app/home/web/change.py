@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from config.errors import PermissionDenied
+from config.http import AuthenticatedHttpRequest
 from config.web import service_call
 from memory_app.home import services
 from memory_app.home.items import may_change, may_correct, project_roles
@@ -36,7 +37,7 @@ class CorrectForm(forms.Form):
             kind.choices = [(v, label) for v, label in Kind.choices if v in IDENTITY_KINDS]
 
 
-def changeable(request, memory_id: str, *, correct: bool = False):
+def changeable(request: AuthenticatedHttpRequest, memory_id: str, *, correct: bool = False):
     """An item of the home the user may change; a project item their role may only read is a
     403, on the form as on its submission (the services decide again when it is sent), and so
     is correcting an item shared with everyone (it may only be forgotten)."""
@@ -51,7 +52,7 @@ def changeable(request, memory_id: str, *, correct: bool = False):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def item_correct(request, memory_id):
+def item_correct(request: AuthenticatedHttpRequest, memory_id):
     memory = changeable(request, memory_id, correct=True)
     form = CorrectForm(
         request.POST or None,
@@ -92,7 +93,7 @@ PAUSE_ACTIONS = {"pause": True, "resume": False}
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def item_change(request, memory_id):
+def item_change(request: AuthenticatedHttpRequest, memory_id):
     """Pause, resume or re-date an item in place: same id, no new version, the change recorded
     in its provenance (``memory_change``, whose write rule decides, as for correcting). A pause
     or resume comes from a button on the item or its source's list and leads back there."""

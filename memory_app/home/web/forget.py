@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput, NotFound
+from config.http import AuthenticatedHttpRequest
 from config.sentences import join_sentences
 from config.web import service_call
 from identity_app.permissions import CREATE_TASK, project_require_permission
@@ -43,7 +44,7 @@ from memory_app.scoped import services as scoped_services
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def item_forget(request, memory_id):
+def item_forget(request: AuthenticatedHttpRequest, memory_id):
     memory = changeable(request, memory_id)
     if request.method == "POST":
         source = source_of(memory).key
@@ -60,7 +61,7 @@ def item_forget(request, memory_id):
 
 @login_required
 @require_http_methods(["POST"])
-def forget_selected(request):
+def forget_selected(request: AuthenticatedHttpRequest):
     """Step one shows what was selected (nothing changes); step two (``confirmed``) forgets."""
     ids = request.POST.getlist("ids")[: services.MAX_SELECTED + 1]
     back = request.POST.get("source", "")
@@ -89,7 +90,7 @@ class ForgetAllForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def forget_all(request):
+def forget_all(request: AuthenticatedHttpRequest):
     data = request.POST if request.method == "POST" else None
     source_value = (data or request.GET).get("source", SOURCE_ALL)
     source = source_parse(source_value, allow_all=True)
@@ -135,7 +136,7 @@ CHAT_ITEMS_SHOWN = 50
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def forget_undo(request, undo_id):
+def forget_undo(request: AuthenticatedHttpRequest, undo_id):
     """After a whole chat was forgotten: what went, and for a while a way back (``undo``) or
     to forget it for good at once (``drop``). Another user's, or one used or dropped: 404."""
     if request.method == "POST":

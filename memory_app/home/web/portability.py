@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError, InvalidInput
+from config.http import AuthenticatedHttpRequest
 from memory_app.home import services
 from memory_app.home.errors import ErrorCode
 from memory_app.home.export import home_export
@@ -19,7 +20,7 @@ from memory_app.memories.models import Origin
 
 @login_required
 @require_http_methods(["GET"])
-def export(request):
+def export(request: AuthenticatedHttpRequest):
     data = home_export(user=request.user, now=timezone.now())
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     if request.GET.get("as") == "markdown":
@@ -37,7 +38,7 @@ class ImportForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def import_page(request):
+def import_page(request: AuthenticatedHttpRequest):
     form = ImportForm(request.POST or None, request.FILES or None)
     status, report = 200, None
     if request.method == "POST":

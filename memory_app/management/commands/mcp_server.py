@@ -43,4 +43,6 @@ class Command(BaseCommand):
             raise CommandError(f"MCP session refused ({exc.code}): {exc.message}") from None
         from memory_app.mcp.server import serve_stdio  # noqa: PLC0415
 
+        assert authorization is not None  # principal_resolve refuses a missing key
+
         serve_stdio(principal, authorization=authorization, acting_user=acting_user)

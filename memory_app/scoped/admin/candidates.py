@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.text import Truncator
@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 
 from config.admin import WideListMixin
 from config.errors import DomainError
+from config.http import signed_in_user
 from memory_app.scoped import review
 from memory_app.scoped.models import (
     CandidateDecision,
@@ -37,10 +38,10 @@ class CandidateSourceFilter(admin.SimpleListFilter):
     title = gettext_lazy("found by")
     parameter_name = "source"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin):
         return list(CANDIDATE_SOURCE_WORDS.items())
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset):
         return queryset.filter(source=self.value()) if self.value() else queryset
 
 
@@ -98,7 +99,7 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
             return _("nobody's (not bound)")
         return owner.user.get_username()
 
-    def get_changelist_instance(self, request):
+    def get_changelist_instance(self, request: HttpRequest):
         changelist = super().get_changelist_instance(request)
         rows = list(changelist.result_list)  # the page's rows, evaluated once and kept
         owners = review.chat_owners(rows)
@@ -106,16 +107,16 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
             vars(row)["chat_owner"] = owners.get(row.pk)
         return changelist
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None):
         return False
 
-    def has_review_permission(self, request):
-        return review.staff_may_review_candidates(request.user)
+    def has_review_permission(self, request: HttpRequest):
+        return review.staff_may_review_candidates(signed_in_user(request))
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
+    def change_view(self, request: HttpRequest, object_id, form_url="", extra_context=None):
         candidate = self.get_object(request, unquote(object_id))
         extra = {**(extra_context or {}), "may_review": self.has_review_permission(request)}
         if candidate is not None:
@@ -133,7 +134,7 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
         ]
 
     # --- deciding, after the page that says what it will do -----------------------------------
-    def _confirm_page(self, request, previews, *, decision: str, from_list: bool):
+    def _confirm_page(self, request: HttpRequest, previews, *, decision: str, from_list: bool):
         context = {
             **self.admin_site.each_context(request),
             "title": _("Approve: share with everyone?") if decision == review.APPROVE else _("Reject?"),
@@ -148,18 +149,18 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/memory_app/memorycandidate/review.html", context)
 
-    def _decide(self, request, previews, *, decision: str) -> None:
+    def _decide(self, request: HttpRequest, previews, *, decision: str) -> None:
         """Decide each previewed candidate through the service, and say what happened to each."""
         decide = review.candidate_approve if decision == review.APPROVE else review.candidate_reject
         for preview in previews:
             try:
-                outcome = decide(actor=request.user, candidate_id=preview.candidate.pk)
+                outcome = decide(actor=signed_in_user(request), candidate_id=preview.candidate.pk)
             except DomainError as exc:
                 self.message_user(request, f"{Truncator(preview.text).chars(80)}: {exc.message}", messages.ERROR)
                 continue
             self.message_user(request, outcome_words(preview, outcome), messages.SUCCESS)
 
-    def review_view(self, request, object_id, decision):
+    def review_view(self, request: HttpRequest, object_id, decision):
         """One candidate: GET says what ``decision`` will do; the confirmed POST does it."""
         # The permission first, so that staff without it cannot tell which candidates exist.
         if not self.has_review_permission(request):
@@ -173,7 +174,7 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:memory_app_memorycandidate_change", args=[candidate.pk]))
         return self._confirm_page(request, previews, decision=decision, from_list=False)
 
-    def _review(self, request, queryset, decision: str):
+    def _review(self, request: HttpRequest, queryset, decision: str):
         ids = list(queryset.order_by("created_at", "id").values_list("pk", flat=True)[: review.MAX_REVIEW_ROWS + 1])
         if len(ids) > review.MAX_REVIEW_ROWS:
             self.message_user(
@@ -194,11 +195,11 @@ class MemoryCandidateAdmin(WideListMixin, admin.ModelAdmin):
         ),
         permissions=["review"],
     )
-    def approve_candidates(self, request, queryset):
+    def approve_candidates(self, request: HttpRequest, queryset):
         return self._review(request, queryset, review.APPROVE)
 
     @admin.action(description=gettext_lazy("Reject selected candidates…"), permissions=["review"])
-    def reject_candidates(self, request, queryset):
+    def reject_candidates(self, request: HttpRequest, queryset):
         return self._review(request, queryset, review.REJECT)
 
 

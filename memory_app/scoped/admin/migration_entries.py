@@ -1,8 +1,11 @@
 """Admin of scope-migration entries: per-entry review (target, approve, reject, reset)."""
 
+from typing import cast
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -37,10 +40,11 @@ class EntryForm(forms.ModelForm):
             choices = [(entry.target_scope_id, entry.target_scope_id)]  # the target inspect found
         else:
             choices = [("", _("— none: the item stays global —"))]
-        self.fields["target_scope_id"].choices = choices
+        cast(forms.ChoiceField, self.fields["target_scope_id"]).choices = choices
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         entry = self.instance
         approval, target = data.get("approval"), data.get("target_scope_id") or ""
         if entry.decision == MigrationDecision.KEEP and approval == MigrationApproval.APPROVED:
@@ -87,7 +91,7 @@ class ScopeMigrationEntryAdmin(WideListMixin, admin.ModelAdmin):
     class Media:
         css = {"all": ["css/admin-memory.css"]}
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False
 
     @admin.display(description=gettext_lazy("result"), ordering="result")
@@ -98,7 +102,7 @@ class ScopeMigrationEntryAdmin(WideListMixin, admin.ModelAdmin):
     def detail_words(self, entry):
         return detail_words(entry.result_detail)
 
-    def _set(self, request, queryset, approval):
+    def _set(self, request: HttpRequest, queryset, approval):
         by_plan: dict = {}
         for entry in queryset.exclude(decision=MigrationDecision.KEEP).only("id", "plan_id"):
             by_plan.setdefault(entry.plan_id, []).append(entry.pk)
@@ -134,13 +138,13 @@ class ScopeMigrationEntryAdmin(WideListMixin, admin.ModelAdmin):
         )
 
     @admin.action(description=gettext_lazy("Approve selected entries"), permissions=["change"])
-    def approve(self, request, queryset):
+    def approve(self, request: HttpRequest, queryset):
         self._set(request, queryset, MigrationApproval.APPROVED)
 
     @admin.action(description=gettext_lazy("Reject selected entries"), permissions=["change"])
-    def reject(self, request, queryset):
+    def reject(self, request: HttpRequest, queryset):
         self._set(request, queryset, MigrationApproval.REJECTED)
 
     @admin.action(description=gettext_lazy("Reset selected entries to pending"), permissions=["change"])
-    def reset(self, request, queryset):
+    def reset(self, request: HttpRequest, queryset):
         self._set(request, queryset, MigrationApproval.PENDING)

@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.http import HttpResponseRedirect
+from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -82,7 +82,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
     ]
     change_list_template = "admin/memory_app/scopemigrationplan/change_list.html"
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest):
         return (
             super()
             .get_queryset(request)
@@ -113,7 +113,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             '<a href="{}">{}</a> · <a href="{}">{}</a>', url, _("Review entries"), apply_url, _("Apply…")
         )
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest):
         return False  # plans come from inspect or an import
 
     def get_urls(self):
@@ -133,7 +133,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
     def _changelist(self):
         return HttpResponseRedirect(reverse("admin:memory_app_scopemigrationplan_changelist"))
 
-    def import_view(self, request):
+    def import_view(self, request: HttpRequest):
         if not self.has_change_permission(request):
             raise DjangoPermissionDenied
         form = PlanImportForm(request.POST or None, request.FILES or None)
@@ -154,7 +154,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/memory_app/scope_migration_form.html", context)
 
-    def inspect_view(self, request):
+    def inspect_view(self, request: HttpRequest):
         if not self.has_change_permission(request):
             raise DjangoPermissionDenied
         if request.method != "POST":
@@ -167,7 +167,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
         )
         return self._changelist()
 
-    def apply_view(self, request, plan_id):
+    def apply_view(self, request: HttpRequest, plan_id):
         # The permission first, so that staff without it cannot tell which plans exist.
         if not self.has_change_permission(request):
             raise DjangoPermissionDenied
@@ -198,7 +198,7 @@ class ScopeMigrationPlanAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:memory_app_scopemigrationplan_change", args=[plan.pk]))
         return self._apply_page(request, plan, form)
 
-    def _apply_page(self, request, plan, form, report=None):
+    def _apply_page(self, request: HttpRequest, plan, form, report=None):
         context = {
             **self.admin_site.each_context(request),
             "form": form,

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from pgvector import HalfVector
 
-from memory_app.search.embeddings import DTYPE
+from memory_app.search.embeddings import DTYPE, EmbeddingProvider
 from memory_app.search.vectorstore.schema import (
     CANDIDATES,
     COLUMN,
@@ -44,7 +44,7 @@ def exact_docs() -> int:
     return int(getattr(settings, "MEMORY_VECTOR_EXACT_DOCS", 150_000))
 
 
-def use_pgvector(n_docs: int, provider, *, fits_in_memory: bool = True) -> bool:
+def use_pgvector(n_docs: int, provider: EmbeddingProvider, *, fits_in_memory: bool = True) -> bool:
     """Whether a search over ``n_docs`` documents is ranked in PostgreSQL (module docstring);
     ``fits_in_memory``: whether their vectors fit in the in-memory path's cache."""
     chosen = backend()

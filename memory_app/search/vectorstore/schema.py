@@ -1,10 +1,12 @@
 """What of the vector store exists in the database: the ``vec`` column, the extension, each model's
-HNSW index (built, rebuilt when its options change) and the prefetch of the search relations."""
+HNSW index (built, rebuilt when its options change), the backfill of the column, the prefetch of
+the search relations, and what this process remembers of them (``reset`` forgets it)."""
 
 import hashlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 from django.conf import settings
@@ -52,7 +54,7 @@ def sql_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _cached(key: tuple, probe) -> bool:
+def _cached(key: tuple[object, ...], probe: Callable[[], object]) -> bool:
     now = time.monotonic()
     with _ready_lock:
         found = _ready.get(key)
@@ -73,7 +75,7 @@ def reset() -> None:
         scope_means.clear()
 
 
-def db_key(*parts) -> tuple:
+def db_key(*parts: object) -> tuple[object, ...]:
     return (connection.alias, connection.settings_dict.get("NAME"), *parts)
 
 
@@ -82,7 +84,7 @@ def column_ready() -> bool:
     if connection.vendor != "postgresql":
         return False
 
-    def probe():
+    def probe() -> bool:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
@@ -116,7 +118,7 @@ def index_ready(model: str, dim: int) -> bool:
     if not column_ready():
         return False
 
-    def probe():
+    def probe() -> bool:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s AND indexname = %s",
@@ -259,11 +261,11 @@ scope_counts: dict[tuple, tuple[int, int, float]] = {}
 counts_lock = threading.Lock()
 
 
-def halfvec_text(vector) -> str:
+def halfvec_text(vector: np.ndarray) -> str:
     return HalfVector(np.asarray(vector, dtype=np.float32)).to_text()
 
 
-def backfill(*, batch: int = 2000, progress=None) -> int:
+def backfill(*, batch: int = 2000, progress: Callable[[int], object] | None = None) -> int:
     """Fill ``vec`` for rows that have a vector but no ``vec`` (after the extension was
     installed, or a bulk load); returns how many rows were filled."""
     if not column_ready():
