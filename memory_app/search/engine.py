@@ -95,11 +95,6 @@ def default_mode() -> str:
     return getattr(settings, "MEMORY_SEARCH_MODE", "hybrid")
 
 
-def _scopes(keys: list[str]) -> list[tuple[int, int, int, int]]:
-    """``(id, docs, total_length, version)`` of the existing scopes among ``keys``."""
-    return _scopes_and_postings(keys, [])[0]
-
-
 def _table(model: type[Model]) -> str:
     table: str = model._meta.db_table
     return table
@@ -573,17 +568,6 @@ def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool
     if floor:
         threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
     return threshold
-
-
-def rrf_fuse(rankings: list[list], *, k: int = RRF_K, weights: list[float] | None = None) -> list[tuple]:
-    """Reciprocal rank fusion: ``score = Σ weight / (k + rank)`` over the rankings (rank from
-    1; weights 1 by default); best first, ties in order of first appearance."""
-    fused: dict = {}
-    for n, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[n]
-        for rank, key in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
-    return sorted(fused.items(), key=lambda pair: pair[1], reverse=True)
 
 
 @dataclass

@@ -5,22 +5,16 @@ from datetime import datetime
 
 from django.db import transaction
 
-from config.errors import InvalidInput
-from config.validation import validate_json_container
 from identity_app.models import User
 from memory_app.memories import derived
-from memory_app.memories.errors import ErrorCode
 from memory_app.memories.models import (
     Memory,
     Origin,
     Tier,
 )
 from memory_app.memories.services.rules import (
-    MAX_JSON_BYTES,
     scope_for_create,
-    validate_content,
-    validate_expires_at,
-    validate_kind,
+    validate_new,
     validate_paused,
 )
 
@@ -49,19 +43,16 @@ def memory_create(
     ``content_guard(content)`` may refuse the text (an adapter's secret guard) before anything
     is written. ``paused``: written paused (an import of a paused item), used by no agent until
     resumed."""
-    content = validate_content(content)
-    if content_guard is not None:
-        content_guard(content)
-    kind = validate_kind(kind, tier)
-    expires_at = validate_expires_at(expires_at)
-    metadata = validate_json_container(
-        metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES
+    content, kind, expires_at, metadata, evidence = validate_new(
+        content=content,
+        kind=kind,
+        tier=tier,
+        expires_at=expires_at,
+        metadata=metadata,
+        evidence=evidence,
+        origin=origin,
+        content_guard=content_guard,
     )
-    evidence = validate_json_container(
-        evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES
-    )
-    if origin not in Origin.values:
-        raise InvalidInput(f"Unknown origin {origin!r}.", code=ErrorCode.INVALID_ORIGIN)
     paused = validate_paused(paused)
     with transaction.atomic():
         scope = scope_for_create(actor=actor, tier=tier, project_id=project_id, scope_id=scope_id, for_user=for_user)

@@ -8,8 +8,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from config.validation import validate_json_container
+from config.errors import Conflict, NotFound, PermissionDenied
 from identity_app.models import User
 from memory_app.memories import derived
 from memory_app.memories.errors import ErrorCode
@@ -20,12 +19,9 @@ from memory_app.memories.models import (
     Status,
 )
 from memory_app.memories.services.rules import (
-    MAX_JSON_BYTES,
     require_write,
     scope_for_create,
-    validate_content,
-    validate_expires_at,
-    validate_kind,
+    validate_new,
     with_older_versions,
 )
 from memory_app.memories.services.supersede import supersede_locked
@@ -79,19 +75,16 @@ def memory_put_keyed(
     its id until now) is the one corrected, and its new version takes the key."""
     encoded = store_namespace_encode(namespace)
     key = validate_store_key(key)
-    content = validate_content(content)
-    if content_guard is not None:
-        content_guard(content)
-    kind = validate_kind(kind, tier)
-    expiry = validate_expires_at(expires_at)
-    metadata = validate_json_container(
-        metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES
+    content, kind, expiry, metadata, evidence = validate_new(
+        content=content,
+        kind=kind,
+        tier=tier,
+        expires_at=expires_at,
+        metadata=metadata,
+        evidence=evidence,
+        origin=origin,
+        content_guard=content_guard,
     )
-    evidence = validate_json_container(
-        evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES
-    )
-    if origin not in Origin.values:
-        raise InvalidInput(f"Unknown origin {origin!r}.", code=ErrorCode.INVALID_ORIGIN)
     # Each refused insert means another writer of the key committed first: take turns until
     # this write lands on the version they left (bounded; one writer commits per round).
     for attempt in range(1, KEYED_ATTEMPTS + 1):

@@ -2,7 +2,9 @@
 which memory (``require_write``, ``scope_for_create``), the row lock, and the chain of older
 versions a forget or a move takes along."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from django.db.models import Q
 from django.utils import timezone
@@ -10,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from config.errors import InvalidInput, NotFound, PermissionDenied, TooLarge
-from config.validation import clean_text
+from config.validation import clean_text, validate_json_container
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.models import User
 from identity_app.permissions import (
@@ -29,6 +31,7 @@ from memory_app.memories.models import (
     KIND_VALUES,
     MAX_CONTENT_CHARS,
     Memory,
+    Origin,
     Tier,
 )
 from memory_app.memories.selectors import MAX_CHAIN_LENGTH, chat_is_bound_to, memory_visibility_q
@@ -89,6 +92,46 @@ def validate_kind(kind, tier: str) -> str:
             code=ErrorCode.INVALID_KIND,
         )
     return kind
+
+
+class NewFields(NamedTuple):
+    """The fields of a new memory or version, checked (``validate_new``)."""
+
+    content: str
+    kind: str
+    expires_at: datetime | None
+    metadata: dict
+    evidence: dict
+
+
+def validate_new(
+    *,
+    content,
+    kind,
+    tier: str,
+    expires_at,
+    metadata,
+    evidence,
+    origin: str,
+    content_guard: Callable[[str], None] | None = None,
+) -> NewFields:
+    """Every check of what a new memory is written with (a create, a keyed write), in one place:
+    the text (and the adapter's ``content_guard``), the kind for the tier, the expiry, the JSON
+    of metadata and evidence, the origin."""
+    content = validate_content(content)
+    if content_guard is not None:
+        content_guard(content)
+    kind = validate_kind(kind, tier)
+    checked_expiry = validate_expires_at(expires_at)
+    metadata = validate_json_container(
+        metadata, field="metadata", code=ErrorCode.INVALID_METADATA, max_bytes=MAX_JSON_BYTES
+    )
+    evidence = validate_json_container(
+        evidence, field="evidence", code=ErrorCode.INVALID_EVIDENCE, max_bytes=MAX_JSON_BYTES
+    )
+    if origin not in Origin.values:
+        raise InvalidInput(f"Unknown origin {origin!r}.", code=ErrorCode.INVALID_ORIGIN)
+    return NewFields(content, kind, checked_expiry, metadata, evidence)
 
 
 def staff_may_review_memories(actor: User) -> bool:

@@ -56,7 +56,7 @@ def _scope(key: str, vectors: dict[str, np.ndarray], provider) -> None:
 def _rank(keys: list[str], query: np.ndarray, provider, *, depth: int = 10, floor: bool = False):
     pending: Future = Future()
     pending.set_result(query)
-    scopes = engine._scopes(keys)
+    scopes = engine._scopes_and_postings(keys, [])[0]
     ranked, missing = engine.dense_rank(scopes, "a question", depth, provider=provider, floor=floor, pending=pending)
     assert missing == 0
     refs = engine._refs_of(scopes, {doc_id for doc_id, _ in ranked}, provider)
