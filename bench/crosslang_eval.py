@@ -215,6 +215,13 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
     parser.add_argument("--part", choices=("quality", "empty", "all"), default="all")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a lever of memory_app.search.engine or memory_app.scoped.search for this run (e.g. BACKGROUND_MARGIN=0.03)",
+    )
     args = parser.parse_args()
 
     import django
@@ -228,8 +235,16 @@ def main() -> None:
     from django.db import connection, connections
     from django.test.utils import setup_test_environment
 
+    from memory_app.scoped import search as scoped_search
+    from memory_app.search import engine
     from memory_app.search.embedder import embed_pending
 
+    for lever in args.set:
+        name, _, value = lever.partition("=")
+        module = engine if hasattr(engine, name) else scoped_search
+        old = getattr(module, name)  # an unknown name fails here
+        setattr(module, name, type(old)(value) if not isinstance(old, bool) else value.lower() in ("1", "true", "yes"))
+        print(f"{module.__name__}.{name} = {getattr(module, name)!r}")
     setup_test_environment()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     old_name = connection.settings_dict["NAME"]
