@@ -603,7 +603,9 @@ class _Calibration(NamedTuple):
     floors: np.ndarray  # (2, documents)
 
 
-CALIBRATIONS_KEPT = 4096
+# Per process, least recently used out: 16 bytes a document, about 1 % of what its vector takes
+# in the vector cache, but kept for scopes that cache has let go too.
+CALIBRATION_BYTES = 32 * 1024 * 1024
 _calibrations: OrderedDict = OrderedDict()
 _calibrations_lock = threading.Lock()
 
@@ -623,8 +625,9 @@ def _calibration(scope: tuple, entry: _Entry, provider, across: bool) -> _Calibr
     found = _Calibration(floors.astype(np.float64))
     with _calibrations_lock:
         _calibrations[key] = found
-        while len(_calibrations) > CALIBRATIONS_KEPT:
-            _calibrations.popitem(last=False)
+        held = sum(c.floors.nbytes for c in _calibrations.values())
+        while held > CALIBRATION_BYTES and len(_calibrations) > 1:
+            held -= _calibrations.popitem(last=False)[1].floors.nbytes
     return found
 
 
