@@ -69,7 +69,10 @@ def search_scope(
         limit=limit,
         mode=ENGINE_MODES[mode],
         depth=limit * 2 + 10,
-        floor=not keep_best,  # and, as in the lists, the query vector across languages
+        floor=not keep_best,
+        # Across languages where the chat mixes them (the lists' way); the model's own vector
+        # over a one-language chat, which ranks better there (docs/search.md, "Nothing matches").
+        across=engine.ACROSS_AUTO if not keep_best else False,
     )
     if warnings is not None:
         warnings.extend(found.warnings)

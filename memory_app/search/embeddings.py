@@ -161,8 +161,7 @@ class E5Embedding:
         # person's mixed-language items the query loses the direction that separates English
         # from Chinese text (docs/search.md, "Across languages"); over one-language history it
         # keeps it, which ranks better there.
-        direction = language_direction(self)
-        return _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0]
+        return without_language(self, vector)
 
 
 @functools.lru_cache(maxsize=512)
@@ -480,6 +479,13 @@ def is_chinese(text: str) -> bool:
     """Whether a query is asked in Chinese: more Han characters than Latin letters."""
     han = len(_CHINESE.findall(text))
     return han > 0 and han >= sum(ch.isascii() and ch.isalpha() for ch in text)
+
+
+def without_language(provider, vector: np.ndarray) -> np.ndarray:
+    """``vector`` less its component along the provider's ``language_direction``, normalised
+    again: what ``embed_query(…, across_languages=True)`` gives for the same text."""
+    direction = language_direction(provider)
+    return _normalise((vector - (vector @ direction) * direction).reshape(1, -1))[0]
 
 
 def to_bytes(vector: np.ndarray) -> bytes:

@@ -49,6 +49,7 @@ from memory_app.search.embeddings import (
     get_provider,
     is_chinese,
     language_direction,
+    without_language,
 )
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
@@ -87,6 +88,11 @@ LEXICAL_SLACK = 0.0
 # other senses only blur it.
 TRANSLATE_QUERIES = True
 DENSE_TRANSLATION_WORDS = 2
+# ``across="auto"`` (``/api/memory/search``): the query vector is taken across languages only
+# when at least this share of the searched documents is in the other language than the query
+# (docs/search.md, "Nothing matches"); a one-language chat keeps the model's own vector.
+ACROSS_AUTO = "auto"
+MIXED_SHARE = 0.1
 
 
 @dataclass
@@ -516,7 +522,7 @@ def dense_rank(
     provider,
     floor: bool = False,
     pending: Future | None = None,
-    across: bool | None = None,
+    across: bool | str | None = None,
     margins: dict[int, float] | None = None,
     asked_in_chinese: bool | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
@@ -528,7 +534,8 @@ def dense_rank(
     meaning: more similar to the query than its background similarity plus the model's
     ``match_floor``, and (a ``calibrated`` provider, ranked in memory) more than unrelated queries
     score for that document (``_calibrated_floors``). ``across``: the query vector is
-    taken ``across_languages`` (default: as ``floor``; docs/search.md). ``margins``, if given and
+    taken ``across_languages`` (default: as ``floor``; docs/search.md; ``ACROSS_AUTO``: where the
+    searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
     (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
     floors compare with (default: ``query``'s, which may carry its translation).
@@ -539,7 +546,7 @@ def dense_rank(
     if not n_docs or not query.strip():
         return [], 0
     if pending is None:
-        pending = embed_query_soon(provider, query, across_languages=across)
+        pending = embed_query_soon(provider, query, across_languages=across is True)
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
         query_vector = pending.result()
         ranking_vector = _ranking_vector(
@@ -566,6 +573,11 @@ def dense_rank(
     query_vector = pending.result()  # also when nothing is embedded: a failing provider says so
     if not len(ids):
         return [], missing
+    chinese_query = is_chinese(query) if asked_in_chinese is None else asked_in_chinese
+    if across == ACROSS_AUTO:
+        across = _mixed_languages(entries, provider, chinese_query)
+        if across:
+            query_vector = without_language(provider, query_vector)
     ranking_vector = _ranking_vector(
         query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
     )
@@ -579,9 +591,7 @@ def dense_rank(
         threshold = np.maximum(
             threshold,
             float(background_similarity(provider, query_vector))
-            + _calibrated_floors(
-                scopes, entries, provider, across, is_chinese(query) if asked_in_chinese is None else asked_in_chinese
-            ),
+            + _calibrated_floors(scopes, entries, provider, bool(across), chinese_query),
         )
         if margins is not None:
             margins.update(zip(ids.tolist(), (similar - threshold).tolist(), strict=True))
@@ -593,6 +603,16 @@ def dense_rank(
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def _mixed_languages(entries: list[_Entry], provider, chinese_query: bool) -> bool:
+    """Whether at least ``MIXED_SHARE`` of the documents are in the other language than the query."""
+    direction = language_direction(provider)
+    if not np.any(direction):
+        return False
+    chinese = np.concatenate([entry.matrix @ direction > 0 for entry in entries])
+    other = np.count_nonzero(chinese != chinese_query)
+    return bool(other >= MIXED_SHARE * len(chinese))
 
 
 class _Calibration(NamedTuple):
@@ -704,7 +724,7 @@ def rank(
     floor: bool = False,
     meanwhile: Callable[[tuple[int, ...]], object] | None = None,
     dense_query: str | None = None,
-    across: bool | None = None,
+    across: bool | str | None = None,
 ) -> Rankings:
     """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
     for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s.
@@ -750,7 +770,7 @@ def rank(
     ):
         dense_query = f"{dense_query} {translated}"
     dense_wanted = mode != "lexical" and dense_query.strip()
-    pending = embed_query_soon(provider, dense_query, across_languages=across) if dense_wanted else None
+    pending = embed_query_soon(provider, dense_query, across_languages=across is True) if dense_wanted else None
     rows, postings, df = _scopes_and_postings(scopes, wanted_terms + extra_terms)
     coverage: dict[int, float] = {}
     lexical = (
@@ -869,7 +889,7 @@ def search(
     depth: int | None = None,
     expand_lexical: Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None = None,
     floor: bool = False,
-    across: bool | None = None,
+    across: bool | str | None = None,
 ) -> Result:
     """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``).
 

@@ -4,6 +4,7 @@ other, nonsense and unrelated questions answer empty in the lists, the memory ho
 included) and ``/api/memory/search`` (which returns its closest items only when asked, and says
 so), and another user's memories never appear."""
 
+import numpy as np
 import pytest
 
 from memory_app.home.search import home_search
@@ -133,3 +134,18 @@ def test_another_users_memories_never_appear(api, e5, alice, bob):
     assert listed(api, alice, "peanuts") == []
     assert home_search(user=alice, query="peanuts").ranked == []
     assert listed(api, bob, "peanuts") == ["我对花生过敏。"]
+
+
+def test_memory_search_takes_the_query_across_languages_only_where_the_documents_mix_them(e5):
+    """``/api/memory/search`` (``across="auto"``): over a chat in one language the model's own
+    query vector, which ranks better there; where a tenth or more is in the other language, the
+    lists' vector without the language direction."""
+    english = e5.embed(["I drink coffee every morning.", "We have a dog called Lucky.", "I play tennis."])
+    chinese = e5.embed(["我对花生过敏。"])
+
+    def entry(matrix):
+        return engine._Entry(1, e5.model, np.arange(len(matrix)), matrix, None, None, {}, matrix.sum(axis=0))
+
+    assert not engine._mixed_languages([entry(english)], e5, chinese_query=False)
+    assert engine._mixed_languages([entry(np.vstack([english, chinese]))], e5, chinese_query=False)
+    assert engine._mixed_languages([entry(english)], e5, chinese_query=True)
