@@ -120,6 +120,10 @@ class SearchInput(StrictInputMixin, serializers.Serializer):
     session_id = SessionKeyField(max_length=MAX_SESSION_KEY_LENGTH, trim_whitespace=False)
     limit = serializers.IntegerField(min_value=1, max_value=search.MAX_LIMIT, default=10)
     mode = serializers.ChoiceField(choices=search.MODES, default="hybrid")
+    keep_best = serializers.BooleanField(
+        default=False,
+        help_text="When no item matches the query, return the closest items anyway (`matched` is then false).",
+    )
 
 
 class SearchHitOutput(serializers.Serializer):
@@ -139,6 +143,9 @@ class SearchOutput(serializers.Serializer):
     warnings = serializers.ListField(
         child=serializers.CharField(), help_text="e.g. items not embedded yet, ranked by their words only"
     )
+    matched = serializers.BooleanField(
+        help_text="False when the results match nothing: the closest items, returned because `keep_best` asked."
+    )
 
 
 class SearchView(APIView):
@@ -150,9 +157,22 @@ class SearchView(APIView):
         scopes = searchable_scopes(user=request.user, session_id=data["session_id"])
         warnings: list[str] = []
         hits = search.cascade_search(
-            scopes=scopes, query=data["query"], limit=data["limit"], mode=data["mode"], warnings=warnings
+            scopes=scopes,
+            query=data["query"],
+            limit=data["limit"],
+            mode=data["mode"],
+            warnings=warnings,
+            keep_best=data["keep_best"],
         )
-        body = {"results": [hit.as_dict() for hit in hits], "mode": data["mode"], "warnings": warnings}
+        matched = all(hit.matched for hit in hits)
+        if not matched:
+            warnings.append("Nothing matches the query: these are the closest items (keep_best).")
+        body = {
+            "results": [hit.as_dict() for hit in hits],
+            "mode": data["mode"],
+            "warnings": warnings,
+            "matched": matched,
+        }
         token = request.auth if isinstance(request.auth, ApiToken) else None
         reads.record(  # who read what (docs/home.md); written after the response
             item_kind=ItemKind.MEMORY,

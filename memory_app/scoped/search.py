@@ -34,6 +34,7 @@ class Hit:
     score: float
     created_at: datetime | None = None
     expires_at: datetime | None = None
+    matched: bool = True  # False: among the closest items, asked for with ``keep_best``, but no match
 
     def as_dict(self) -> dict:
         return {
@@ -48,12 +49,30 @@ class Hit:
         }
 
 
-def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, warnings: list | None = None):
-    """The ``limit`` best items of one scope that agents may use (``agent_q``)."""
+def search_scope(
+    *,
+    scope: tuple[str, str],
+    query: str,
+    limit: int,
+    mode: str,
+    warnings: list | None = None,
+    keep_best: bool = False,
+):
+    """The ``limit`` best items of one scope that agents may use (``agent_q``) that match the
+    query (``engine.search``'s ``floor``: docs/search.md, "Nothing matches"); with ``keep_best``,
+    the best ones whether they match or not (``Hit.matched`` False)."""
     if limit <= 0 or not query.strip():
         return []
     found = engine.search(
-        scopes=[scope_key(*scope)], query=query, limit=limit, mode=ENGINE_MODES[mode], depth=limit * 2 + 10
+        scopes=[scope_key(*scope)],
+        query=query,
+        limit=limit,
+        mode=ENGINE_MODES[mode],
+        depth=limit * 2 + 10,
+        floor=not keep_best,
+        # Across languages where the chat mixes them (the lists' way); the model's own vector
+        # over a one-language chat, which ranks better there (docs/search.md, "Nothing matches").
+        across=engine.ACROSS_AUTO if not keep_best else False,
     )
     if warnings is not None:
         warnings.extend(found.warnings)
@@ -73,6 +92,7 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
             score=hit.score,
             created_at=rows[hit.ref][3],
             expires_at=rows[hit.ref][4],
+            matched=not keep_best,
         )
         for hit in found.hits
         if hit.ref in rows
@@ -81,19 +101,38 @@ def search_scope(*, scope: tuple[str, str], query: str, limit: int, mode: str, w
 
 
 def cascade_search(
-    *, scopes: list[tuple[str, str]], query: str, limit: int, mode: str, warnings: list | None = None
+    *,
+    scopes: list[tuple[str, str]],
+    query: str,
+    limit: int,
+    mode: str,
+    warnings: list | None = None,
+    keep_best: bool = False,
 ) -> list[Hit]:
-    """Search ``scopes`` in order; each later scope only fills the budget the earlier left."""
+    """Search ``scopes`` in order; each later scope only fills the budget the earlier left. Only
+    items that match the query are returned; with ``keep_best``, when none does, the closest
+    ones instead (each ``matched`` False)."""
     clean_text(query, field="query")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
+    results = _cascade(scopes=scopes, query=query, limit=limit, mode=mode, warnings=warnings, keep_best=False)
+    if results or not keep_best:
+        return results
+    return _cascade(scopes=scopes, query=query, limit=limit, mode=mode, warnings=warnings, keep_best=True)
+
+
+def _cascade(
+    *, scopes: list[tuple[str, str]], query: str, limit: int, mode: str, warnings: list | None, keep_best: bool
+) -> list[Hit]:
     results: list[Hit] = []
     seen: set[str] = set()
     for scope in scopes:
         remaining = limit - len(results)
         if remaining <= 0:
             break
-        for hit in search_scope(scope=scope, query=query, limit=remaining, mode=mode, warnings=warnings):
+        for hit in search_scope(
+            scope=scope, query=query, limit=remaining, mode=mode, warnings=warnings, keep_best=keep_best
+        ):
             if hit.id not in seen:
                 seen.add(hit.id)
                 results.append(hit)

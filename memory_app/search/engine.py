@@ -41,15 +41,18 @@ from django.db.models import Model
 from numpy.typing import ArrayLike
 
 from config.metrics import VECTOR_CACHE_BYTES, observe_search
-from memory_app.search import vectorstore
-from memory_app.search.analysis import query_terms
+from memory_app.search import lexicon, vectorstore
+from memory_app.search.analysis import MAX_QUERY_TERMS, query_terms
 from memory_app.search.embeddings import (
     DTYPE,
     EmbeddingProvider,
+    background_queries,
     background_similarity,
     embed_query_soon,
     get_provider,
+    is_chinese,
     language_direction,
+    without_language,
 )
 from memory_app.search.models import SearchDocument, SearchPosting, SearchScope
 
@@ -70,6 +73,29 @@ POSTINGS_BUDGET = 6000
 MIN_TERM_POSTINGS = 300
 ORDERED_SCOPES = 4  # up to this many scopes, a term's postings are read one index range per scope
 MAX_DEPTH = 200
+# Searches that filter (a list's ``q``, the memory home, ``/api/memory/search``): what matches at
+# all (docs/search.md, "Nothing matches"). A document matches by meaning when its similarity to
+# the query, less the query's background similarity, is above what the background queries
+# (``BACKGROUND_QUERIES``) of the query's language score for that document (the
+# ``BACKGROUND_QUANTILE`` of them, plus ``BACKGROUND_MARGIN``), and above the model's
+# ``match_floor``. A document found by words holds most of the query's weight (``LEXICAL_ALONE``
+# of its idf mass), or is close to matching by meaning too (``LEXICAL_SLACK``).
+BACKGROUND_QUANTILE = 0.9
+BACKGROUND_MARGIN = 0.01
+LEXICAL_ALONE = 0.99
+LEXICAL_SLACK = 0.0
+# The query's words in the other language (``lexicon.translate``) are searched as a second word
+# query, and for keywords (no function word) of at most ``DENSE_TRANSLATION_WORDS`` content words
+# the model embeds the query followed by them (docs/search.md, "Across languages"): a word alone does not carry its
+# meaning across languages in e5 ("peanuts" and 我对花生过敏), a question does, and the dictionary's
+# other senses only blur it.
+TRANSLATE_QUERIES = True
+DENSE_TRANSLATION_WORDS = 2
+# ``across="auto"`` (``/api/memory/search``): the query vector is taken across languages only
+# when at least this share of the searched documents is in the other language than the query
+# (docs/search.md, "Nothing matches"); a one-language chat keeps the model's own vector.
+ACROSS_AUTO = "auto"
+MIXED_SHARE = 0.1
 
 
 @dataclass
@@ -501,6 +527,9 @@ def dense_rank(
     provider: EmbeddingProvider,
     floor: bool = False,
     pending: Future | None = None,
+    across: bool | str | None = None,
+    margins: dict[int, float] | None = None,
+    asked_in_chinese: bool | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, score)`` best first, and how many documents have no vector (-1: too many
     documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
@@ -508,15 +537,21 @@ def dense_rank(
     where the provider has a ``hub_weight``. The floors are measured on the cosine similarity:
     at most the model's ``min_score`` is no match; with ``floor``, only documents that match by
     meaning: more similar to the query than its background similarity plus the model's
-    ``match_floor``; such a search (a list, the memory home) is over one person's items in any
-    language, so the query vector is taken ``across_languages`` (docs/search.md).
+    ``match_floor``, and (a ``calibrated`` provider, ranked in memory) more than unrelated queries
+    score for that document (``_calibrated_floors``). ``across``: the query vector is
+    taken ``across_languages`` (default: as ``floor``; docs/search.md; ``ACROSS_AUTO``: where the
+    searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
+    the floors are calibrated, receives every embedded document's similarity less its floor
+    (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
+    floors compare with (default: ``query``'s, which may carry its translation).
     ``pending``: the query's embedding already under way (``embed_query_soon``, with the
     same ``across_languages``), else it is embedded here."""
+    across = floor if across is None else across
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
         return [], 0
     if pending is None:
-        pending = embed_query_soon(provider, query, across_languages=floor)
+        pending = embed_query_soon(provider, query, across_languages=across is True)
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
         query_vector = pending.result()
         ranking_vector = _ranking_vector(
@@ -543,6 +578,11 @@ def dense_rank(
     query_vector = pending.result()  # also when nothing is embedded: a failing provider says so
     if not len(ids):
         return [], missing
+    chinese_query = is_chinese(query) if asked_in_chinese is None else asked_in_chinese
+    if across == ACROSS_AUTO:
+        across = _mixed_languages(entries, provider, chinese_query)
+        if across:
+            query_vector = without_language(provider, query_vector)
     ranking_vector = _ranking_vector(
         query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
     )
@@ -551,7 +591,16 @@ def dense_rank(
     if ranking_vector is not query_vector:
         similar = np.concatenate([entry.matrix @ query_vector for entry in entries])
     # The floor first, then the best: a document below it never takes the place of one above.
-    matches = similar > _floor_of(query_vector, provider, floor)
+    threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
+    if floor and getattr(provider, "calibrated", False):
+        threshold = np.maximum(
+            threshold,
+            float(background_similarity(provider, query_vector))
+            + _calibrated_floors(scopes, entries, provider, bool(across), chinese_query),
+        )
+        if margins is not None:
+            margins.update(zip(ids.tolist(), (similar - threshold).tolist(), strict=True))
+    matches = similar > threshold
     k = min(depth, int(np.count_nonzero(matches)))
     if not k:
         return [], missing
@@ -559,6 +608,69 @@ def dense_rank(
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def _mixed_languages(entries: list[_Entry], provider: EmbeddingProvider, chinese_query: bool) -> bool:
+    """Whether at least ``MIXED_SHARE`` of the documents are in the other language than the query."""
+    direction = language_direction(provider)
+    if not np.any(direction):
+        return False
+    chinese = np.concatenate([entry.matrix @ direction > 0 for entry in entries])
+    other = np.count_nonzero(chinese != chinese_query)
+    return bool(other >= MIXED_SHARE * len(chinese))
+
+
+class _Calibration(NamedTuple):
+    """What the background queries score for one scope's documents, as of a version: per
+    document, the ``BACKGROUND_QUANTILE`` of its similarity less background over the English
+    background queries (row 0) and over the Chinese ones (row 1)."""
+
+    floors: np.ndarray  # (2, documents)
+
+
+# Per process, least recently used out: 16 bytes a document, about 1 % of what its vector takes
+# in the vector cache, but kept for scopes that cache has let go too.
+CALIBRATION_BYTES = 32 * 1024 * 1024
+_calibrations: OrderedDict[tuple[object, ...], _Calibration] = OrderedDict()
+_calibrations_lock = threading.Lock()
+
+
+def _calibration(scope: tuple[int, ...], entry: _Entry, provider: EmbeddingProvider, across: bool) -> _Calibration:
+    key = (connection.alias, connection.settings_dict.get("NAME"), scope[0], entry.version, provider.model, across)
+    with _calibrations_lock:
+        found = _calibrations.get(key)
+        if found is not None and found.floors.shape[1] == len(entry.ids):
+            _calibrations.move_to_end(key)
+            return found
+    queries, background, chinese = background_queries(provider, across_languages=across)
+    relative = entry.matrix @ queries.T - background  # (documents, background queries)
+    floors = np.stack(
+        [np.quantile(relative[:, chinese == group], BACKGROUND_QUANTILE, axis=1) for group in (False, True)]
+    )
+    found = _Calibration(floors.astype(np.float64))
+    with _calibrations_lock:
+        _calibrations[key] = found
+        held = sum(c.floors.nbytes for c in _calibrations.values())
+        while held > CALIBRATION_BYTES and len(_calibrations) > 1:
+            held -= _calibrations.popitem(last=False)[1].floors.nbytes
+    return found
+
+
+def _calibrated_floors(
+    scopes: list[tuple[int, ...]], entries: list[_Entry], provider: EmbeddingProvider, across: bool, chinese_query: bool
+) -> np.ndarray:
+    """Per embedded document (the rows of ``entries`` in order): how far above its background
+    similarity a query must be to match it: more than the background queries of the query's
+    language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
+    the model's ``match_floor``."""
+    floors = np.concatenate(
+        [
+            _calibration(scope, entry, provider, across).floors[int(chinese_query)]
+            for scope, entry in zip(scopes, entries, strict=True)
+        ]
+    )
+    floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
+    return floored
 
 
 def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:
@@ -609,6 +721,7 @@ def rank(
     floor: bool = False,
     meanwhile: Callable[[tuple[int, ...]], object] | None = None,
     dense_query: str | None = None,
+    across: bool | str | None = None,
 ) -> Rankings:
     """Both rankings of the documents of ``scopes`` for ``query`` (each at most ``depth`` deep),
     for callers that fuse themselves (``fuse``); ``search`` does both. ``floor``: as ``search``'s.
@@ -617,8 +730,16 @@ def rank(
     a helper thread meanwhile), with the versions of the scopes as read (``SearchScope.version``;
     none for a scope that does not exist); called in every mode, also when there is nothing to rank.
     ``dense_query``: the text the meaning ranking embeds, when not ``query`` (the history search
-    leaves the names of speakers out of it)."""
+    leaves the names of speakers out of it). ``across``: the query vector is taken
+    ``across_languages`` (default: as ``floor``).
+
+    With ``floor``, the query's words in the other language (``lexicon.translate``) are ranked
+    as a second word query (a document keeps the better of its two scores and coverages) and,
+    for a short query (``DENSE_TRANSLATION_WORDS``), follow it in the text the model embeds; a document found
+    by words that holds less than ``LEXICAL_ALONE`` of the query's weight is kept only if it is
+    close to matching by meaning (``LEXICAL_SLACK``; where the floors are calibrated)."""
     mode = mode or default_mode()
+    across = floor if across is None else across
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     terms = query_terms(query)
@@ -628,22 +749,59 @@ def rank(
     provider = get_provider()
     # The model embeds the query on a helper thread while the words are read and ranked here.
     dense_query = query if dense_query is None else dense_query
+    groups, content_words, function_words = (
+        lexicon.translate_words(query) if floor and TRANSLATE_QUERIES else ([], 0, 0)
+    )
+    translated = " ".join(dict.fromkeys(word for group in groups for word in group))
+    extra_terms = (
+        [t for t in query_terms(translated) if t not in terms][:MAX_QUERY_TERMS]
+        if translated and mode != "dense"
+        else []
+    )
+    if (
+        translated
+        and content_words <= DENSE_TRANSLATION_WORDS
+        and not function_words
+        and getattr(provider, "calibrated", False)
+        and dense_query.strip()
+    ):
+        dense_query = f"{dense_query} {translated}"
     dense_wanted = mode != "lexical" and dense_query.strip()
-    pending = embed_query_soon(provider, dense_query, across_languages=floor) if dense_wanted else None
-    rows, postings, df = _scopes_and_postings(scopes, wanted_terms)
+    pending = embed_query_soon(provider, dense_query, across_languages=across is True) if dense_wanted else None
+    rows, postings, df = _scopes_and_postings(scopes, wanted_terms + extra_terms)
     coverage: dict[int, float] = {}
     lexical = (
         lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if rows and wanted_terms else []
     )
+    if rows and extra_terms:
+        translated_ranking = lexical_rank(rows, extra_terms, depth, postings, df)
+        shares = _translation_coverage(groups, content_words, postings)
+        lexical = _with_translation(lexical, coverage, translated_ranking, shares, depth)
     if meanwhile is not None:
         meanwhile(tuple(scope[3] for scope in rows))
     if not rows:
         return result
     dense: list[tuple[int, float]] = []
+    margins: dict[int, float] = {}
     if pending is not None:
         dense, result.not_embedded = dense_rank(
-            rows, dense_query, depth, provider=provider, floor=floor, pending=pending
+            rows,
+            dense_query,
+            depth,
+            provider=provider,
+            floor=floor,
+            pending=pending,
+            across=across,
+            margins=margins,
+            asked_in_chinese=is_chinese(query),
         )
+        if margins:
+            lexical = [
+                (d, score)
+                for d, score in lexical
+                if coverage.get(d, 0.0) >= LEXICAL_ALONE
+                or margins.get(d, math.inf) > -LEXICAL_SLACK  # not embedded yet: by its words
+            ]
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(
@@ -659,6 +817,40 @@ def rank(
     result.dense = [(refs[d], score) for d, score in dense if d in refs]
     result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
     return result
+
+
+def _translation_coverage(
+    groups: list[list[str]], content_words: int, postings: dict[str, list[tuple]]
+) -> dict[int, float]:
+    """Per document found by the query's translation: the share of the query's content words
+    (``lexicon.translate_words``) one of whose translations it holds (every term of it), the
+    translations of one word being alternatives."""
+    held: dict[int, int] = {}
+    for group in groups:
+        docs: set[int] = set()
+        for word in group:
+            terms = query_terms(word)
+            if terms:
+                docs |= set.intersection(*({row[0] for row in postings.get(term) or []} for term in terms))
+        for doc in docs:
+            held[doc] = held.get(doc, 0) + 1
+    return {doc: count / max(content_words, 1) for doc, count in held.items()}
+
+
+def _with_translation(
+    lexical: list[tuple[int, float]],
+    coverage: dict[int, float],
+    translated: list[tuple[int, float]],
+    translated_coverage: dict[int, float],
+    depth: int,
+) -> list[tuple[int, float]]:
+    """The word ranking of the query and that of its translation as one: each document keeps
+    the better score and the better coverage (``coverage`` is updated)."""
+    scores = dict(lexical)
+    for doc, score in translated:
+        scores[doc] = max(scores.get(doc, 0.0), score)
+        coverage[doc] = max(coverage.get(doc, 0.0), translated_coverage.get(doc, 0.0))
+    return sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))[:depth]
 
 
 def fuse(
@@ -694,6 +886,7 @@ def search(
     depth: int | None = None,
     expand_lexical: Callable[[list[tuple[str, float]]], list[tuple[str, float]]] | None = None,
     floor: bool = False,
+    across: bool | str | None = None,
 ) -> Result:
     """Rank the documents of ``scopes`` for ``query``; at most ``depth`` hits (default ``limit``).
 
@@ -710,7 +903,7 @@ def search(
     depth = min(max(depth or limit, limit, 1), MAX_DEPTH)
     if limit <= 0:
         return Result(hits=[], terms=query_terms(query), mode=mode)
-    rankings = rank(scopes=scopes, query=query, depth=depth, mode=mode, floor=floor)
+    rankings = rank(scopes=scopes, query=query, depth=depth, mode=mode, floor=floor, across=across)
     if expand_lexical is not None and rankings.lexical:
         rankings.lexical = expand_lexical(rankings.lexical)[:depth]
     ranked = fuse(rankings)

@@ -149,8 +149,8 @@ def item_add(content, kind, session_id, metadata, evidence, scope_type) -> Call:
     return Call("POST", "/api/memory/items/", json=body)
 
 
-def items_search(query, session_id, limit, mode) -> Call:
-    body = _body(query=query, session_id=session_id, limit=limit, mode=mode)
+def items_search(query, session_id, limit, mode, keep_best=None) -> Call:
+    body = _body(query=query, session_id=session_id, limit=limit, mode=mode, keep_best=keep_best)
     return Call("POST", "/api/memory/search/", json=body, idempotent=True)  # reads only
 
 

@@ -262,10 +262,17 @@ class AsyncClient:
         return await self.send(_api.item_add(content, kind, session_id, metadata, evidence, scope_type))
 
     async def search_items(
-        self, query: str, session_id: str, *, limit: int | None = None, mode: SearchMode | None = None
+        self,
+        query: str,
+        session_id: str,
+        *,
+        limit: int | None = None,
+        mode: SearchMode | None = None,
+        keep_best: bool | None = None,
     ) -> ItemSearch:
-        """``POST /api/memory/search``: the chat's items first, then global ones."""
-        return await self.send(_api.items_search(query, session_id, limit, mode))
+        """``POST /api/memory/search``: the chat's items first, then global ones; only those
+        that match, or with ``keep_best`` the closest when none does (``matched`` False)."""
+        return await self.send(_api.items_search(query, session_id, limit, mode, keep_best))
 
     async def consolidate(self, session_id: str, messages: Iterable[dict[str, str]]) -> Consolidation:
         return await self.send(_api.consolidate(session_id, messages))

@@ -91,6 +91,7 @@ class ItemSearch(TypedDict):
     results: list[dict[str, Any]]
     mode: str
     warnings: list[Any]
+    matched: bool  # False: nothing matched and ``keep_best`` asked for the closest items
 
 
 class Consolidation(TypedDict):

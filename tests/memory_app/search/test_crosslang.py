@@ -1,0 +1,151 @@
+"""Searches across languages and searches that find nothing (docs/search.md, "Across languages" and
+"Nothing matches"), with the e5 model: a word in one language finds the memory written in the
+other, nonsense and unrelated questions answer empty in the lists, the memory home (notes lines
+included) and ``/api/memory/search`` (which returns its closest items only when asked, and says
+so), and another user's memories never appear."""
+
+import numpy as np
+import pytest
+
+from memory_app.home.search import home_search
+from memory_app.memories import services
+from memory_app.notes import services as notes_services
+from memory_app.search import engine, lexicon
+from memory_app.search.embedder import embed_pending
+from memory_app.search.embeddings import get_provider
+from tests.factories import ChatBindingFactory
+
+SESSION = "milky:private:39001"
+MEMORIES = [
+    "我对花生过敏。",
+    "我不喜欢吃香菜，点菜时别放。",
+    "I drink coffee every morning.",
+    "Keeps antihistamine tablets in the backpack.",
+    "Likes spicy food, the hotter the better.",
+    "每天尽量喝两升水。",
+    "We have a dog called Lucky.",
+    "宠物医院就在隔壁街。",
+    "I'm learning to play the violin.",
+    "我的工作是牙医。",
+    "Usually works from home on Fridays.",
+    "我在攒钱买相机。",
+]
+NOTES = "- Answer in the language I write in.\n- 代码示例请用 Python。\n- Use the metric system.\n"
+
+
+@pytest.fixture
+def e5(settings):
+    settings.MEMORY_EMBEDDING_PROVIDER = "e5"
+    settings.MEMORY_EMBED_IN_BACKGROUND = False
+    engine.vector_cache.clear()
+    yield get_provider()
+    engine.vector_cache.clear()
+
+
+@pytest.fixture
+def bilingual(e5, alice, svc):
+    """alice's memories in both languages, as user memories and as items of her chat, and her notes file."""
+    ChatBindingFactory(chat_key=SESSION, user=alice)
+    for text in MEMORIES:
+        services.memory_create(actor=alice, tier="user", kind="fact", content=text)
+        engine_item(svc, text)
+    notes_services.workspace_file_write(user=alice, name="MEMORY.md", content=NOTES)
+    home_search(user=alice, query="warm up")  # indexes the notes lines
+    embed_pending()
+    return alice
+
+
+def engine_item(svc, text):
+    from memory_app.scoped.services import scoped_item_create
+
+    return scoped_item_create(actor=svc, kind="fact", content=text, session_id=SESSION)[0]
+
+
+def listed(api, user, query):
+    response = api(user).get("/api/users/me/memories", {"q": query})
+    assert response.status_code == 200, response.content
+    return [row["content"] for row in response.json()["results"]]
+
+
+def searched(api, user, query, **extra):
+    response = api(user).post("/api/memory/search", {"query": query, "session_id": SESSION, **extra}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_the_lexicon_translates_words_both_ways_and_nonsense_to_nothing():
+    assert "花生" in lexicon.translate("peanuts").split()
+    assert "香菜" in lexicon.translate("coriander").split()
+    assert "coriander" in lexicon.translate("我不喜欢香菜")
+    assert lexicon.translate("xyzzy plugh") == ""
+
+
+@pytest.mark.django_db
+def test_an_english_word_finds_the_chinese_memory_through_the_list(api, bilingual):
+    assert listed(api, bilingual, "peanuts")[:1] == ["我对花生过敏。"]
+    assert listed(api, bilingual, "coriander")[:1] == ["我不喜欢吃香菜，点菜时别放。"]
+
+
+@pytest.mark.django_db
+def test_a_chinese_word_or_question_finds_the_english_memory(api, bilingual):
+    assert listed(api, bilingual, "咖啡")[:1] == ["I drink coffee every morning."]
+    shown = [hit.memory.content for hit in home_search(user=bilingual, query="我早上喝什么").hits]
+    assert "I drink coffee every morning." in shown[:3]
+    assert searched(api, bilingual, "小提琴")["results"][0]["content"] == "I'm learning to play the violin."
+
+
+@pytest.mark.django_db
+def test_a_word_in_the_memorys_own_language_is_still_found(api, bilingual):
+    assert listed(api, bilingual, "花生")[:1] == ["我对花生过敏。"]
+    assert listed(api, bilingual, "violin")[:1] == ["I'm learning to play the violin."]
+
+
+@pytest.mark.django_db
+def test_nonsense_answers_empty_everywhere_notes_lines_included(api, bilingual):
+    for query in ("xyzzy plugh", "qwpzx vbnmk", "asdfgh jkl", "blorvik tanuse"):
+        assert listed(api, bilingual, query) == [], query
+        assert home_search(user=bilingual, query=query).ranked == [], query
+        body = searched(api, bilingual, query)
+        assert body["results"] == [] and body["matched"] is True, query
+
+
+@pytest.mark.django_db
+def test_an_unrelated_question_answers_empty(api, bilingual):
+    for query in ("How far is Neptune from the Sun?", "海王星离太阳有多远？"):
+        assert listed(api, bilingual, query) == [], query
+        assert home_search(user=bilingual, query=query).ranked == [], query
+        assert searched(api, bilingual, query)["results"] == [], query
+
+
+@pytest.mark.django_db
+def test_memory_search_returns_its_closest_only_when_asked_and_says_so(api, bilingual):
+    body = searched(api, bilingual, "xyzzy plugh", keep_best=True, limit=3)
+    assert len(body["results"]) == 3 and body["matched"] is False
+    assert any("closest" in warning for warning in body["warnings"])
+    body = searched(api, bilingual, "peanuts", keep_best=True)  # something matches: as without it
+    assert body["matched"] is True and body["results"][0]["content"] == "我对花生过敏。"
+
+
+@pytest.mark.django_db
+def test_another_users_memories_never_appear(api, e5, alice, bob):
+    services.memory_create(actor=bob, tier="user", kind="fact", content="我对花生过敏。")
+    services.memory_create(actor=alice, tier="user", kind="fact", content="I drink coffee every morning.")
+    embed_pending()
+    assert listed(api, alice, "peanuts") == []
+    assert home_search(user=alice, query="peanuts").ranked == []
+    assert listed(api, bob, "peanuts") == ["我对花生过敏。"]
+
+
+def test_memory_search_takes_the_query_across_languages_only_where_the_documents_mix_them(e5):
+    """``/api/memory/search`` (``across="auto"``): over a chat in one language the model's own
+    query vector, which ranks better there; where a tenth or more is in the other language, the
+    lists' vector without the language direction."""
+    english = e5.embed(["I drink coffee every morning.", "We have a dog called Lucky.", "I play tennis."])
+    chinese = e5.embed(["我对花生过敏。"])
+
+    def entry(matrix):
+        return engine._Entry(1, e5.model, np.arange(len(matrix)), matrix, None, None, {}, matrix.sum(axis=0))
+
+    assert not engine._mixed_languages([entry(english)], e5, chinese_query=False)
+    assert engine._mixed_languages([entry(np.vstack([english, chinese]))], e5, chinese_query=False)
+    assert engine._mixed_languages([entry(english)], e5, chinese_query=True)
