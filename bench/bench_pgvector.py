@@ -388,13 +388,13 @@ def run(args, phases):
     from django.conf import settings
     from django.db import connection
 
-    from memory_app.search import engine, vectorstore
+    from memory_app.search import engine, lexical, vectorstore
 
     migrate()
     vectorstore.reset()
     vectorstore.HNSW_M = args.m or vectorstore.HNSW_M
     vectorstore.HNSW_EF_CONSTRUCTION = args.ef_construction or vectorstore.HNSW_EF_CONSTRUCTION
-    engine.DF_BUDGET = args.df_budget or engine.DF_BUDGET
+    lexical.DF_BUDGET = args.df_budget or lexical.DF_BUDGET
     assert vectorstore.column_ready(), "this PostgreSQL has no vector extension"
     rng = np.random.default_rng(7)
     pyrng = random.Random(7)

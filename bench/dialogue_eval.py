@@ -239,7 +239,7 @@ LEVERS = {
     "no proper names out of the meaning query": {("dialogue", "PROPER_NAMES_OUT_OF_MEANING"): 0},
     "hub 0.25": {("e5", "hub_weight"): 0.25},
     "hub 0.75": {("e5", "hub_weight"): 0.75},
-    "language in the hub mean": {("engine", "LANGUAGE_OUT_OF_MEAN"): False},
+    "language in the hub mean": {("dense", "LANGUAGE_OUT_OF_MEAN"): False},
     "hashed hub 0.5": {("hashed", "hub_weight"): 0.5},
     "speaker 0.5 + coverage^1 + next 0.25": {
         ("engine", "COVERAGE_POWER"): 1.0,
@@ -257,10 +257,16 @@ LEVERS = {
 def patched(changes: dict):
     import contextlib
 
-    from memory_app.search import dialogue, engine
+    from memory_app.search import dense, dialogue, engine
     from memory_app.search.embeddings import E5Embedding, HashedNgramEmbedding
 
-    modules = {"dialogue": dialogue, "engine": engine, "e5": E5Embedding, "hashed": HashedNgramEmbedding}
+    modules = {
+        "dialogue": dialogue,
+        "dense": dense,
+        "engine": engine,
+        "e5": E5Embedding,
+        "hashed": HashedNgramEmbedding,
+    }
 
     @contextlib.contextmanager
     def manager():

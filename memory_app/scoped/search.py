@@ -16,7 +16,7 @@ from config.validation import clean_text
 from memory_app.memories.derived import scope_key
 from memory_app.memories.models import Memory, agent_q
 from memory_app.scoped.scope import cascade_scopes
-from memory_app.search import engine
+from memory_app.search import dense, engine
 
 MODES = ("fts", "vector", "hybrid")
 ENGINE_MODES = {"fts": "lexical", "vector": "dense", "hybrid": "hybrid"}
@@ -72,7 +72,7 @@ def search_scope(
         floor=not keep_best,
         # Across languages where the chat mixes them (the lists' way); the model's own vector
         # over a one-language chat, which ranks better there (docs/search.md, "Nothing matches").
-        across=engine.ACROSS_AUTO if not keep_best else False,
+        across=dense.ACROSS_AUTO if not keep_best else False,
     )
     if warnings is not None:
         warnings.extend(found.warnings)

@@ -61,7 +61,7 @@ class EmbeddingProvider(Protocol):
     # per model on the evaluation set with bench/similarity_floor.py (docs/search.md).
     match_floor: float
     # How much of the searched documents' mean vector the meaning ranking takes from the query
-    # vector (``engine._ranking_vector``; 0: none): measured per model on the evaluation sets
+    # vector (``dense._ranking_vector``; 0: none): measured per model on the evaluation sets
     # (docs/search.md, "Hubs").
     hub_weight: float
     # Whether a search that filters measures what unrelated queries (``background_queries``)

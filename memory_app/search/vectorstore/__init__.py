@@ -17,7 +17,7 @@ bytes, so scores are those of the in-memory path.
 
 Which path ranks a search (``use_pgvector``), by ``MEMORY_VECTOR_BACKEND``:
 
-- ``numpy``: always the exact in-memory ranking (``engine._VectorCache``);
+- ``numpy``: always the exact in-memory ranking (``vectorcache._VectorCache``);
 - ``pgvector``: PostgreSQL whenever the column and the model's index exist;
 - ``auto`` (default): PostgreSQL for searches over more than ``MEMORY_VECTOR_EXACT_DOCS``
   documents, or more than the in-memory cache holds, when it can; numpy below that (exact, and

@@ -146,7 +146,7 @@ def rank(
     ``scope_ids`` that rank highest by it (approximate: HNSW), best first, scored exactly from
     their float32 vectors: the cosine similarity for a normalised query. ``above``: only
     documents whose similarity to ``similar_to`` (default: the query) is above it, before the
-    ``depth`` best are taken (the engine ranks by ``engine._ranking_vector`` and measures its
+    ``depth`` best are taken (the engine ranks by ``dense._ranking_vector`` and measures its
     floors on the query's cosine)."""
     if not scope_ids or depth <= 0:
         return []

@@ -10,7 +10,7 @@ import pytest
 from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.notes import services as notes_services
-from memory_app.search import engine, lexicon
+from memory_app.search import dense, engine, lexicon, vectorcache
 from memory_app.search.embedder import embed_pending
 from memory_app.search.embeddings import get_provider
 from tests.factories import ChatBindingFactory
@@ -144,8 +144,8 @@ def test_memory_search_takes_the_query_across_languages_only_where_the_documents
     chinese = e5.embed(["我对花生过敏。"])
 
     def entry(matrix):
-        return engine._Entry(1, e5.model, np.arange(len(matrix)), matrix, None, None, {}, matrix.sum(axis=0))
+        return vectorcache.CacheEntry(1, e5.model, np.arange(len(matrix)), matrix, None, None, {}, matrix.sum(axis=0))
 
-    assert not engine._mixed_languages([entry(english)], e5, chinese_query=False)
-    assert engine._mixed_languages([entry(np.vstack([english, chinese]))], e5, chinese_query=False)
-    assert engine._mixed_languages([entry(english)], e5, chinese_query=True)
+    assert not dense._mixed_languages([entry(english)], e5, chinese_query=False)
+    assert dense._mixed_languages([entry(np.vstack([english, chinese]))], e5, chinese_query=False)
+    assert dense._mixed_languages([entry(english)], e5, chinese_query=True)

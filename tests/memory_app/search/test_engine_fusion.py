@@ -1,7 +1,7 @@
 """Score-aware fusion: a document's share of the word ranking is weighted by how much of the
 question's word weight it holds."""
 
-from memory_app.search import engine
+from memory_app.search import engine, lexical
 
 
 def _rankings(coverage):
@@ -57,20 +57,20 @@ def test_document_frequencies_are_counted_within_one_budget_per_search(db, monke
     budget is shared), never less than DF_MIN_CAP; a rarer term keeps its exact count."""
     from memory_app.search.index import Row, documents_sync
 
-    monkeypatch.setattr(engine, "DF_CAP", 40)
-    monkeypatch.setattr(engine, "DF_BUDGET", 60)
-    monkeypatch.setattr(engine, "DF_MIN_CAP", 12)
+    monkeypatch.setattr(lexical, "DF_CAP", 40)
+    monkeypatch.setattr(lexical, "DF_BUDGET", 60)
+    monkeypatch.setattr(lexical, "DF_MIN_CAP", 12)
     rows = [Row(ref=f"r{i}", scope="user:1", text=f"alpha beta gamma delta epsilon note{i}") for i in range(50)]
     rows += [Row(ref="rare", scope="user:1", text="zeta")]
     documents_sync("memory", rows)
-    assert engine._df_cap(["alpha"]) == 40 and engine._df_cap(["a", "b", "c"]) == 20
-    assert engine._df_cap([str(i) for i in range(24)]) == 12
-    _, _, df = engine._scopes_and_postings(["user:1"], ["alpha"])
+    assert lexical._df_cap(["alpha"]) == 40 and lexical._df_cap(["a", "b", "c"]) == 20
+    assert lexical._df_cap([str(i) for i in range(24)]) == 12
+    _, _, df = lexical.scopes_and_postings(["user:1"], ["alpha"])
     assert df == {"alpha": 40}
-    _, _, df = engine._scopes_and_postings(["user:1"], ["alpha", "beta", "zeta"])
+    _, _, df = lexical.scopes_and_postings(["user:1"], ["alpha", "beta", "zeta"])
     assert df == {"alpha": 20, "beta": 20, "zeta": 1}
     terms = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
-    _, postings, df = engine._scopes_and_postings(["user:1"], terms)
+    _, postings, df = lexical.scopes_and_postings(["user:1"], terms)
     assert df == {"alpha": 12, "beta": 12, "gamma": 12, "delta": 12, "epsilon": 12, "zeta": 1}
     assert all(postings[term] for term in terms)  # the postings are read as before
 

@@ -1,5 +1,5 @@
 """Hubs: the meaning ranking orders documents by their similarity to the query less their share
-of what all the searched documents have in common (``engine._ranking_vector``), so a turn that
+of what all the searched documents have in common (``dense._ranking_vector``), so a turn that
 is close to everything ("Mia, that's huge!") stops outranking the one that says what was asked;
 which documents match at all is still decided by their cosine similarity (docs/search.md, "Hubs").
 """
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_app.search import engine
+from memory_app.search import engine, lexical
 from memory_app.search.embeddings import HashedNgramEmbedding, language_direction, to_bytes
 from memory_app.search.index import Row, documents_sync, vectors_store
 
@@ -56,7 +56,7 @@ def _scope(key: str, vectors: dict[str, np.ndarray], provider) -> None:
 def _rank(keys: list[str], query: np.ndarray, provider, *, depth: int = 10, floor: bool = False):
     pending: Future = Future()
     pending.set_result(query)
-    scopes = engine._scopes_and_postings(keys, [])[0]
+    scopes = lexical.scopes_and_postings(keys, [])[0]
     ranked, missing = engine.dense_rank(scopes, "a question", depth, provider=provider, floor=floor, pending=pending)
     assert missing == 0
     refs = engine._refs_of(scopes, {doc_id for doc_id, _ in ranked}, provider)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from config.metrics import VECTOR_CACHE_BYTES
 from memory_app.memories import services
-from memory_app.search import checks, engine, vectorstore
+from memory_app.search import checks, engine, vectorcache, vectorstore
 from memory_app.search.embeddings import get_provider, to_bytes
 from memory_app.search.index import Row, documents_sync, vectors_store
 from memory_app.search.models import SearchDocument, SearchScope
@@ -411,7 +411,7 @@ def test_vector_cache_is_bounded_in_bytes_and_reported(settings, alice, bob):
     # with the text hash too.
     keys = 8 if connection.vendor == "postgresql" else 120
     # A ref per document too, and the sum of the scope's vectors (float64; the mean of "Hubs").
-    per_scope = 30 * (provider.dim * 4 + 8 + keys + engine.REF_BYTES) + provider.dim * 8
+    per_scope = 30 * (provider.dim * 4 + 8 + keys + vectorcache.REF_BYTES) + provider.dim * 8
     settings.MEMORY_VECTOR_CACHE_BYTES = per_scope + per_scope // 2  # room for one scope, not two
     engine.search(scopes=["history:1"], query="text", limit=5, mode="dense")
     assert engine.vector_cache.bytes == per_scope
@@ -431,7 +431,7 @@ def test_a_search_over_more_vectors_than_the_cache_holds_falls_back_to_words(set
     provider = get_provider()
     settings.MEMORY_VECTOR_CACHE_BYTES = 1024 * 1024
     limit = engine.exact_vector_limit(provider.dim)
-    assert limit == 1024 * 1024 // (provider.dim * 4 + 16 + engine.REF_BYTES)
+    assert limit == 1024 * 1024 // (provider.dim * 4 + 16 + vectorcache.REF_BYTES)
     _index("global:__global__", [f"note {i} about tea" for i in range(limit + 1)], "t")
     found = engine.search(scopes=["global:__global__"], query="tea", limit=5, mode="hybrid")
     assert len(found.hits) == 5

@@ -1,4 +1,4 @@
-"""The per-process vectors of a scope (``engine._VectorCache``) after its documents change: what
+"""The per-process vectors of a scope (``vectorcache._VectorCache``) after its documents change: what
 a process builds from what it held (only the new vectors loaded; on PostgreSQL the refs only of
 the new documents, nothing copied when nothing went) must be what a process that held nothing
 reads, whatever happened in between: documents added, removed, edited (a new document), made
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_app.search import engine
+from memory_app.search import vectorcache
 from memory_app.search.index import Row, _bump, documents_sync, vectors_store
 from memory_app.search.models import SearchDocument, SearchScope
 
@@ -89,12 +89,12 @@ class _Scope:
             vectors_store([(doc.pk, doc.text_hash, _vector(self.rng))], model=MODEL)
         self.refs.append(ref)
 
-    def entry(self, cache: engine._VectorCache) -> engine._Entry:
+    def entry(self, cache: vectorcache._VectorCache) -> vectorcache.CacheEntry:
         scope = SearchScope.objects.get(key=self.key)
         return cache.entry(scope.pk, scope.version, MODEL, DIM)
 
 
-def _same(held: engine._Entry, fresh: engine._Entry):
+def _same(held: vectorcache.CacheEntry, fresh: vectorcache.CacheEntry):
     assert held.refs == fresh.refs
     assert sorted(held.ids.tolist()) == sorted(fresh.ids.tolist())
     rows = {int(doc_id): row for doc_id, row in zip(held.ids, held.matrix, strict=True)}
@@ -107,7 +107,7 @@ def _same(held: engine._Entry, fresh: engine._Entry):
         assert sorted(held.stamps.tolist()) == sorted(fresh.stamps.tolist())
 
 
-def _as_stored(held: engine._Entry, key: str):
+def _as_stored(held: vectorcache.CacheEntry, key: str):
     """The entry holds what the database holds: every document's ref, and the vector of each
     document that has one of the model."""
     docs = SearchDocument.objects.filter(scope__key=key)
@@ -141,14 +141,14 @@ def test_what_a_process_builds_on_what_it_held_is_what_a_fresh_read_gives(start,
     scope = _Scope(np.random.default_rng(seed))
     for n in range(start):
         scope.add(embedded=n % 3 != 2)
-    cache = engine._VectorCache()
+    cache = vectorcache._VectorCache()
     scope.entry(cache)
     for op, arg in steps:
         if op in ("remove", "edit", "recipe", "other_model") and not scope.refs:
             continue
         getattr(scope, op)(arg)
         held = scope.entry(cache)
-        _same(held, scope.entry(engine._VectorCache()))
+        _same(held, scope.entry(vectorcache._VectorCache()))
         _as_stored(held, scope.key)
 
 
@@ -158,7 +158,7 @@ def test_a_new_document_reads_one_narrow_statement_and_its_vector():
     scope = _Scope(np.random.default_rng(1))
     for _ in range(5):
         scope.add(embedded=True)
-    cache = engine._VectorCache()
+    cache = vectorcache._VectorCache()
     before = scope.entry(cache)
     scope.add(embedded=True)
     with CaptureQueriesContext(connection) as queries:
@@ -167,7 +167,7 @@ def test_a_new_document_reads_one_narrow_statement_and_its_vector():
     assert len(after.ids) == 6 and after.refs.keys() > before.refs.keys()
     if connection.vendor == "postgresql":
         # Through Django's cursor: the scope's row and the id list; the new vector comes on a
-        # binary cursor of the same connection (``engine._vectors_of``).
+        # binary cursor of the same connection (``vectorcache._vectors_of``).
         assert len(sqls) == 2, sqls
         assert "CASE WHEN" in sqls[1] and "text_hash" not in sqls[1]
-    _same(after, scope.entry(engine._VectorCache()))
+    _same(after, scope.entry(vectorcache._VectorCache()))

@@ -1,0 +1,234 @@
+"""The meaning ranking (docs/search.md): cosine similarity of the query vector with the scopes'
+document vectors, exactly from the vector cache or by pgvector's index, and what matches at all
+in a search that filters: the floors calibrated per document against background queries."""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import NamedTuple
+
+import numpy as np
+from django.db import connection
+
+from memory_app.search import vectorstore
+from memory_app.search.embeddings import (
+    DTYPE,
+    EmbeddingProvider,
+    background_queries,
+    background_similarity,
+    embed_query_soon,
+    is_chinese,
+    language_direction,
+    without_language,
+)
+from memory_app.search.vectorcache import CacheEntry, exact_vector_limit, vector_cache
+
+# Searches that filter (a list's ``q``, the memory home, ``/api/memory/search``): what matches at
+# all (docs/search.md, "Nothing matches"). A document matches by meaning when its similarity to
+# the query, less the query's background similarity, is above what the background queries
+# (``BACKGROUND_QUERIES``) of the query's language score for that document (the
+# ``BACKGROUND_QUANTILE`` of them, plus ``BACKGROUND_MARGIN``), and above the model's
+# ``match_floor``. A document found by words holds most of the query's weight (``LEXICAL_ALONE``
+# of its idf mass), or is close to matching by meaning too (``LEXICAL_SLACK``).
+# ``across="auto"`` (``/api/memory/search``): the query vector is taken across languages only
+# when at least this share of the searched documents is in the other language than the query
+# (docs/search.md, "Nothing matches"); a one-language chat keeps the model's own vector.
+ACROSS_AUTO = "auto"
+MIXED_SHARE = 0.1
+BACKGROUND_QUANTILE = 0.9
+BACKGROUND_MARGIN = 0.01
+
+
+# The mean's share along the model's language direction (``language_direction``) stays in the
+# query: which language a document is in is left to the query's own vector (and, in the searches
+# that filter, to ``across_languages``), not to how the searched documents happen to be split.
+LANGUAGE_OUT_OF_MEAN = True
+
+
+def _ranking_vector(
+    query_vector: np.ndarray, mean: Callable[[], np.ndarray | None], provider: EmbeddingProvider
+) -> np.ndarray:
+    """What the meaning ranking orders documents by: the query vector less ``hub_weight`` times
+    the mean vector of the documents ranked (``mean()``, asked only when the provider has a
+    weight). The dot product of a document with it is its similarity to the query less its share
+    of what all the searched documents have in common: a turn like "Mia, that's huge!" is close to
+    any question about Mia's life, and to every other turn of the chat, and no longer outranks
+    the one turn that says what was asked (docs/search.md, "Hubs")."""
+    weight = getattr(provider, "hub_weight", 0.0)
+    if not weight:
+        return query_vector
+    centre = mean()
+    if centre is None:
+        return query_vector
+    if LANGUAGE_OUT_OF_MEAN:
+        direction = language_direction(provider)
+        centre = centre - float(centre @ direction) * direction
+    return (query_vector - weight * centre).astype(DTYPE)
+
+
+def dense_rank(
+    scopes: list[tuple],
+    query: str,
+    depth: int,
+    *,
+    provider: EmbeddingProvider,
+    floor: bool = False,
+    pending: Future | None = None,
+    across: bool | str | None = None,
+    margins: dict[int, float] | None = None,
+    asked_in_chinese: bool | None = None,
+) -> tuple[list[tuple[int, float]], int]:
+    """``(document id, score)`` best first, and how many documents have no vector (-1: too many
+    documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
+    cosine similarity to the query, less the document's share of the searched documents' mean
+    where the provider has a ``hub_weight``. The floors are measured on the cosine similarity:
+    at most the model's ``min_score`` is no match; with ``floor``, only documents that match by
+    meaning: more similar to the query than its background similarity plus the model's
+    ``match_floor``, and (a ``calibrated`` provider, ranked in memory) more than unrelated queries
+    score for that document (``_calibrated_floors``). ``across``: the query vector is
+    taken ``across_languages`` (default: as ``floor``; docs/search.md; ``ACROSS_AUTO``: where the
+    searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
+    the floors are calibrated, receives every embedded document's similarity less its floor
+    (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
+    floors compare with (default: ``query``'s, which may carry its translation).
+    ``pending``: the query's embedding already under way (``embed_query_soon``, with the
+    same ``across_languages``), else it is embedded here."""
+    across = floor if across is None else across
+    n_docs = sum(s[1] for s in scopes)
+    if not n_docs or not query.strip():
+        return [], 0
+    if pending is None:
+        pending = embed_query_soon(provider, query, across_languages=across is True)
+    if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
+        query_vector = pending.result()
+        ranking_vector = _ranking_vector(
+            query_vector, lambda: vectorstore.mean_vector(scopes, provider.model, provider.dim), provider
+        )
+        ranked = vectorstore.rank(
+            [s[0] for s in scopes],
+            ranking_vector,
+            depth,
+            model=provider.model,
+            dim=provider.dim,
+            similar_to=query_vector,
+            above=_floor_of(query_vector, provider, floor),
+        )
+        missing = max(n_docs - vectorstore.embedded_count(scopes, provider.model), 0)
+        return ranked, missing
+    if n_docs > exact_vector_limit(provider.dim):
+        return [], -1
+    entries = [
+        vector_cache.entry(scope_id, version, provider.model, provider.dim) for scope_id, _, _, version in scopes
+    ]
+    ids = np.concatenate([entry.ids for entry in entries]) if entries else np.zeros(0, dtype=np.int64)
+    missing = max(n_docs - len(ids), 0)
+    query_vector = pending.result()  # also when nothing is embedded: a failing provider says so
+    if not len(ids):
+        return [], missing
+    chinese_query = is_chinese(query) if asked_in_chinese is None else asked_in_chinese
+    if across == ACROSS_AUTO:
+        across = _mixed_languages(entries, provider, chinese_query)
+        if across:
+            query_vector = without_language(provider, query_vector)
+    ranking_vector = _ranking_vector(
+        query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
+    )
+    sims = np.concatenate([entry.matrix @ ranking_vector for entry in entries])  # no copy of the matrices
+    similar = sims
+    if ranking_vector is not query_vector:
+        similar = np.concatenate([entry.matrix @ query_vector for entry in entries])
+    # The floor first, then the best: a document below it never takes the place of one above.
+    threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
+    if floor and getattr(provider, "calibrated", False):
+        threshold = np.maximum(
+            threshold,
+            float(background_similarity(provider, query_vector))
+            + _calibrated_floors(scopes, entries, provider, bool(across), chinese_query),
+        )
+        if margins is not None:
+            margins.update(zip(ids.tolist(), (similar - threshold).tolist(), strict=True))
+    matches = similar > threshold
+    k = min(depth, int(np.count_nonzero(matches)))
+    if not k:
+        return [], missing
+    sims = np.where(matches, sims, -np.inf)
+    top = np.argpartition(-sims, k - 1)[:k]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def _mixed_languages(entries: list[CacheEntry], provider: EmbeddingProvider, chinese_query: bool) -> bool:
+    """Whether at least ``MIXED_SHARE`` of the documents are in the other language than the query."""
+    direction = language_direction(provider)
+    if not np.any(direction):
+        return False
+    chinese = np.concatenate([entry.matrix @ direction > 0 for entry in entries])
+    other = np.count_nonzero(chinese != chinese_query)
+    return bool(other >= MIXED_SHARE * len(chinese))
+
+
+class _Calibration(NamedTuple):
+    """What the background queries score for one scope's documents, as of a version: per
+    document, the ``BACKGROUND_QUANTILE`` of its similarity less background over the English
+    background queries (row 0) and over the Chinese ones (row 1)."""
+
+    floors: np.ndarray  # (2, documents)
+
+
+# Per process, least recently used out: 16 bytes a document, about 1 % of what its vector takes
+# in the vector cache, but kept for scopes that cache has let go too.
+CALIBRATION_BYTES = 32 * 1024 * 1024
+_calibrations: OrderedDict[tuple[object, ...], _Calibration] = OrderedDict()
+_calibrations_lock = threading.Lock()
+
+
+def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingProvider, across: bool) -> _Calibration:
+    key = (connection.alias, connection.settings_dict.get("NAME"), scope[0], entry.version, provider.model, across)
+    with _calibrations_lock:
+        found = _calibrations.get(key)
+        if found is not None and found.floors.shape[1] == len(entry.ids):
+            _calibrations.move_to_end(key)
+            return found
+    queries, background, chinese = background_queries(provider, across_languages=across)
+    relative = entry.matrix @ queries.T - background  # (documents, background queries)
+    floors = np.stack(
+        [np.quantile(relative[:, chinese == group], BACKGROUND_QUANTILE, axis=1) for group in (False, True)]
+    )
+    found = _Calibration(floors.astype(np.float64))
+    with _calibrations_lock:
+        _calibrations[key] = found
+        held = sum(c.floors.nbytes for c in _calibrations.values())
+        while held > CALIBRATION_BYTES and len(_calibrations) > 1:
+            held -= _calibrations.popitem(last=False)[1].floors.nbytes
+    return found
+
+
+def _calibrated_floors(
+    scopes: list[tuple[int, ...]],
+    entries: list[CacheEntry],
+    provider: EmbeddingProvider,
+    across: bool,
+    chinese_query: bool,
+) -> np.ndarray:
+    """Per embedded document (the rows of ``entries`` in order): how far above its background
+    similarity a query must be to match it: more than the background queries of the query's
+    language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
+    the model's ``match_floor``."""
+    floors = np.concatenate(
+        [
+            _calibration(scope, entry, provider, across).floors[int(chinese_query)]
+            for scope, entry in zip(scopes, entries, strict=True)
+        ]
+    )
+    floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
+    return floored
+
+
+def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:
+    """The cosine similarity a document must be above to match: the model's ``min_score``; with
+    ``floor``, also the query's background similarity plus ``match_floor``."""
+    threshold: float = provider.min_score
+    if floor:
+        threshold = max(threshold, float(background_similarity(provider, query_vector)) + provider.match_floor)
+    return threshold
