@@ -28,11 +28,10 @@ import django  # noqa: E402
 django.setup()
 
 from memory_app.search import lexicon  # noqa: E402
+from memory_app.search.background import background_queries, is_chinese  # noqa: E402
 from memory_app.search.embeddings import (  # noqa: E402
     E5Embedding,
-    background_queries,
     background_similarity,
-    is_chinese,
     language_direction,
 )
 

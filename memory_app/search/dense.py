@@ -12,13 +12,12 @@ import numpy as np
 from django.db import connection
 
 from memory_app.search import vectorstore
+from memory_app.search.background import background_queries, is_chinese
 from memory_app.search.embeddings import (
     DTYPE,
     EmbeddingProvider,
-    background_queries,
     background_similarity,
     embed_query_soon,
-    is_chinese,
     language_direction,
     without_language,
 )

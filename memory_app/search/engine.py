@@ -35,12 +35,12 @@ from django.conf import settings
 from config.metrics import observe_search
 from memory_app.search import lexicon, vectorstore
 from memory_app.search.analysis import MAX_QUERY_TERMS, query_terms
+from memory_app.search.background import is_chinese
 from memory_app.search.dense import dense_rank
 from memory_app.search.embeddings import (
     EmbeddingProvider,
     embed_query_soon,
     get_provider,
-    is_chinese,
 )
 from memory_app.search.lexical import lexical_rank, scopes_and_postings
 from memory_app.search.models import SearchDocument

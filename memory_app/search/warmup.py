@@ -13,7 +13,8 @@ import time
 
 from config import lowtrust
 from memory_app.search import lexicon
-from memory_app.search.embeddings import E5Embedding, background_queries, get_provider, language_direction
+from memory_app.search.background import background_queries
+from memory_app.search.embeddings import E5Embedding, get_provider, language_direction
 
 logger = logging.getLogger(__name__)
 

@@ -6,14 +6,14 @@ import logging
 import pytest
 
 from config import lowtrust
-from memory_app.search import embeddings, lexicon, warmup
+from memory_app.search import background, embeddings, lexicon, warmup
 
 
 @pytest.fixture
 def cold(monkeypatch):
     lowtrust._prototypes.cache_clear()
     monkeypatch.setattr(embeddings, "_background", {})
-    monkeypatch.setattr(embeddings, "_queries", {})
+    monkeypatch.setattr(background, "_queries", {})
 
 
 def test_it_loads_the_confusables_and_with_e5_the_model_and_its_background(cold, settings, caplog):
@@ -23,7 +23,7 @@ def test_it_loads_the_confusables_and_with_e5_the_model_and_its_background(cold,
     assert lowtrust._prototypes.cache_info().currsize == 1
     model = embeddings.E5Embedding.model
     assert {model, ("language", model)} <= embeddings._background.keys()
-    assert {(model, True), (model, False)} <= embeddings._queries.keys()  # the floors' background queries
+    assert {(model, True), (model, False)} <= background._queries.keys()  # the floors' background queries
     assert lexicon._tables is not None
     assert embeddings.E5Embedding._engine is not None
     assert "warmed up" in caplog.text and "(embeddings: e5)" in caplog.text
