@@ -10,6 +10,7 @@ class ErrorCode(StrEnum):
     BAD_REQUEST = "bad_request"
     CONFLICT = "conflict"
     DUPLICATE_KEY = "duplicate_key"
+    ERROR = "error"
     INVALID = "invalid"
     INVALID_QUERY = "invalid_query"
     INVALID_TEXT = "invalid_text"

@@ -65,7 +65,7 @@ def exception_handler(exc, context):
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         exc = unauthenticated_throttled(context["request"]) or exc
     if isinstance(exc, drf_exceptions.APIException):
-        code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "error")
+        code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), ErrorCode.ERROR)
         headers = {}
         if auth_header := getattr(exc, "auth_header", None):
             headers["WWW-Authenticate"] = auth_header
