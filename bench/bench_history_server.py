@@ -54,7 +54,7 @@ from search_common import (
     throwaway_database,
     vacuum_analyze,
 )
-from server_common import Client, Server
+from server_common import Client, Server, server_env
 
 TARGETS = {"small": 25.0, "large": 50.0}  # p95 ms, issue 27
 
@@ -374,20 +374,15 @@ def main():
                 return
             for mode in modes:
                 server = Server(
-                    env={
-                        "DATABASE_URL": url,
-                        "DEBUG": "0",
-                        "API_THROTTLE": "off",
-                        "WORKSPACE_ROOT": str(workspace),
-                        "STATIC_ROOT": str(temp / "static"),
-                        "PROMETHEUS_MULTIPROC_DIR": str(temp / f"prometheus-{mode}"),
-                        "SECURE_SSL_REDIRECT": "0",
-                        "SERVE_WORKER": "0",
-                        "WORKER_EXPECTED": "0",
-                        "MEMORY_EMBEDDING_PROVIDER": args.provider,
-                        "MEMORY_SEARCH_MODE": mode,
-                        "LOG_LEVEL": "WARNING",
-                    },
+                    env=server_env(
+                        url,
+                        temp,
+                        workspace,
+                        args.provider,
+                        metrics_dir=f"prometheus-{mode}",
+                        MEMORY_SEARCH_MODE=mode,
+                        LOG_LEVEL="WARNING",
+                    ),
                     log_path=temp / "server.log",
                 )
                 try:

@@ -51,7 +51,7 @@ from search_common import (
     throwaway_database,
     vacuum_analyze,
 )
-from server_common import Client, Server
+from server_common import Client, Server, server_env
 
 CHAT = "milky:private:10001"
 TARGETS = {"mem0 search p95": 30.0, "mem0 add p50": 15.0, "store search over direct p95": 5.0}
@@ -215,20 +215,9 @@ def main():
             pool = distinct_pool(sentence, args.pool, rng)
             keys = prepare(args, phases, pool)
             server = Server(
-                env={
-                    "DATABASE_URL": url,
-                    "DEBUG": "0",
-                    "API_THROTTLE": "off",
-                    "WORKSPACE_ROOT": str(workspace),
-                    "STATIC_ROOT": str(temp / "static"),
-                    "PROMETHEUS_MULTIPROC_DIR": str(temp / "prometheus"),
-                    "SECURE_SSL_REDIRECT": "0",
-                    "SERVE_WORKER": "0",
-                    "WORKER_EXPECTED": "0",
-                    "MEMORY_EMBEDDING_PROVIDER": args.provider,
-                    "LOG_LEVEL": "WARNING",
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                },
+                env=server_env(
+                    url, temp, workspace, args.provider, LOG_LEVEL="WARNING", ALLOWED_HOSTS="127.0.0.1,localhost"
+                ),
                 log_path=temp / "server.log",
             )
             try:

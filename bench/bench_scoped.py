@@ -128,12 +128,34 @@ class Layout:
         return f"bench:private:{chat}"
 
 
+COPIED_MEMORY_COLUMNS = (
+    "id, scope_type, scope_id, kind, content, status, source_thread_id, origin, metadata, evidence, "
+    "created_at, updated_at"
+)
+
+
+def memory_defaults() -> tuple[str, str]:
+    """The other NOT NULL columns of the memory table, with their model defaults in COPY's text
+    format (``(", a, b", "\\tx\\ty")``): a column added later is filled as the ORM would fill it."""
+    from memory_app.memories.models import Memory
+
+    copied = {name.strip() for name in COPIED_MEMORY_COLUMNS.split(",")}
+    columns, values = [], []
+    for field in Memory._meta.concrete_fields:
+        if field.column in copied or field.null:
+            continue
+        default = field.get_default()
+        columns.append(field.column)
+        values.append(("t" if default else "f") if isinstance(default, bool) else copy_text(str(default)))
+    return "".join(f", {c}" for c in columns), "".join(f"\t{v}" for v in values)
+
+
 def load(args, phases, provider, pool, pool_vectors, picks, layout):
     """COPY items, scopes, documents and postings; build the secondary indexes afterwards."""
     from django.db import connection
 
     from memory_app.search.analysis import term_counts
-    from memory_app.search.index import text_hash
+    from memory_app.search.index import RECIPES, text_hash
 
     counts = [term_counts(text) for text in pool]
     lengths = [sum(c.values()) for c in counts]
@@ -170,13 +192,11 @@ def load(args, phases, provider, pool, pool_vectors, picks, layout):
     def kind(n: int) -> str:
         return kind_rng.choice(CHAT_KINDS) if n < layout.chat_items else kind_rng.choice(GLOBAL_KINDS)
 
+    more_columns, more_values = memory_defaults()
     with (
         phases(f"COPY {layout.total:,} items into {MEMORY}"),
         raw.cursor() as cur,
-        cur.copy(
-            f"COPY {MEMORY} (id, scope_type, scope_id, kind, content, status, source_thread_id, origin, "
-            "metadata, evidence, created_at, updated_at) FROM STDIN"
-        ) as copy,
+        cur.copy(f"COPY {MEMORY} ({COPIED_MEMORY_COLUMNS}{more_columns}) FROM STDIN") as copy,
     ):
         lines = []
         for n, p in enumerate(picks):
@@ -185,7 +205,8 @@ def load(args, phases, provider, pool, pool_vectors, picks, layout):
             else:
                 scope = "global\t__global__"
             lines.append(
-                f"mem_b{n:012d}\t{scope}\t{kind(n)}\t{contents[p]}\tactive\t\tapi\t{{}}\t{{}}\t{stamp}\t{stamp}\n"
+                f"mem_b{n:012d}\t{scope}\t{kind(n)}\t{contents[p]}\tactive\t\tapi\t{{}}\t{{}}\t{stamp}\t{stamp}"
+                f"{more_values}\n"
             )
             if len(lines) == ROWS_PER_WRITE:
                 copy.write("".join(lines))
@@ -210,11 +231,14 @@ def load(args, phases, provider, pool, pool_vectors, picks, layout):
         phases(f"COPY {layout.total:,} documents with {provider.dim}-d vectors into {DOCUMENT}"),
         raw.cursor() as cur,
         cur.copy(
-            f"COPY {DOCUMENT} (id, source, ref, scope_id, length, text_hash, model, vector, created_at) "
+            f"COPY {DOCUMENT} (id, source, ref, scope_id, length, text_hash, model, vector, created_at, recipe) "
             "FROM STDIN (FORMAT BINARY)"
         ) as copy,
     ):
-        copy.set_types(["int8", "varchar", "varchar", "int8", "int4", "varchar", "varchar", "bytea", "timestamptz"])
+        copy.set_types(
+            ["int8", "varchar", "varchar", "int8", "int4", "varchar", "varchar", "bytea", "timestamptz", "int2"]
+        )
+        recipe = RECIPES.get("memory", 0)  # the vectors are the current recipe's, as index.vectors_store stamps them
         model = provider.model
         for n, p in enumerate(picks):
             copy.write_row(
@@ -228,6 +252,7 @@ def load(args, phases, provider, pool, pool_vectors, picks, layout):
                     model,
                     pool_vectors[p],
                     now,
+                    recipe,
                 )
             )
 

@@ -64,7 +64,7 @@ from search_common import (
     throwaway_database,
     vacuum_analyze,
 )
-from server_common import Client, Server, drive, durable_publish_floor, measured
+from server_common import Client, Server, drive, durable_publish_floor, measured, server_env
 
 FULL = {
     "scoped_items": 1_000_000,
@@ -135,21 +135,16 @@ def main():
                 migrate()
             fixtures = prepare(args, phases)
             server = Server(
-                env={
-                    "DATABASE_URL": url,
-                    "DEBUG": "0",
-                    "API_THROTTLE": "off",
-                    "WORKSPACE_ROOT": str(workspace),
-                    "STATIC_ROOT": str(temp / "static"),
-                    "PROMETHEUS_MULTIPROC_DIR": str(temp / "prometheus"),
-                    "SECURE_SSL_REDIRECT": "0",
-                    "SERVE_WORKER": "1" if args.with_worker else "0",
-                    "WORKER_EXPECTED": "1" if args.with_worker else "0",
-                    "MEMORY_EMBEDDING_PROVIDER": args.provider,
-                    "MEMORY_EMBED_IN_BACKGROUND": original_env["MEMORY_EMBED_IN_BACKGROUND"] or "1",
-                    "LOG_LEVEL": original_env["LOG_LEVEL"] or "INFO",
-                    "METRICS_TOKEN": METRICS_TOKEN,
-                },
+                env=server_env(
+                    url,
+                    temp,
+                    workspace,
+                    args.provider,
+                    worker=args.with_worker,
+                    MEMORY_EMBED_IN_BACKGROUND=original_env["MEMORY_EMBED_IN_BACKGROUND"] or "1",
+                    LOG_LEVEL=original_env["LOG_LEVEL"] or "INFO",
+                    METRICS_TOKEN=METRICS_TOKEN,
+                ),
                 log_path=temp / "server.log",
             )
             try:

@@ -23,6 +23,34 @@ from search_common import percentile
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def server_env(
+    url: str,
+    temp: Path,
+    workspace: Path,
+    provider: str,
+    *,
+    worker: bool = False,
+    metrics_dir: str = "prometheus",
+    **extra: str,
+) -> dict:
+    """The environment a benchmark starts the production server with: its throwaway database,
+    DEBUG off, no rate limits, no HTTPS redirect, its own folders under ``temp``, the embedding
+    provider, and the background worker only with ``worker``; ``extra`` adds or overrides."""
+    return {
+        "DATABASE_URL": url,
+        "DEBUG": "0",
+        "API_THROTTLE": "off",
+        "WORKSPACE_ROOT": str(workspace),
+        "STATIC_ROOT": str(temp / "static"),
+        "PROMETHEUS_MULTIPROC_DIR": str(temp / metrics_dir),
+        "SECURE_SSL_REDIRECT": "0",
+        "SERVE_WORKER": "1" if worker else "0",
+        "WORKER_EXPECTED": "1" if worker else "0",
+        "MEMORY_EMBEDDING_PROVIDER": provider,
+        **extra,
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
