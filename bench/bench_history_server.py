@@ -50,6 +50,7 @@ from search_common import (
     load_banner,
     migrate,
     percentile,
+    questions,
     store_pool_vectors,
     throwaway_database,
     vacuum_analyze,
@@ -73,17 +74,6 @@ def parse_args():
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL))
     parser.add_argument("--keep", action="store_true")
     return parser.parse_args()
-
-
-def questions(pool: list[str], rng: random.Random, count: int) -> list[str]:
-    """Distinct questions made of two or three words of the pool's sentences (a new text for
-    the model each time)."""
-    out: dict[str, None] = {}
-    while len(out) < count:
-        words = [w.strip(".,") for w in rng.choice(pool).split() if len(w.strip(".,")) > 3]
-        if len(words) >= 2:
-            out.setdefault(" ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))) + f" {len(out)}", None)
-    return list(out)
 
 
 def prepare(args, phases, pool):

@@ -4,6 +4,7 @@
                                                   [--provider e5|hashed] [--vectors pool|pending]
                                                   [--pool 2000] [--embedding-threads N]
                                                   [--database-url postgresql://…] [--keep]
+                                                  [--server] [--calls 150]
 
 Creates a throwaway database (dropped at the end) and one user with ``--memories`` active
 user-tier memories (English and Chinese statements drawn from ``--pool`` distinct sentences,
@@ -19,6 +20,13 @@ for ``--queries`` questions, and prints p50/p95. A last row times hybrid API sea
 right after a new memory of the user (``memory_create``, untimed): the scope changed, so the
 engine's per-process vector cache of the scope is rebuilt.
 
+``--server`` measures instead through the production server, as ``make serve`` starts it
+(gunicorn, DEBUG off, throttling off, ``MEMORY_SEARCH_MODE`` = each mode): one keep-alive
+client calls ``GET /api/users/me/memories?q=`` ``--calls`` times per mode, each time with a
+question never asked before (two or three words of the pool's sentences, so with e5 the model
+embeds it in the request), after 10 warm-up calls with other questions, and prints p50/p95
+beside the target (p95 ≤ 30 ms at 1,000 memories, hybrid).
+
 Vectors exist before timing: the hashed provider embeds while indexing; for e5,
 ``--vectors pool`` (default) embeds the pool once (kept in a file in the temporary directory
 for the next run) and gives each memory the vector of its sentence, ``--vectors pending`` runs ``embedder.embed_pending`` over every memory as the
@@ -28,7 +36,14 @@ is printed too.
 """
 
 import argparse
+import json
+import os
 import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
 
 from search_common import (
     Phases,
@@ -40,8 +55,10 @@ from search_common import (
     has_query_vector_cache,
     load_banner,
     migrate,
+    percentile,
     print_timing_header,
     print_timing_row,
+    questions,
     store_pool_vectors,
     summary,
     throwaway_database,
@@ -49,6 +66,7 @@ from search_common import (
     timed,
     vacuum_analyze,
 )
+from server_common import Client, Server, server_env
 
 TECH = ["PostgreSQL 17", "Redis", "Kafka", "SQLite", "Django", "FastAPI", "Kubernetes", "Terraform", "Rust", "Go"]
 AREAS = ["all new services", "the billing system", "the search backend", "internal tools", "the mobile app"]
@@ -106,6 +124,7 @@ QUESTIONS = [
     "去哪里旅行",
 ]
 MODES = ("lexical", "dense", "hybrid")
+TARGET_P95_MS = 30.0  # list search through the server, 1,000 memories, a new query per call
 
 
 def sentence(rng: random.Random) -> str:
@@ -141,6 +160,8 @@ def main():
     parser.add_argument("--memories", type=int, default=10_000, help="active memories of the one user")
     parser.add_argument("--pool", type=int, default=2_000, help="distinct sentences (embedded once)")
     parser.add_argument("--vectors", choices=("pool", "pending"), default="pool")
+    parser.add_argument("--server", action="store_true", help="through gunicorn, a new question per call")
+    parser.add_argument("--calls", type=int, default=150, help="calls per mode with --server")
     add_common_arguments(parser)
     args = parser.parse_args()
 
@@ -148,22 +169,24 @@ def main():
     print(load_banner(args.provider))
     with throwaway_database(args.database_url, "bench_memory_search", keep=args.keep) as url:
         django_setup(url, provider=args.provider, embedding_threads=args.embedding_threads)
-        run(args, phases)
+        if args.server:
+            through_server(args, phases, url)
+        else:
+            run(args, phases)
     phases.total()
 
 
-def run(args, phases):
+def load(args, phases):
+    """Migrate; one user with ``--memories`` indexed memories whose vectors are stored; returns
+    the user, an API token of theirs and the pool of sentences."""
+
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
-    from django.test import Client
-    from django.test.utils import override_settings
 
     from identity_app.services import token_issue
     from memory_app.memories import derived
-    from memory_app.memories.filters import SEARCH_DEPTH
     from memory_app.memories.models import IDENTITY_KINDS, Memory, Tier
-    from memory_app.memories.services import memory_create
-    from memory_app.search import embedder, engine
+    from memory_app.search import embedder
     from memory_app.search.embeddings import get_provider
 
     with phases("migrate"):
@@ -210,9 +233,78 @@ def run(args, phases):
     print(f"documents without a vector of {provider.model}: {embedder.pending_count(provider=provider)}")
     with phases("VACUUM ANALYZE"):
         vacuum_analyze()
+    return user, key, pool
 
-    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.queries)]
-    embed_ms = time_query_embedding(provider, questions)
+
+def through_server(args, phases, url):
+    """``--server``: each mode through gunicorn, a new question per call."""
+    temp = Path(tempfile.mkdtemp(prefix="memsvc-bench-list-"))
+    workspace = temp / "workspaces"
+    workspace.mkdir()
+    os.environ["WORKSPACE_ROOT"] = str(workspace)
+    os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost,testserver"
+    _, key, pool = load(args, phases)
+    english = [text for text in pool if text.isascii()]
+    asked = questions(english, random.Random(5), (10 + args.calls) * len(MODES))
+    figures = {}
+    try:
+        for mode in MODES:
+            env = server_env(url, temp, workspace, args.provider, metrics_dir=f"prometheus-{mode}")
+            env.update(MEMORY_SEARCH_MODE=mode, LOG_LEVEL="WARNING")
+            server = Server(env=env, log_path=temp / "server.log")
+            try:
+                with phases(f"start the server ({mode})"):
+                    server.start()
+                client = Client(server.host, server.port, {"Authorization": f"Token {key}"})
+                latencies, errors, hits = [], 0, 0
+                for i in range(10 + args.calls):
+                    query = asked.pop()
+                    path = "/api/users/me/memories?" + urlencode({"q": query})
+                    started = time.perf_counter()
+                    status, payload = client.request("GET", path)
+                    if i >= 10:
+                        latencies.append((time.perf_counter() - started) * 1000)
+                        errors += status != 200
+                        hits += status == 200 and bool(json.loads(payload)["results"])
+                client.close()
+                figures[mode] = (latencies, errors, hits)
+            finally:
+                server.stop()
+    except RuntimeError:
+        print((temp / "server.log").read_text(errors="replace")[-3000:])
+        raise
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    print(
+        f"\nGET /api/users/me/memories?q= through gunicorn, {args.memories:,} memories, "
+        f"a new question per call ({args.calls} calls per mode, one keep-alive client)"
+    )
+    for mode, (latencies, errors, hits) in figures.items():
+        p95 = percentile(latencies, 95)
+        target = f"  (target <= {TARGET_P95_MS:.0f} ms: {'met' if p95 <= TARGET_P95_MS else 'SHORT'})"
+        print(
+            f"  {mode:8} p50 {percentile(latencies, 50):6.1f} ms  p95 {p95:6.1f} ms"
+            f"{target if mode == 'hybrid' else ''}  with hits {hits}/{len(latencies)}"
+            f"{'  errors ' + str(errors) if errors else ''}"
+        )
+
+
+def run(args, phases):
+    from django.test import Client
+    from django.test.utils import override_settings
+
+    from memory_app.memories import derived
+    from memory_app.memories.filters import SEARCH_DEPTH
+    from memory_app.memories.models import IDENTITY_KINDS, Tier
+    from memory_app.memories.services import memory_create
+    from memory_app.search import engine
+    from memory_app.search.embeddings import get_provider
+
+    user, key, pool = load(args, phases)
+    provider = get_provider()
+    kinds = sorted(IDENTITY_KINDS)
+    asked = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.queries)]
+    embed_ms = time_query_embedding(provider, asked)
     print(f"\nquery embedding ({provider.name}.embed_query, {len(embed_ms)} distinct questions, no cache), ms:")
     print(f"  {summary(embed_ms)}")
 
@@ -231,21 +323,21 @@ def run(args, phases):
         return engine.search(scopes=[scope], query=question, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH, mode=mode).hits
 
     cold_possible = has_query_vector_cache(provider)
-    print(f"\nidentity memory search, {args.memories:,} memories of one user, {len(questions)} questions per row")
+    print(f"\nidentity memory search, {args.memories:,} memories of one user, {len(asked)} questions per row")
     print_timing_header()
     with phases("timed searches"):
         for mode in MODES:
             with override_settings(MEMORY_SEARCH_MODE=mode):
                 cached = ", query vector cached" if cold_possible and mode != "lexical" else ""
-                print_timing_row(mode, "GET /api/users/me/memories?q=" + cached, timed(api, questions))
+                print_timing_row(mode, "GET /api/users/me/memories?q=" + cached, timed(api, asked))
                 print_timing_row(
                     mode,
                     f"engine.search (limit {SEARCH_DEPTH})" + cached,
-                    timed(lambda q, mode=mode: direct(q, mode), questions),
+                    timed(lambda q, mode=mode: direct(q, mode), asked),
                 )
                 if cached:
                     print_timing_row(
-                        mode, "GET …/memories?q=, cold (the model embeds the query)", timed(api, questions, cold=True)
+                        mode, "GET …/memories?q=, cold (the model embeds the query)", timed(api, asked, cold=True)
                     )
         # Last, as it adds memories: a search right after the user saved a memory (the scope
         # changed, so the engine's vector cache of the scope is rebuilt).
@@ -258,7 +350,7 @@ def run(args, phases):
             print_timing_row(
                 "hybrid",
                 "GET …/memories?q= right after a new memory" + (", cached" if cold_possible else ""),
-                timed(api, questions, before=write),
+                timed(api, asked, before=write),
             )
     print(
         "SQL = statements per search; SQL ms = mean time waiting for them; "

@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import hashlib
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -297,3 +298,14 @@ def distinct_pool(make, size: int, rng) -> list[str]:
 def load_banner(provider_name: str) -> str:
     load = os.getloadavg()
     return f"provider {provider_name}; {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+
+
+def questions(pool: list[str], rng: random.Random, count: int) -> list[str]:
+    """Distinct questions made of two or three words of the pool's sentences (a new text for
+    the model each time)."""
+    out: dict[str, None] = {}
+    while len(out) < count:
+        words = [w.strip(".,") for w in rng.choice(pool).split() if len(w.strip(".,")) > 3]
+        if len(words) >= 2:
+            out.setdefault(" ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))) + f" {len(out)}", None)
+    return list(out)

@@ -11,7 +11,8 @@ word (only when the ``status`` filter asks for them), after the ranked ones.
 """
 
 import django_filters
-from django.db.models import Case, IntegerField, Q, Value, When
+from django.db.models import Q, Value
+from django.db.models.functions import Concat, NullIf, StrIndex
 
 from memory_app.memories.derived import scope_key
 from memory_app.memories.models import Kind, Memory, Origin, Status, expired_q, live_q
@@ -71,12 +72,16 @@ class MemoryFilter(django_filters.FilterSet):
             for word in value.split()[:8]:
                 words &= Q(content__icontains=word)
             ranked |= ~live & words
-        order = Case(
-            *[When(pk=ref, then=Value(position)) for position, ref in enumerate(found.refs)],
-            default=Value(len(found.refs)),
-            output_field=IntegerField(),
-        )
-        return queryset.filter(ranked).order_by(order, "-created_at", "-id")
+        return queryset.filter(ranked).order_by(ranked_first(found.refs), "-created_at", "-id")
+
+
+def ranked_first(refs: list[str]):
+    """The rows in the order of ``refs`` (the engine's ranking), any other row after them: the
+    position of the row's id in one string parameter. A ``CASE`` of one ``WHEN`` per ranked id
+    cost ~8 ms of Python to compile per statement at a hundred ids; this costs under one."""
+    joined = "|" + "|".join(refs) + "|"  # ids hold no "|" (``new_id``)
+    position = StrIndex(Value(joined), Concat(Value("|"), "pk", Value("|")))
+    return NullIf(position, Value(0)).asc(nulls_last=True)
 
 
 def status_filter(queryset, value: str):
