@@ -5,12 +5,15 @@
     .venv/bin/python bench/dialogue_eval.py --split heldout  # the held-out third: final figures only
     options: --split dev|heldout|all  --part history|memory|all  --json out.json  --provider e5|hashed
              --speaker-key name|speaker|none|content (how each turn's speaker is sent; default name)
+             --observations plain|extracted (the memory part's observations; default plain)
 
 Each conversation is one user's history: every session is a thread, its turns messages of the
 user (person A) and of the assistant role (person B), each with ``sent_at`` = the session's
 date, written through ``message_create`` (the service behind the message API), then embedded
 by ``embed_pending`` as the worker would. The evidence turn's extracted observations are stored
-through ``POST /api/memory/items`` (kind ``fact``, the conversation's chat session).
+through ``POST /api/memory/items`` (kind ``fact``, the conversation's chat session): the
+generator's short ones (``--observations plain``) or the ones written as an extractor writes
+them, with names, dates, pronouns and about ten a session (``--observations extracted``).
 
 Asked:
 
@@ -52,6 +55,7 @@ SCOPED_MODE = {"lexical": "fts", "dense": "vector", "hybrid": "hybrid"}
 HISTORY_K = 10
 MEMORY_K = 5
 KINDS = ("single", "multi", "temporal", "open")
+OBSERVATIONS = {"plain": "observations", "extracted": "observations_extracted"}  # --observations
 
 
 def load(split: str) -> list[dict]:
@@ -332,10 +336,10 @@ def ask_levers(
     return out
 
 
-def ask_memory(conversations, service: Api, item_turns: dict, label: str) -> dict:
+def ask_memory(conversations, service: Api, item_turns: dict, label: str, observed: str = "observations") -> dict:
     records = []
     for data in conversations:
-        observations = data["observations"]
+        observations = data[observed]
         bm25 = OkapiBM25([o["text"] for o in observations])
         for q in data["questions"]:
             record = {"lang": data["lang"], "kind": q["kind"]}
@@ -413,7 +417,7 @@ def run(args) -> dict:
     item_turns = {}
     if args.part in ("memory", "all"):
         for data in conversations:
-            for o in data["observations"]:
+            for o in data[OBSERVATIONS[args.observations]]:
                 item = service.post(
                     "/api/memory/items", {"content": o["text"], "kind": "fact", "session_id": f"eval:dm:{data['id']}"}
                 )
@@ -433,7 +437,8 @@ def run(args) -> dict:
     elif args.part in ("dialogue", "all"):
         _, report["history"] = ask_history(conversations, users, positions, args.split)
     if args.part in ("memory", "all"):
-        report["memory"] = ask_memory(conversations, service, item_turns, args.split)
+        label = f"{args.split}, {args.observations} observations"
+        report["memory"] = ask_memory(conversations, service, item_turns, label, OBSERVATIONS[args.observations])
     if cache is not None:
         cache.save()
     return report
@@ -453,6 +458,7 @@ def main():
         default="name",
         help="the metadata key each turn's speaker is sent under (none: not sent; content: 'Mia: …')",
     )
+    parser.add_argument("--observations", choices=("plain", "extracted"), default="plain")
     args = parser.parse_args()
 
     import django

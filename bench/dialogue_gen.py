@@ -19,7 +19,15 @@ Deterministic (seeded): the same files every run. What it builds, per conversati
   question wordings come from a separate bank written so that the answer's words are mostly
   not the question's ("my sister is getting married" / "which family celebration…");
 - an observation per fact turn (third person, as an extraction step would write it) for the
-  memory search, plus observations of small talk as distractors.
+  memory search, plus observations of small talk as distractors (``observations``);
+- ``observations_extracted``: the same conversation as a language-model extractor writes it,
+  session after session (``extracted``): most turns that say something about a person become a
+  statement that names the person and then refers back to them ("Mia told Jon that she adopted
+  a beagle named Biscuit; Jon was thrilled for her."), some with the session's date ("On 14
+  March 2022, …"), small talk and the other person's look-alike news included (about ten
+  statements a session, ~250 a conversation, most of them about the same two people). Drawn
+  from a random stream of its own: the conversations, questions and ``observations`` are the
+  same with or without it.
 
 Conversations 0–5 are the development set; 6–8 (two English, one Chinese) are held out and
 only evaluated for the final figures (``split`` in each file).
@@ -888,6 +896,96 @@ MONTHS = [
 
 ADDRESSED = 0.35  # share of small talk and reactions that name the other person
 
+# Person A of every conversation is a woman and person B a man (the names above): the pronouns
+# an extractor writes when it refers back to them.
+PRONOUNS = {
+    "en": ({"he": "she", "him": "her", "his": "her"}, {"he": "he", "him": "him", "his": "his"}),
+    "zh": ({"he": "她", "him": "她", "his": "她的"}, {"he": "他", "him": "他", "his": "他的"}),
+}
+# What an extractor adds after a person's news, from the other side's reaction.
+REACTED = {
+    "en": ["{O} asked {him} for more details.", "{O} wanted to hear more about it.", "{O} listened closely."],
+    "zh": ["{O}问了{him}更多细节。", "{O}想多听听这件事。", "{O}听得很认真。"],
+}
+FELT = {
+    "en": ["{He} was excited to share it with {O}.", "{He} said it meant a lot to {him}.", "{He} sounded proud."],
+    "zh": ["{he}很兴奋地和{O}分享了这件事。", "{he}说这对{him}意义重大。", "{he}听起来很自豪。"],
+}
+EN_VERBS = ("think", "need", "keep")  # "I think" -> "{he} thinks"
+EN_NO_SUBJECT = ("Tried ", "Just ", "Reorganised ", "Celebrated ")  # "Tried a new…" -> "{he} tried a new…"
+EN_FIRST_PERSON = [
+    ("I have ", "{he} has "),
+    ("I'm ", "{he} is "),
+    ("I've ", "{he} has "),
+    ("I'll ", "{he} will "),
+    ("I ", "{he} "),
+    (" me ", " {him} "),
+    (" me.", " {him}."),
+    (" me,", " {him},"),
+    ("My ", "{His} "),
+    (" my ", " {his} "),
+    ("We ", "{His} family "),
+    (" we ", " they "),
+    (" our ", " their "),
+    ("Our ", "{His} family's "),
+    (" us ", " them "),
+]
+
+
+def third_person(text: str, lang: str, person: str, pronouns: dict) -> str:
+    """A first-person sentence as an extractor reports it: "{person} said …" with the pronouns
+    of ``person`` (a statement's meaning, not its exact wording)."""
+    if lang == "zh":
+        body = text.replace("我们", f"{person}一家").replace("我", pronouns["he"])
+        return f"{person}说{body}"
+    body = text
+    for verb in EN_VERBS:
+        body = body.replace(f"I {verb} ", f"I {verb}s ")
+    if body.startswith(EN_NO_SUBJECT):
+        body = f"I {body[0].lower()}{body[1:]}"
+    elif body.startswith("Feeling "):
+        body = f"I'm f{body[1:]}"
+    for first, third in EN_FIRST_PERSON:
+        body = body.replace(first, third)
+    body = body.format(he=pronouns["he"], him=pronouns["him"], his=pronouns["his"], His=pronouns["his"].capitalize())
+    if body.startswith(pronouns["he"] + " "):
+        body = body[len(pronouns["he"]) + 1 :]
+        return f"{person} {body[0].lower()}{body[1:]}" if body[:1].isupper() else f"{person} {body}"
+    return f"{person} said that {body[0].lower()}{body[1:]}"
+
+
+def spoken_date(day: str, lang: str) -> str:
+    when = date.fromisoformat(day)
+    return (
+        f"{when.day} {MONTHS[when.month - 1]} {when.year}"
+        if lang == "en"
+        else f"{when.year}年{when.month}月{when.day}日"
+    )
+
+
+def extracted_fact(base: str, lang: str, names: tuple[str, str], p: int, day: str, rng: random.Random) -> str:
+    """A fact observation of person ``p`` (``base`` starts with their name) as an extractor
+    writes it: with the date, told to the other person and referred back to, or followed by how
+    the teller felt."""
+    person, other, pronouns = names[p], names[1 - p], PRONOUNS[lang][p]
+    style = rng.randrange(4)
+    if style == 0:
+        return f"On {spoken_date(day, lang)}, {base}" if lang == "en" else f"{spoken_date(day, lang)}，{base}"
+    if style == 1:  # told, then referred back to by pronoun, and the other side's reaction
+        rest = base[len(person) :]
+        reaction = rng.choice(REACTED[lang]).format(O=other, him=pronouns["him"])
+        if lang == "en":
+            rest = f"{pronouns['his']} {rest[3:]}" if rest.startswith("'s ") else f"{pronouns['he']}{rest}"
+            return f"{person} told {other} that {rest} {reaction}"
+        rest = f"{pronouns['his']}{rest[1:]}" if rest.startswith("的") else f"{pronouns['he']}{rest}"
+        return f"{person}告诉{other}，{rest}{reaction}"
+    if style == 2:
+        felt = rng.choice(FELT[lang]).format(
+            O=other, he=pronouns["he"], He=pronouns["he"].capitalize(), him=pronouns["him"]
+        )
+        return f"{base} {felt}" if lang == "en" else f"{base}{felt}"
+    return f"{base[:-1]} ({spoken_date(day, lang)})." if lang == "en" else f"{base[:-1]}（{spoken_date(day, lang)}）。"
+
 
 def addressed(text: str, name: str, lang: str, *, first: bool) -> str:
     """``text`` said to ``name`` by name, as people do in a chat ("Hey Mia! …", "Mia, …"): the
@@ -936,6 +1034,12 @@ def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.
     # Who is addressed by name: a generator of its own, so the rest of the conversation (and
     # every question) is the same with or without it.
     address = random.Random(f"{SEED}-address-{index}")
+    extract = random.Random(f"{SEED}-extract-{index}")  # observations_extracted: a stream of its own
+    extracted: list[dict] = []
+
+    def extracted_add(turn_id: str, text: str) -> None:
+        extracted.append({"id": f"x{len(extracted)}", "turn": turn_id, "text": text})
+
     for s, session in enumerate(sessions):
         length = rng.randint(16, 21)
         slots = list(facts_by_session.get(s, []))
@@ -962,9 +1066,23 @@ def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.
                 text = rng.choice(SMALL_TALK[lang])
                 if rng.random() < 0.3:
                     text = rng.choice(REACTIONS[lang]) + " " + text
+            said = text  # before the other person is addressed by name
             if fact is None and address.random() < ADDRESSED:
                 text = addressed(text, people[1 - speaker], lang, first=t == 0)
             turn_id = f"c{index}s{s}t{t}"
+            if fact is not None and part in ("say", "more"):
+                obs_key = "obs" if part == "say" else "obs_more"
+                base = fill(event[obs_key][lang], values, lang, people[p])
+                extracted_add(turn_id, extracted_fact(base, lang, people, p, session["date"], extract))
+            else:
+                chat = next((line for line in SMALL_TALK[lang] if line in said), None)
+                statement = said if fact is not None else chat  # a decoy: the other person's look-alike news
+                if statement and not statement.endswith(("?", "？")) and extract.random() < 0.85:
+                    reported = third_person(statement, lang, people[speaker], PRONOUNS[lang][speaker])
+                    if extract.random() < 0.25:
+                        day = spoken_date(session["date"], lang)
+                        reported = f"On {day}, {reported}" if lang == "en" else f"{day}，{reported}"
+                    extracted_add(turn_id, reported)
             session["turns"].append({"id": turn_id, "speaker": people[speaker], "text": text})
             if fact is not None and part in ("say", "more"):
                 evidence[(plan_index, part)] = turn_id
@@ -1030,6 +1148,7 @@ def conversation(index: int, lang: str, a: str, b: str, split: str, rng: random.
         "other": b,
         "sessions": sessions,
         "observations": observations,
+        "observations_extracted": extracted,
         "questions": questions,
     }
 
@@ -1045,7 +1164,7 @@ def main():
         path.write_text(json.dumps(data, ensure_ascii=False, indent=0), encoding="utf-8")
         turns = sum(len(s["turns"]) for s in data["sessions"])
         print(
-            f"{path.name}: {split}, {len(data['sessions'])} sessions, {turns} turns, {len(data['questions'])} questions, {len(data['observations'])} observations"
+            f"{path.name}: {split}, {len(data['sessions'])} sessions, {turns} turns, {len(data['questions'])} questions, {len(data['observations'])} observations, {len(data['observations_extracted'])} extracted"
         )
 
 

@@ -37,6 +37,12 @@ ACROSS_AUTO = "auto"
 MIXED_SHARE = 0.1
 BACKGROUND_QUANTILE = 0.9
 BACKGROUND_MARGIN = 0.01
+# In the same searches, a document's place in the ranking is its score less this share of its
+# mean cosine similarity to all the background queries: a document close to any question (small
+# talk that names the person, "Mia is feeling a bit under the weather today") gives way to the one
+# that says what was asked. Measured with ``bench/dialogue_eval.py --part memory`` and the
+# retrieval guards (docs/search.md, "Background level").
+BACKGROUND_RANK_WEIGHT = 0.5
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -140,13 +146,11 @@ def dense_rank(
     # The floor first, then the best: a document below it never takes the place of one above.
     threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
     if floor and getattr(provider, "calibrated", False):
-        threshold = np.maximum(
-            threshold,
-            float(background_similarity(provider, query_vector))
-            + _calibrated_floors(scopes, entries, provider, bool(across), chinese_query),
-        )
+        floors, levels = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query)
+        threshold = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
         if margins is not None:
             margins.update(zip(ids.tolist(), (similar - threshold).tolist(), strict=True))
+        sims = sims - BACKGROUND_RANK_WEIGHT * levels
     matches = similar > threshold
     k = min(depth, int(np.count_nonzero(matches)))
     if not k:
@@ -170,9 +174,11 @@ def _mixed_languages(entries: list[CacheEntry], provider: EmbeddingProvider, chi
 class _Calibration(NamedTuple):
     """What the background queries score for one scope's documents, as of a version: per
     document, the ``BACKGROUND_QUANTILE`` of its similarity less background over the English
-    background queries (row 0) and over the Chinese ones (row 1)."""
+    background queries (row 0) and over the Chinese ones (row 1), and its mean cosine
+    similarity to all of them (``levels``)."""
 
     floors: np.ndarray  # (2, documents)
+    levels: np.ndarray  # (documents,)
 
 
 # Per process, least recently used out: 16 bytes a document, about 1 % of what its vector takes
@@ -190,16 +196,18 @@ def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingP
             _calibrations.move_to_end(key)
             return found
     queries, background, chinese = background_queries(provider, across_languages=across)
-    relative = entry.matrix @ queries.T - background  # (documents, background queries)
+    similar = entry.matrix @ queries.T  # (documents, background queries)
+    relative = similar - background
     floors = np.stack(
         [np.quantile(relative[:, chinese == group], BACKGROUND_QUANTILE, axis=1) for group in (False, True)]
     )
-    found = _Calibration(floors.astype(np.float64))
+    found = _Calibration(floors.astype(np.float64), similar.mean(axis=1).astype(np.float64))
     with _calibrations_lock:
         _calibrations[key] = found
-        held = sum(c.floors.nbytes for c in _calibrations.values())
+        held = sum(c.floors.nbytes + c.levels.nbytes for c in _calibrations.values())
         while held > CALIBRATION_BYTES and len(_calibrations) > 1:
-            held -= _calibrations.popitem(last=False)[1].floors.nbytes
+            dropped = _calibrations.popitem(last=False)[1]
+            held -= dropped.floors.nbytes + dropped.levels.nbytes
     return found
 
 
@@ -209,19 +217,16 @@ def _calibrated_floors(
     provider: EmbeddingProvider,
     across: bool,
     chinese_query: bool,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Per embedded document (the rows of ``entries`` in order): how far above its background
     similarity a query must be to match it: more than the background queries of the query's
     language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
-    the model's ``match_floor``."""
-    floors = np.concatenate(
-        [
-            _calibration(scope, entry, provider, across).floors[int(chinese_query)]
-            for scope, entry in zip(scopes, entries, strict=True)
-        ]
-    )
+    the model's ``match_floor``; and the document's mean similarity to the background queries."""
+    calibrations = [_calibration(scope, entry, provider, across) for scope, entry in zip(scopes, entries, strict=True)]
+    floors = np.concatenate([found.floors[int(chinese_query)] for found in calibrations])
+    levels = np.concatenate([found.levels for found in calibrations])
     floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
-    return floored
+    return floored, levels
 
 
 def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:

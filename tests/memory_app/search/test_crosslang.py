@@ -2,7 +2,8 @@
 "Nothing matches"), with the e5 model: a word in one language finds the memory written in the
 other, nonsense and unrelated questions answer empty in the lists, the memory home (notes lines
 included) and ``/api/memory/search`` (which returns its closest items only when asked, and says
-so), and another user's memories never appear."""
+so), another user's memories never appear, and a statement close to any question gives way to
+the one that answers (docs/search.md, "Background level")."""
 
 import numpy as np
 import pytest
@@ -149,3 +150,29 @@ def test_memory_search_takes_the_query_across_languages_only_where_the_documents
     assert not dense._mixed_languages([entry(english)], e5, chinese_query=False)
     assert dense._mixed_languages([entry(np.vstack([english, chinese]))], e5, chinese_query=False)
     assert dense._mixed_languages([entry(english)], e5, chinese_query=True)
+
+
+# Observations of a long chat as an extractor writes them: the small talk names the person too.
+GRACE = [
+    "Grace is feeling a bit under the weather today.",
+    "Grace volunteers at an animal shelter (14 December 2022).",
+    "On 22 October 2022, Grace is feeling a bit under the weather today.",
+    "Grace's little sister got married in Porto and Grace flew there (17 February 2023).",
+    "Omar told Grace that he moved into a loft downtown. Grace asked him for more details.",
+    "Grace told Omar that she moved into a cottage outside town. Omar asked her for more details.",
+]
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_the_statement_that_answers_outranks_small_talk_that_names_the_person(api, e5, alice, svc, mode, monkeypatch):
+    ChatBindingFactory(chat_key=SESSION, user=alice)
+    for text in GRACE:
+        engine_item(svc, text)
+    embed_pending()
+    body = searched(api, alice, "Where does Grace live these days?", mode=mode, limit=3)
+    assert body["results"][0]["content"] == GRACE[-1]
+    assert GRACE[4] in [hit["content"] for hit in body["results"]]  # Omar's move: the same words, lower
+    # Ranked by the similarity alone, the small talk comes first.
+    monkeypatch.setattr(dense, "BACKGROUND_RANK_WEIGHT", 0.0)
+    body = searched(api, alice, "Where does Grace live these days?", mode=mode, limit=3)
+    assert body["results"][0]["content"] != GRACE[-1]
