@@ -14,6 +14,7 @@ from django.db import connection
 from memory_app.search import vectorstore
 from memory_app.search.background import background_queries, is_chinese
 from memory_app.search.embeddings import (
+    CHINESE_CHARS,
     DTYPE,
     EmbeddingProvider,
     background_similarity,
@@ -43,6 +44,11 @@ BACKGROUND_MARGIN = 0.01
 # that says what was asked. Measured with ``bench/dialogue_eval.py --part memory`` and the
 # retrieval guards (docs/search.md, "Background level").
 BACKGROUND_RANK_WEIGHT = 0.5
+# ... and a search matches nothing by meaning unless its best document clears its floor by more
+# than this quantile of what the background queries of its language reach at best over the
+# searched documents: each floor lets a tenth of unrelated queries through, and among many
+# documents one of them nearly always does. None: no such gate.
+GATE_QUANTILE: float | None = 0.9
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -83,6 +89,7 @@ def dense_rank(
     across: bool | str | None = None,
     margins: dict[int, float] | None = None,
     asked_in_chinese: bool | None = None,
+    gated: bool = True,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, score)`` best first, and how many documents have no vector (-1: too many
     documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
@@ -96,7 +103,8 @@ def dense_rank(
     searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
     (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
-    floors compare with (default: ``query``'s, which may carry its translation).
+    floors compare with (default: ``query``'s, which may carry its translation). ``gated``: the
+    floors' scopes are gated too (``GATE_QUANTILE``; the engine: a question, ``question_like``).
     ``pending``: the query's embedding already under way (``embed_query_soon``, with the
     same ``across_languages``), else it is embedded here."""
     across = floor if across is None else across
@@ -146,10 +154,19 @@ def dense_rank(
     # The floor first, then the best: a document below it never takes the place of one above.
     threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
     if floor and getattr(provider, "calibrated", False):
-        floors, levels = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query)
-        threshold = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
+        floors, levels, gates = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query)
+        needed = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
+        margin = similar - needed
         if margins is not None:
-            margins.update(zip(ids.tolist(), (similar - threshold).tolist(), strict=True))
+            margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
+        # A scope whose best document does not clear its gate matches nothing by meaning.
+        start = 0
+        for entry, gate in zip(entries, gates if gated else [-np.inf] * len(entries), strict=True):
+            part = slice(start, start + len(entry.ids))
+            start = part.stop
+            if part.stop > part.start and margin[part].max() <= gate:
+                needed[part] += 1.0
+        threshold = needed
         sims = sims - BACKGROUND_RANK_WEIGHT * levels
     matches = similar > threshold
     k = min(depth, int(np.count_nonzero(matches)))
@@ -159,6 +176,11 @@ def dense_rank(
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def question_like(query: str) -> bool:
+    """Three words or more (five Chinese characters): what the background queries are like."""
+    return len(query.split()) >= 3 or len(CHINESE_CHARS.findall(query)) >= 5
 
 
 def _mixed_languages(entries: list[CacheEntry], provider: EmbeddingProvider, chinese_query: bool) -> bool:
@@ -175,10 +197,12 @@ class _Calibration(NamedTuple):
     """What the background queries score for one scope's documents, as of a version: per
     document, the ``BACKGROUND_QUANTILE`` of its similarity less background over the English
     background queries (row 0) and over the Chinese ones (row 1), and its mean cosine
-    similarity to all of them (``levels``)."""
+    similarity to all of them (``levels``); per background query, by how much its best document
+    clears that document's floor (``best``, negative: none does)."""
 
     floors: np.ndarray  # (2, documents)
     levels: np.ndarray  # (documents,)
+    best: np.ndarray  # (background queries,): each one's best margin over the documents
 
 
 # Per process, least recently used out: 24 bytes a document, about 2 % of what its vector takes
@@ -201,14 +225,22 @@ def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingP
     floors = np.stack(
         [np.quantile(relative[:, chinese == group], BACKGROUND_QUANTILE, axis=1) for group in (False, True)]
     )
-    found = _Calibration(floors.astype(np.float64), similar.mean(axis=1).astype(np.float64))
+    needed = np.maximum(provider.match_floor, floors[chinese.astype(int)].T + BACKGROUND_MARGIN)
+    found = _Calibration(
+        floors.astype(np.float64),
+        similar.mean(axis=1).astype(np.float64),
+        (relative - needed).max(axis=0, initial=-1.0).astype(np.float64),
+    )
     with _calibrations_lock:
         _calibrations[key] = found
-        held = sum(c.floors.nbytes + c.levels.nbytes for c in _calibrations.values())
+        held = sum(_nbytes(c) for c in _calibrations.values())
         while held > CALIBRATION_BYTES and len(_calibrations) > 1:
-            dropped = _calibrations.popitem(last=False)[1]
-            held -= dropped.floors.nbytes + dropped.levels.nbytes
+            held -= _nbytes(_calibrations.popitem(last=False)[1])
     return found
+
+
+def _nbytes(calibration: _Calibration) -> int:
+    return sum(part.nbytes for part in calibration)
 
 
 def _calibrated_floors(
@@ -217,16 +249,22 @@ def _calibrated_floors(
     provider: EmbeddingProvider,
     across: bool,
     chinese_query: bool,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Per embedded document (the rows of ``entries`` in order): how far above its background
     similarity a query must be to match it: more than the background queries of the query's
     language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
-    the model's ``match_floor``; and the document's mean similarity to the background queries."""
+    the model's ``match_floor``; the document's mean similarity to the background queries; and
+    per scope, the gate: by how much the query's best document of that scope must clear its floor
+    for any of the scope's documents to match (``GATE_QUANTILE``; minus infinity: no gate)."""
     calibrations = [_calibration(scope, entry, provider, across) for scope, entry in zip(scopes, entries, strict=True)]
     floors = np.concatenate([found.floors[int(chinese_query)] for found in calibrations])
     levels = np.concatenate([found.levels for found in calibrations])
     floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
-    return floored, levels
+    gates = [-np.inf] * len(calibrations)
+    if GATE_QUANTILE is not None:
+        chinese = background_queries(provider, across_languages=across)[2] == chinese_query
+        gates = [max(0.0, float(np.quantile(found.best[chinese], GATE_QUANTILE))) for found in calibrations]
+    return floored, levels, gates
 
 
 def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:

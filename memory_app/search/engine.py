@@ -36,7 +36,7 @@ from config.metrics import observe_search
 from memory_app.search import lexicon, vectorstore
 from memory_app.search.analysis import MAX_QUERY_TERMS, query_terms
 from memory_app.search.background import is_chinese
-from memory_app.search.dense import dense_rank
+from memory_app.search.dense import dense_rank, question_like
 from memory_app.search.embeddings import (
     EmbeddingProvider,
     embed_query_soon,
@@ -207,6 +207,7 @@ def rank(
             across=across,
             margins=margins,
             asked_in_chinese=is_chinese(query),
+            gated=question_like(query),
         )
         if margins:
             lexical = [

@@ -2,8 +2,12 @@
 "Nothing matches"), with the e5 model: a word in one language finds the memory written in the
 other, nonsense and unrelated questions answer empty in the lists, the memory home (notes lines
 included) and ``/api/memory/search`` (which returns its closest items only when asked, and says
-so), another user's memories never appear, and a statement close to any question gives way to
-the one that answers (docs/search.md, "Background level")."""
+so), another user's memories never appear, a question unrelated to everything searched answers
+empty, and a statement close to any question gives way to the one that answers (docs/search.md,
+"Background level")."""
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,3 +180,28 @@ def test_the_statement_that_answers_outranks_small_talk_that_names_the_person(ap
     monkeypatch.setattr(dense, "BACKGROUND_RANK_WEIGHT", 0.0)
     body = searched(api, alice, "Where does Grace live these days?", mode=mode, limit=3)
     assert body["results"][0]["content"] != GRACE[-1]
+
+
+# One user of the evaluation set (bench/crosslang_gen.py): 44 memories in both languages.
+CROSSLANG_USER = json.loads(
+    (Path(__file__).resolve().parents[3] / "bench" / "data" / "crosslang" / "set.json").read_text(encoding="utf-8")
+)["users"][0]
+
+
+@pytest.mark.django_db
+def test_a_question_unrelated_to_all_the_memories_answers_empty_and_a_related_one_does_not(api, e5, alice, monkeypatch):
+    content = {}
+    for memory in CROSSLANG_USER["memories"]:
+        services.memory_create(actor=alice, tier="user", kind="fact", content=memory["content"])
+        content[memory["key"]] = memory["content"]
+    embed_pending()
+    unrelated = ["海王星离太阳有多远？", "人的头骨有多少块骨头？", "柏林墙倒塌发生在哪一年？"]
+    for query in unrelated:
+        assert listed(api, alice, query) == [], query
+    questions = [q for q in CROSSLANG_USER["questions"] if q["kind"] == "question"][:8]
+    for question in questions:
+        assert content[question["answer"]] in listed(api, alice, question["q"])[:3], question["q"]
+    # Each clears some memory's own floor: without the gate they answered with it.
+    monkeypatch.setattr(dense, "GATE_QUANTILE", None)
+    for query in unrelated:
+        assert listed(api, alice, query) != [], query
