@@ -4,6 +4,7 @@ PostgreSQL with the ``vector`` extension (not part of the test suite).
     .venv/bin/python bench/bench_pgvector.py [--database-url postgresql://…] [--global-items 1000000]
         [--user-items 100000] [--small-users 20] [--small-items 300] [--queries 200] [--dim 384]
         [--skip-numpy-global] [--compare-vector] [--ef-search 200,400] [--m M] [--ef-construction N]
+        [--compare-binary] [--overfetch 40,100,200,400] [--binary-builds 24:128,16:64]
         [--df-budget N] [--warm 200] [--keep] [--reuse DATABASE]
 
 ``--database-url`` (default ``$DATABASE_URL``) must offer the ``vector`` extension; otherwise a
@@ -29,6 +30,15 @@ disk) and prints, per scope and path:
   * recall@10 of ``vectorstore.rank`` (pgvector) against exact ranking on the same queries;
   * hybrid ``engine.search`` p50/p95 (words + meaning, row refs), pgvector and numpy paths;
   * the process's resident memory before and after, and the vector cache's bytes.
+
+``--compare-binary`` also measures binary quantization with re-scoring (a measurement only:
+the service's query path is unchanged): an HNSW index on ``binary_quantize(vec)::bit(<dim>)``
+with ``bit_hamming_ops`` (pgvector 0.7 or later), built with each ``--binary-builds`` m:ef_construction
+(default: the service's), timed, its size; then, for each large scope and each ``--overfetch``
+N, recall@10 against exact ranking and p50/p95 of one SQL statement that takes the N nearest
+rows by Hamming distance from the bit index (the service's scope filter, iterative scan,
+``ef_search`` (at least N) and ``max_scan_tuples``) and re-scores them by the ``halfvec``
+inner product, returning the best 10. The plan is checked once per scope to use the bit index.
 """
 
 import argparse
@@ -36,6 +46,7 @@ import contextlib
 import importlib.util
 import os
 import random
+import re
 import resource
 import shutil
 import socket
@@ -93,9 +104,10 @@ def load(args, rng, pool, scopes, *, write: bool = True) -> dict[int, np.ndarray
     from pgvector.psycopg import register_vector
 
     from memory_app.search.analysis import term_counts
-    from memory_app.search.index import text_hash
+    from memory_app.search.index import RECIPES, text_hash
 
     counts = [term_counts(text) for text in pool]
+    recipe = RECIPES.get("memory", 0)  # the vectors are the current recipe's, as index.vectors_store stamps them
     lengths = [sum(c.values()) for c in counts]
     hashes = [text_hash(text) for text in pool]
     centres = rng.standard_normal((2000, args.dim), dtype=np.float32)
@@ -121,7 +133,7 @@ def load(args, rng, pool, scopes, *, write: bool = True) -> dict[int, np.ndarray
             total_length = int(sum(lengths[p] for p in picks))
             first = doc_id + 1
             with cursor.copy(
-                f"COPY {DOCUMENT} (id, source, ref, scope_id, length, text_hash, model, vector, vec, created_at) "
+                f"COPY {DOCUMENT} (id, source, ref, scope_id, length, text_hash, model, vector, vec, created_at, recipe) "
                 "FROM STDIN (FORMAT BINARY)"
             ) as copy:
                 copy.set_types(
@@ -136,6 +148,7 @@ def load(args, rng, pool, scopes, *, write: bool = True) -> dict[int, np.ndarray
                         "bytea",
                         "halfvec",
                         "timestamptz",
+                        "int2",
                     ]
                 )
                 now = time.time()
@@ -157,6 +170,7 @@ def load(args, rng, pool, scopes, *, write: bool = True) -> dict[int, np.ndarray
                             matrix[i].tobytes(),
                             HalfVector(matrix[i]),
                             stamp,
+                            recipe,
                         )
                     )
             with cursor.copy(
@@ -311,6 +325,152 @@ def exact_top(matrix: np.ndarray, first_id: int, query: np.ndarray, k: int) -> l
     return [first_id + int(i) for i in top[np.argsort(-sims[top])]]
 
 
+BIT_INDEX = "bench_vec_bit"
+
+
+def binary_sql(dim: int) -> str:
+    """The N nearest rows of the scopes by Hamming distance (the bit index), re-scored by the
+    ``halfvec`` inner product: the best ``depth`` ids. Parameters: scope ids, query, N, query,
+    depth. The partial index's predicate is repeated as a literal, as the service does."""
+    return (
+        f"SELECT id FROM (SELECT id, vec FROM {DOCUMENT} "
+        f"WHERE model = '{MODEL}' AND vec IS NOT NULL AND scope_id = ANY(%s) "
+        f"ORDER BY binary_quantize(vec)::bit({dim}) <~> binary_quantize(%s::halfvec({dim}))::bit({dim}) "
+        f"LIMIT %s) AS candidates ORDER BY vec::halfvec({dim}) <#> %s::halfvec({dim}) LIMIT %s"
+    )
+
+
+def set_scan(cursor, ef_search: int, *, forced: bool = False) -> None:
+    """The service's index scan settings for one transaction (``vectorstore.rank``); ``forced``:
+    no sort either, so that the planner takes the bit index (where it would rather sort the
+    scope's rows by Hamming distance itself)."""
+    from memory_app.search import vectorstore
+
+    cursor.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true), "
+        "set_config('enable_sort', %s, true)",
+        [str(ef_search), str(vectorstore.MAX_SCAN_TUPLES), "off" if forced else "on"],
+    )
+
+
+def short_plan(plan: str) -> str:
+    """``plan`` without its long vector and bit literals."""
+    return re.sub(r"'[^']{60,}'", "'…'", plan)
+
+
+def compare_binary(args, queries, warmup, provider, matrices, firsts, scopes, n_all) -> list[tuple[str, str, str]]:
+    """Binary quantization with re-scoring (module docstring): per bit index built, per large
+    scope and per overfetch N, recall@10 against exact ranking and the statement's p50/p95
+    (nothing without ``--compare-binary``). Where the planner would not take the bit index for
+    a scope (it may rather sort the scope's rows by Hamming distance), both are measured: as
+    planned, and with the bit index (sorting disabled)."""
+    if not args.compare_binary:
+        return []
+    from django.conf import settings
+    from django.db import connection, transaction
+
+    from memory_app.search import vectorstore
+    from memory_app.search.vectorstore import halfvec_text
+
+    rows: list[tuple[str, str, str]] = []
+    dim = args.dim
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        version = cursor.fetchone()[0]
+    assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 7), f"pgvector {version}: no binary_quantize"
+    print(f"\nbinary quantization with re-scoring (pgvector {version})", flush=True)
+    builds = [tuple(int(v) for v in b.split(":")) for b in args.binary_builds.split(",") if b.strip()]
+    builds = builds or [(vectorstore.HNSW_M, vectorstore.HNSW_EF_CONSTRUCTION)]
+    overfetch = [int(v) for v in args.overfetch.split(",") if v.strip()]
+    ef_default = int(getattr(settings, "MEMORY_VECTOR_EF_SEARCH", vectorstore.EF_SEARCH))
+    large = list(enumerate(scopes, start=1))[:2]
+    truths = {
+        scope_id: [set(exact_top(matrices[scope_id], firsts[scope_id], provider.vectors[t], 10)) for t in queries]
+        for scope_id, _ in large
+    }
+    sql = binary_sql(dim)
+    for scope_id, (key, _) in large:  # which index the service's statement takes, for comparison
+        with transaction.atomic(), connection.cursor() as cursor:
+            set_scan(cursor, ef_default)
+            cursor.execute(
+                f"EXPLAIN SELECT id, vector FROM {DOCUMENT} WHERE model = '{MODEL}' AND vec IS NOT NULL "
+                f"AND scope_id = ANY(%s) ORDER BY vec::halfvec({dim}) <#> %s::halfvec({dim}) LIMIT %s",
+                [[scope_id], halfvec_text(provider.vectors[queries[0]]), vectorstore.CANDIDATES],
+            )
+            used = [line.strip() for (line,) in cursor.fetchall() if " using " in line]
+        print(f"  the service's halfvec statement, {key}: {'; '.join(used) or 'no index'}")
+
+    def ms(values):
+        return f"p50 {percentile(values, 50) * 1000:.1f} ms, p95 {percentile(values, 95) * 1000:.1f} ms"
+
+    def ranked(scope_id: int, text: str, n: int, forced: bool, *, explain: bool = False) -> list:
+        query = halfvec_text(provider.vectors[text])
+        with transaction.atomic(), connection.cursor() as cursor:
+            set_scan(cursor, max(ef_default, n), forced=forced)
+            cursor.execute(f"EXPLAIN {sql}" if explain else sql, [[scope_id], query, n, query, 10])
+            return [row[0] for row in cursor.fetchall()]
+
+    for m, ef_construction in builds:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS {BIT_INDEX}")
+            cursor.execute("SET maintenance_work_mem = '3GB'")
+            cursor.execute("SET max_parallel_maintenance_workers = 1")
+            started = time.perf_counter()
+            cursor.execute(
+                f"CREATE INDEX {BIT_INDEX} ON {DOCUMENT} USING hnsw ((binary_quantize(vec)::bit({dim})) bit_hamming_ops) "
+                f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE model = '{MODEL}' AND vec IS NOT NULL"
+            )
+            elapsed = time.perf_counter() - started
+            cursor.execute("SELECT pg_relation_size(%s)", [BIT_INDEX])
+            index_size = cursor.fetchone()[0]
+        build = f"bit m={m}, ef_construction={ef_construction}"
+        rows.append(
+            (f"HNSW {build} index over {n_all} rows: build, size", f"{elapsed:.1f} s, {index_size / 2**20:.0f} MiB", "")
+        )
+        print(rows[-1], flush=True)
+        rows.append((f"  {build}: read into the OS page cache (all the tables' files again)", prewarm(), ""))
+        print(rows[-1], flush=True)
+        for scope_id, (key, size) in large:
+            variants = []
+            for forced in (False, True):
+                plan = "\n".join(ranked(scope_id, queries[0], max(overfetch), forced, explain=True))
+                print(
+                    f"  plan, {key}{', sort disabled' if forced else ''}:\n    "
+                    + short_plan(plan).replace("\n", "\n    ")
+                )
+                variants.append(forced)
+                if f"Index Scan using {BIT_INDEX}" in plan:
+                    break
+                print(f"  the planner does not take the bit index for {key}: measured as planned and with it")
+            assert f"Index Scan using {BIT_INDEX}" in plan, f"the bit index is not used for {key}"
+            for forced in variants:
+                how = "bit index" if forced or len(variants) == 1 else "as planned (no bit index)"
+                for text in warmup[:50]:  # untimed: the first statements read the index into shared buffers
+                    ranked(scope_id, text, max(overfetch), forced)
+                for n in overfetch:
+                    hits, times = 0, []
+                    lo, hi = firsts[scope_id], firsts[scope_id] + len(matrices[scope_id])
+                    for text, truth in zip(queries, truths[scope_id], strict=True):
+                        started = time.perf_counter()
+                        got = ranked(scope_id, text, n, forced)
+                        times.append(time.perf_counter() - started)
+                        assert all(lo <= d < hi for d in got), f"a row of another scope in scope {scope_id}'s answer"
+                        hits += len(truth & set(got))
+                    rows.append(
+                        (
+                            f"  {build}, {key} ({size}), {how}, top {n} by Hamming re-scored "
+                            f"(ef_search {max(ef_default, n)}): recall@10",
+                            f"{hits / (10 * len(queries)):.3f}, {ms(times)}",
+                            "≥ 0.95",
+                        )
+                    )
+                    print(rows[-1], flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {BIT_INDEX}")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
@@ -325,6 +485,15 @@ def main():
     parser.add_argument("--ef-search", default="", help="also measure recall at these hnsw.ef_search values: 200,400")
     parser.add_argument("--m", type=int, default=0, help="HNSW m (default: the service's)")
     parser.add_argument("--ef-construction", type=int, default=0, help="HNSW ef_construction (default: the service's)")
+    parser.add_argument(
+        "--compare-binary", action="store_true", help="also measure binary quantization with re-scoring"
+    )
+    parser.add_argument("--overfetch", default="40,100,200,400", help="rows the bit index gives to re-score")
+    parser.add_argument(
+        "--binary-builds",
+        default="",
+        help="m:ef_construction of the bit indexes (default: the service's): 24:128,16:64",
+    )
     parser.add_argument("--df-budget", type=int, default=0, help="engine.DF_BUDGET (default: the service's)")
     parser.add_argument("--warm", type=int, default=200, help="other searches first, timed apart (cold pages)")
     parser.add_argument("--keep", action="store_true")
@@ -517,6 +686,7 @@ def run(args, phases):
             )
         )
         engine.vector_cache.clear()
+    rows.extend(compare_binary(args, queries, warmup, provider, matrices, firsts, scopes, n_all))
     small = range(3, len(scopes) + 1)
     settings.MEMORY_VECTOR_BACKEND = "pgvector"
     hits = 0
