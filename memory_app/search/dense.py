@@ -44,10 +44,10 @@ BACKGROUND_MARGIN = 0.01
 # that says what was asked. Measured with ``bench/dialogue_eval.py --part memory`` and the
 # retrieval guards (docs/search.md, "Background level").
 BACKGROUND_RANK_WEIGHT = 0.5
-# ... and a search matches nothing by meaning unless its best document clears its floor by more
-# than this quantile of what the background queries of its language reach at best over the
-# searched documents: each floor lets a tenth of unrelated queries through, and among many
-# documents one of them nearly always does. None: no such gate.
+# ... and a scope matches a question (``question_like``) by meaning only if its best document
+# clears its floor by more than this quantile of what the background queries of the question's
+# language reach at best over that scope: each floor lets a tenth of unrelated queries through,
+# and among many documents one of them nearly always does. None: no such gate.
 GATE_QUANTILE: float | None = 0.9
 
 
