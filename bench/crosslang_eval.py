@@ -232,8 +232,8 @@ def main() -> None:
     settings.MEMORY_EMBEDDING_PROVIDER = os.environ.get("MEMORY_EMBEDDING_PROVIDER", "e5")
     settings.MEMORY_EMBED_IN_BACKGROUND = False
     settings.WORKSPACE_ROOT = Path(tempfile.mkdtemp(prefix="crosslang_eval_"))
-    from django.db import connection, connections
-    from django.test.utils import setup_test_environment
+    from django.db import connection
+    from search_common import test_database
 
     from memory_app.scoped import search as scoped_search
     from memory_app.search import engine
@@ -245,12 +245,9 @@ def main() -> None:
         old = getattr(module, name)  # an unknown name fails here
         setattr(module, name, type(old)(value) if not isinstance(old, bool) else value.lower() in ("1", "true", "yes"))
         print(f"{module.__name__}.{name} = {getattr(module, name)!r}")
-    setup_test_environment()
     data = json.loads(DATA.read_text(encoding="utf-8"))
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     report: dict = {"split": args.split}
-    try:
+    with test_database():
         started = time.perf_counter()
         worlds = setup_users(data)
         embedded = embed_pending()
@@ -261,9 +258,6 @@ def main() -> None:
             quality(worlds, args.split, report)
         if args.part in ("empty", "all"):
             empty(worlds, data, report)
-    finally:
-        connections.close_all()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
         args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
 

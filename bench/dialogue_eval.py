@@ -480,17 +480,10 @@ def main():
 
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False
-    from django.db import connection, connections
-    from django.test.utils import setup_test_environment
+    from search_common import test_database
 
-    setup_test_environment()
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    try:
+    with test_database():
         report = run(args)
-    finally:
-        connections.close_all()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
         args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
 

@@ -120,17 +120,10 @@ def main():
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False
     settings.WORKSPACE_ROOT = Path(tempfile.mkdtemp(prefix="home_search_eval_"))
-    from django.db import connection, connections
-    from django.test.utils import setup_test_environment
+    from search_common import test_database
 
-    setup_test_environment()
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    try:
+    with test_database():
         report = run(args)
-    finally:
-        connections.close_all()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     for part in ("all", "en", "zh"):
         print(part, report[part])
     print("latency_ms", report["latency_ms"])

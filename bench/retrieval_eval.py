@@ -641,18 +641,11 @@ def main():
         print(f"lever {name} = {value}")
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False  # refresh_embeddings embeds everything before the questions
-    from django.db import connection, connections
-    from django.test.utils import setup_test_environment
+    from search_common import test_database
 
-    setup_test_environment()
-    old_name = connection.settings_dict["NAME"]
     start = time.perf_counter()
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    try:
+    with test_database():
         report = run(args)
-    finally:
-        connections.close_all()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     report["timings_s"]["total"] = round(time.perf_counter() - start, 2)
     print(f"\ntotal {report['timings_s']['total']:.1f}s")
     if args.json:

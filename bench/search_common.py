@@ -309,3 +309,20 @@ def questions(pool: list[str], rng: random.Random, count: int) -> list[str]:
         if len(words) >= 2:
             out.setdefault(" ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))) + f" {len(out)}", None)
     return list(out)
+
+
+@contextlib.contextmanager
+def test_database():
+    """A test database made by Django's test runner machinery for the settings in use (SQLite in
+    memory unless ``DATABASE_URL`` is set), dropped afterwards: what the evaluations ask against."""
+    from django.db import connection, connections
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    old_name = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        yield connection
+    finally:
+        connections.close_all()
+        connection.creation.destroy_test_db(old_name, verbosity=0)

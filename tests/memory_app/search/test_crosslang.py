@@ -15,9 +15,8 @@ import pytest
 from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.notes import services as notes_services
-from memory_app.search import dense, engine, lexicon, vectorcache
+from memory_app.search import dense, lexicon, vectorcache
 from memory_app.search.embedder import embed_pending
-from memory_app.search.embeddings import get_provider
 from tests.factories import ChatBindingFactory
 
 SESSION = "milky:private:39001"
@@ -36,15 +35,6 @@ MEMORIES = [
     "我在攒钱买相机。",
 ]
 NOTES = "- Answer in the language I write in.\n- 代码示例请用 Python。\n- Use the metric system.\n"
-
-
-@pytest.fixture
-def e5(settings):
-    settings.MEMORY_EMBEDDING_PROVIDER = "e5"
-    settings.MEMORY_EMBED_IN_BACKGROUND = False
-    engine.vector_cache.clear()
-    yield get_provider()
-    engine.vector_cache.clear()
 
 
 @pytest.fixture

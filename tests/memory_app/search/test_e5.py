@@ -13,20 +13,11 @@ from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.search import engine
 from memory_app.search.embedder import embed_pending
-from memory_app.search.embeddings import E5Embedding, get_provider, language_direction
+from memory_app.search.embeddings import E5Embedding, language_direction
 from memory_app.search.models import SearchDocument
 
 DECISION = "Decided to use PostgreSQL 17 for all new services"
 OTHERS = ["Prefers tea over coffee in the morning", "My sister's birthday is on March 3", "我最喜欢喝绿茶"]
-
-
-@pytest.fixture
-def e5(settings):
-    settings.MEMORY_EMBEDDING_PROVIDER = "e5"
-    settings.MEMORY_EMBED_IN_BACKGROUND = False
-    engine.vector_cache.clear()
-    yield get_provider()
-    engine.vector_cache.clear()
 
 
 def test_e5_vectors_are_normalised_and_bilingual(e5):
