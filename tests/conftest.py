@@ -11,6 +11,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
+from config import throttling
 from identity_app.models import Role
 from identity_app.services import token_issue, user_grant_service
 from memory_app.reads import recorder as reads_recorder
@@ -165,6 +166,24 @@ def api(db):
         return TokenClient(user, key)
 
     return make
+
+
+class Clock:
+    """A clock the throttles read, so a test never straddles the end of a window."""
+
+    def __init__(self, now=1_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def throttle_clock(monkeypatch):
+    """The throttles' windows follow this clock, moved by hand (``throttle_clock.now += 60``)."""
+    clock = Clock()
+    monkeypatch.setattr(throttling.ScopeThrottle, "timer", staticmethod(clock))
+    return clock
 
 
 @pytest.fixture(autouse=True)

@@ -82,7 +82,7 @@ def _redis_cache(url: str, prefix: str) -> dict:
 
 
 @needs_redis
-def test_throttle_counts_in_redis():
+def test_throttle_counts_in_redis(throttle_clock):
     prefix = f"memsvc-test-{secrets.token_hex(6)}"
     with override_settings(CACHES=_redis_cache(REDIS_URL, prefix), API_THROTTLE_RATES={"anon": "3/hour"}):
         throttle = throttling.AnonThrottle()
@@ -181,7 +181,7 @@ def _fallback_logs(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "config.throttling" and r.levelno >= logging.WARNING]
 
 
-def test_with_redis_down_the_limits_count_per_process_and_say_so_once(breaker, caplog):
+def test_with_redis_down_the_limits_count_per_process_and_say_so_once(breaker, throttle_clock, caplog):
     with override_settings(
         CACHES=_redis_cache(f"redis://127.0.0.1:{free_port()}/0", "memsvc-down"), API_THROTTLE_RATES={"anon": "3/hour"}
     ):
@@ -197,7 +197,7 @@ def test_with_redis_down_the_limits_count_per_process_and_say_so_once(breaker, c
 
 @pytest.mark.django_db
 def test_with_redis_down_forged_tokens_search_and_run_calls_still_end_in_429(
-    api, svc, alice, make_run, run_api, breaker, settings
+    api, svc, alice, make_run, run_api, breaker, throttle_clock, settings
 ):
     settings.API_THROTTLE = True
     settings.API_THROTTLE_RATES = {
@@ -227,7 +227,7 @@ def test_with_redis_down_forged_tokens_search_and_run_calls_still_end_in_429(
 
 
 def test_a_hanging_redis_is_asked_once_then_left_alone_until_the_breaker_lets_a_probe_through(
-    breaker, unanswering, caplog
+    breaker, unanswering, throttle_clock, caplog
 ):
     """One request waits for the socket timeout; the others within the breaker's time never
     reach Redis at all, so a hanging Redis costs one timeout per breaker period, not one per call."""

@@ -16,25 +16,8 @@ SESSION = "milky:private:10001"
 FORGED = "Token 0123456789abcdef0123456789abcdef0123456789abcdef"
 
 
-class Clock:
-    """A clock the throttles read, so a test never straddles the end of a window."""
-
-    def __init__(self, now=1_000_000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(throttling.ScopeThrottle, "timer", staticmethod(clock))
-    return clock
-
-
-@pytest.fixture
-def rates(settings, clock):
+def rates(settings, throttle_clock):
     """Low rates for the scope under test; the others stay out of the way."""
 
     def set_rates(**low):
@@ -135,13 +118,13 @@ def test_authenticated_calls_are_limited_per_user_across_tokens(api, rates, alic
     assert api(bob).get("/api/users/me/memories").status_code == 200
 
 
-def test_the_window_ends_when_retry_after_says(api, rates, alice, clock):
+def test_the_window_ends_when_retry_after_says(api, rates, alice, throttle_clock):
     rates(user="2/minute")
     client = api(alice)
     assert [client.get("/api/users/me/memories").status_code for _ in range(2)] == [200, 200]
-    clock.now += 15
+    throttle_clock.now += 15
     retry_after = assert_throttled(client.get("/api/users/me/memories"))
-    clock.now += retry_after
+    throttle_clock.now += retry_after
     assert client.get("/api/users/me/memories").status_code == 200
 
 
