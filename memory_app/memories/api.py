@@ -16,7 +16,7 @@ from config.api.schema import is_schema_generation
 from config.http import AuthenticatedRequest
 from config.validation import is_valid_id
 from identity_app.api.serializers import ProfileOutput
-from memory_app.memories import selectors, services
+from memory_app.memories import early, selectors, services
 from memory_app.memories.filters import MemoryFilter
 from memory_app.memories.identity_context import identity_context_build
 from memory_app.memories.models import IDENTITY_KINDS, MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
@@ -145,7 +145,22 @@ class IdentityContextOutput(serializers.Serializer):
     project_summary_context = StrictCharField()
 
 
-class MyMemoryListView(generics.ListAPIView):
+class SearchStartsEarly:
+    """A list whose search (``?q=``) hands its question to the model before the request's API
+    token is checked, when the token has a credit (``memory_app.memories.early``); an answered
+    search grants the next one."""
+
+    def initial(self, request, *args, **kwargs):
+        early.start(request)  # the question to the model while the token and filters are checked
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+
+    def list(self, request, *args, **kwargs):
+        response = super().list(request, *args, **kwargs)  # type: ignore[misc]
+        early.grant(request)
+        return response
+
+
+class MyMemoryListView(SearchStartsEarly, generics.ListAPIView):
     request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = MemoryOutput
     filter_backends = [ApiFilterBackend]
@@ -199,7 +214,7 @@ class MyMemoryChainView(APIView):
         return Response({"results": MemoryOutput(selectors.memory_chain(memory=memory), many=True).data})
 
 
-class ProjectMemoryListView(generics.ListAPIView):
+class ProjectMemoryListView(SearchStartsEarly, generics.ListAPIView):
     request: AuthenticatedRequest  # IsAuthenticated, the default permission
     serializer_class = MemoryOutput
     filter_backends = [ApiFilterBackend]

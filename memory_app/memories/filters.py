@@ -19,6 +19,9 @@ from memory_app.memories.models import Kind, Memory, Origin, Status, expired_q, 
 from memory_app.search import engine
 
 SEARCH_DEPTH = 100
+SEARCH_PARAMS = ("q", "search")  # the same filter under two names
+SEARCH_MAX_CHARS = 200
+FLOORED = True  # a list's search filters: only what matches (engine.search's ``floor``)
 EXPIRED = "expired"
 STATUS_FILTER_CHOICES = [*Status.choices, (EXPIRED, "expired"), ("all", "all")]
 MAX_SCOPES = 50
@@ -31,8 +34,8 @@ class MemoryFilter(django_filters.FilterSet):
     kind = django_filters.MultipleChoiceFilter(choices=Kind.choices)
     status = django_filters.ChoiceFilter(choices=STATUS_FILTER_CHOICES, method="filter_status", empty_label=None)
     origin = django_filters.ChoiceFilter(choices=Origin.choices)
-    q = django_filters.CharFilter(method="filter_q", max_length=200)
-    search = django_filters.CharFilter(method="filter_q", max_length=200)
+    q = django_filters.CharFilter(method="filter_q", max_length=SEARCH_MAX_CHARS)
+    search = django_filters.CharFilter(method="filter_q", max_length=SEARCH_MAX_CHARS)
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
@@ -62,7 +65,7 @@ class MemoryFilter(django_filters.FilterSet):
             scope_key(t, i)
             for t, i in queryset.order_by().values_list("scope_type", "scope_id").distinct()[:MAX_SCOPES]
         ]
-        found = engine.search(scopes=scopes, query=value, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH, floor=True)
+        found = engine.search(scopes=scopes, query=value, limit=SEARCH_DEPTH, depth=SEARCH_DEPTH, floor=FLOORED)
         self.search_result = found
         live = live_q()
         ranked = Q(pk__in=found.refs) & live

@@ -26,6 +26,7 @@ Hybrid
     Reciprocal rank fusion of both rankings (``RRF_K``), each taken ``depth`` deep.
 """
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +60,11 @@ LEXICAL_SLACK = 0.0
 # other senses only blur it.
 TRANSLATE_QUERIES = True
 DENSE_TRANSLATION_WORDS = 2
+# At most this many of the translations follow the query in the text the model embeds, taken in
+# turn from each word's best (a word alone keeps all of ``lexicon.PER_WORD``): the model's time
+# grows with the text's tokens (a question of two words with eight translations took ~45 ms to
+# embed against ~15 ms as asked), and the word ranking searches them all anyway.
+DENSE_TRANSLATIONS = 4
 
 
 @dataclass
@@ -84,15 +90,49 @@ def default_mode() -> str:
     return getattr(settings, "MEMORY_SEARCH_MODE", "hybrid")
 
 
-def embed_query_early(query: str) -> bool:
+def embed_query_early(query: str, *, across_languages: bool = False) -> bool:
     """Start embedding a search's query (its meaning ranking's text, as ``rank`` will ask for
     it) before the search runs; the search takes the vector under way. Only for a provider that
     works beside the caller (e5 on a helper thread, a remote service): False otherwise."""
     provider = get_provider()
     if provider.in_process or not query.strip():
         return False
-    embed_query_soon(provider, query, early=True)
+    embed_query_soon(provider, query, across_languages=across_languages, early=True)
     return True
+
+
+def search_early(query: str, *, floor: bool) -> bool:
+    """``embed_query_early`` for a ``search`` (or ``rank``) of ``query`` with ``floor`` and no
+    ``dense_query`` that is about to run in the default mode: the text and the vector's kind
+    that search will ask the model for. Nothing is read; False when nothing was started (a
+    words-only mode, an empty query, a model that runs in the caller's thread)."""
+    if default_mode() == "lexical":
+        return False
+    provider = get_provider()
+    return embed_query_early(meaning_text(query, query, floor, provider)[3], across_languages=floor)
+
+
+def meaning_text(
+    query: str, dense_query: str, floor: bool, provider: EmbeddingProvider
+) -> tuple[list[list[str]], int, str, str]:
+    """The query's words in the other language (``lexicon.translate_words``, with ``floor``): their
+    groups, the count of content words and the translation as one string; and the text the
+    meaning ranking embeds, ``dense_query`` followed by the translation for a short keyword
+    query (``DENSE_TRANSLATION_WORDS``)."""
+    groups, content_words, function_words = (
+        lexicon.translate_words(query) if floor and TRANSLATE_QUERIES else ([], 0, 0)
+    )
+    translated = " ".join(dict.fromkeys(word for group in groups for word in group))
+    if (
+        translated
+        and content_words <= DENSE_TRANSLATION_WORDS
+        and not function_words
+        and getattr(provider, "calibrated", False)
+        and dense_query.strip()
+    ):
+        in_turn = (word for rank in itertools.zip_longest(*groups) for word in rank if word is not None)
+        dense_query = f"{dense_query} {' '.join(list(dict.fromkeys(in_turn))[:DENSE_TRANSLATIONS])}"
+    return groups, content_words, translated, dense_query
 
 
 @dataclass
@@ -161,24 +201,14 @@ def rank(
     wanted_terms = terms if mode in ("lexical", "hybrid") else []
     provider = get_provider()
     # The model embeds the query on a helper thread while the words are read and ranked here.
-    dense_query = query if dense_query is None else dense_query
-    groups, content_words, function_words = (
-        lexicon.translate_words(query) if floor and TRANSLATE_QUERIES else ([], 0, 0)
+    groups, content_words, translated, dense_query = meaning_text(
+        query, query if dense_query is None else dense_query, floor, provider
     )
-    translated = " ".join(dict.fromkeys(word for group in groups for word in group))
     extra_terms = (
         [t for t in query_terms(translated) if t not in terms][:MAX_QUERY_TERMS]
         if translated and mode != "dense"
         else []
     )
-    if (
-        translated
-        and content_words <= DENSE_TRANSLATION_WORDS
-        and not function_words
-        and getattr(provider, "calibrated", False)
-        and dense_query.strip()
-    ):
-        dense_query = f"{dense_query} {translated}"
     dense_wanted = mode != "lexical" and dense_query.strip()
     pending = embed_query_soon(provider, dense_query, across_languages=across is True) if dense_wanted else None
     rows, postings, df = scopes_and_postings(scopes, wanted_terms + extra_terms)

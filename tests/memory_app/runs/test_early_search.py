@@ -16,27 +16,14 @@ from memory_app.runs import early, services
 from memory_app.runs.leases import hash_run_token
 from memory_app.search import embeddings, engine
 from memory_app.search.analysis import query_terms
-from memory_app.search.embeddings import HashedNgramEmbedding
+from memory_app.search.credits import EarlyCredits
 from memory_app.threads import candidates, history
 from memory_app.threads import services as thread_services
+from tests.memory_app.search.helpers import BesideProvider
 
 pytestmark = pytest.mark.django_db
 
 SEARCH = "/api/runs/{}/tools/search_thread_messages"
-
-
-class _Beside(HashedNgramEmbedding):
-    """The tests' model, run beside the caller as e5 is (on a helper thread)."""
-
-    in_process = False
-
-    def __init__(self):
-        super().__init__()
-        self.embedded: list[str] = []
-
-    def embed_query(self, text, *, across_languages=False):
-        self.embedded.append(text)
-        return super().embed_query(text, across_languages=across_languages)
 
 
 @pytest.fixture
@@ -44,7 +31,7 @@ def events(monkeypatch, settings):
     """What happens, in order, on the request's thread: ``("soon", text)`` when a question is
     handed to the model, ``"auth"`` when a run token is checked; and the model's own list."""
     settings.MEMORY_SEARCH_MODE = "hybrid"
-    provider = _Beside()
+    provider = BesideProvider()
     seen: list = []
     plain_soon, plain_auth = engine.embed_query_soon, runs_api.run_authenticate
 
@@ -245,8 +232,7 @@ def history_search_once(user):
 
 
 def test_credits_are_bounded_least_recently_granted_first(monkeypatch):
-    monkeypatch.setattr(early, "_credits", type(early._credits)())
-    monkeypatch.setattr(early, "MAX_CREDITS", 3)
+    monkeypatch.setattr(early, "_credits", EarlyCredits(limit=3))
     for n in range(5):
         early.grant(token_hash=f"h{n}", user_id=n)
     assert list(early._credits) == ["h2", "h3", "h4"]
@@ -262,7 +248,7 @@ def test_a_query_under_way_is_shared_not_embedded_twice(monkeypatch):
 
     gate = threading.Event()
 
-    class _Held(_Beside):
+    class _Held(BesideProvider):
         def embed_query(self, text, *, across_languages=False):
             gate.wait(10)
             return super().embed_query(text, across_languages=across_languages)

@@ -15,7 +15,7 @@ import pytest
 from memory_app.home.search import home_search
 from memory_app.memories import services
 from memory_app.notes import services as notes_services
-from memory_app.search import dense, lexicon, vectorcache
+from memory_app.search import dense, engine, lexicon, vectorcache
 from memory_app.search.embedder import embed_pending
 from tests.factories import ChatBindingFactory
 
@@ -76,6 +76,25 @@ def test_the_lexicon_translates_words_both_ways_and_nonsense_to_nothing():
 
 
 @pytest.mark.django_db
+def test_the_model_gets_a_keyword_query_with_at_most_four_translations_in_turn_and_a_question_as_asked():
+    class Calibrated:
+        calibrated = True
+
+    def embedded(query):
+        return engine.meaning_text(query, query, True, Calibrated())[3]
+
+    word = lexicon.translate_words("landlord")[0][0]
+    assert len(word) == lexicon.PER_WORD and embedded("landlord") == "landlord " + " ".join(word)
+    first, second = (group for group in lexicon.translate_words("birthday landlord")[0])
+    assert embedded("birthday landlord").split()[2:] == [first[0], second[0], first[1], second[1]]
+    assert embedded("when is my landlord's birthday") == "when is my landlord's birthday"
+    # The word ranking searches every translation all the same.
+    assert set(engine.meaning_text("birthday landlord", "birthday landlord", True, Calibrated())[2].split()) == {
+        *first,
+        *second,
+    }
+
+
 def test_an_english_word_finds_the_chinese_memory_through_the_list(api, bilingual):
     assert listed(api, bilingual, "peanuts")[:1] == ["我对花生过敏。"]
     assert listed(api, bilingual, "coriander")[:1] == ["我不喜欢吃香菜，点菜时别放。"]
