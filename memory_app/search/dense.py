@@ -48,7 +48,12 @@ BACKGROUND_RANK_WEIGHT = 0.5
 # clears its floor by more than this quantile of what the background queries of the question's
 # language reach at best over that scope: each floor lets a tenth of unrelated queries through,
 # and among many documents one of them nearly always does. None: no such gate.
-GATE_QUANTILE: float | None = 0.9
+GATE_QUANTILE: float | None = 0.85
+# A query none of whose words the dictionary knows (``lexicon.knows_a_word``: made-up words,
+# random letters, other scripts) and none of which any searched document holds is gated too, at
+# the quantile of the most that any background query reaches: nothing in it says what it is
+# about, so only a document that stands out more than for every unrelated question matches.
+UNKNOWN_GATE_QUANTILE: float | None = 1.0
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -89,7 +94,7 @@ def dense_rank(
     across: bool | str | None = None,
     margins: dict[int, float] | None = None,
     asked_in_chinese: bool | None = None,
-    gated: bool = True,
+    gate: float | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, score)`` best first, and how many documents have no vector (-1: too many
     documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
@@ -103,8 +108,10 @@ def dense_rank(
     searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
     (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
-    floors compare with (default: ``query``'s, which may carry its translation). ``gated``: the
-    floors' scopes are gated too (``GATE_QUANTILE``; the engine: a question, ``question_like``).
+    floors compare with (default: ``query``'s, which may carry its translation). ``gate``: the
+    floors' scopes are gated too, at this quantile of the background queries' best margins (None:
+    not gated; the engine: ``GATE_QUANTILE`` for a question, ``question_like``,
+    ``UNKNOWN_GATE_QUANTILE`` for a query of no known word).
     ``pending``: the query's embedding already under way (``embed_query_soon``, with the
     same ``across_languages``), else it is embedded here."""
     across = floor if across is None else across
@@ -154,17 +161,17 @@ def dense_rank(
     # The floor first, then the best: a document below it never takes the place of one above.
     threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
     if floor and getattr(provider, "calibrated", False):
-        floors, levels, gates = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query)
+        floors, levels, gates = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query, gate)
         needed = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
         margin = similar - needed
         if margins is not None:
             margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
         # A scope whose best document does not clear its gate matches nothing by meaning.
         start = 0
-        for entry, gate in zip(entries, gates if gated else [-np.inf] * len(entries), strict=True):
+        for entry, scope_gate in zip(entries, gates, strict=True):
             part = slice(start, start + len(entry.ids))
             start = part.stop
-            if part.stop > part.start and margin[part].max() <= gate:
+            if part.stop > part.start and margin[part].max() <= scope_gate:
                 needed[part] += 1.0
         threshold = needed
         sims = sims - BACKGROUND_RANK_WEIGHT * levels
@@ -249,21 +256,23 @@ def _calibrated_floors(
     provider: EmbeddingProvider,
     across: bool,
     chinese_query: bool,
+    gate: float | None,
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Per embedded document (the rows of ``entries`` in order): how far above its background
     similarity a query must be to match it: more than the background queries of the query's
     language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
     the model's ``match_floor``; the document's mean similarity to the background queries; and
     per scope, the gate: by how much the query's best document of that scope must clear its floor
-    for any of the scope's documents to match (``GATE_QUANTILE``; minus infinity: no gate)."""
+    for any of the scope's documents to match (the ``gate`` quantile of the background queries'
+    best margins; minus infinity: no gate)."""
     calibrations = [_calibration(scope, entry, provider, across) for scope, entry in zip(scopes, entries, strict=True)]
     floors = np.concatenate([found.floors[int(chinese_query)] for found in calibrations])
     levels = np.concatenate([found.levels for found in calibrations])
     floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
     gates = [-np.inf] * len(calibrations)
-    if GATE_QUANTILE is not None:
+    if gate is not None:
         chinese = background_queries(provider, across_languages=across)[2] == chinese_query
-        gates = [max(0.0, float(np.quantile(found.best[chinese], GATE_QUANTILE))) for found in calibrations]
+        gates = [max(0.0, float(np.quantile(found.best[chinese], gate))) for found in calibrations]
     return floored, levels, gates
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from config.metrics import observe_search
+from memory_app.search import dense as dense_module
 from memory_app.search import lexicon, vectorstore
 from memory_app.search.analysis import MAX_QUERY_TERMS, query_terms
 from memory_app.search.background import is_chinese
@@ -237,7 +238,7 @@ def rank(
             across=across,
             margins=margins,
             asked_in_chinese=is_chinese(query),
-            gated=question_like(query),
+            gate=_gate(query, floor, postings),
         )
         if margins:
             lexical = [
@@ -261,6 +262,19 @@ def rank(
     result.dense = [(refs[d], score) for d, score in dense if d in refs]
     result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
     return result
+
+
+def _gate(query: str, floor: bool, postings: dict[str, list[tuple]]) -> float | None:
+    """The gate of a search that filters (``dense.dense_rank``'s ``gate``): a question's, or the
+    stricter one of a query that holds no word the dictionary knows nor any a searched document
+    holds; none for other keywords (a word across languages must not need to stand out)."""
+    if not floor:
+        return None
+    if not any(postings.values()) and not lexicon.knows_a_word(query):
+        return dense_module.UNKNOWN_GATE_QUANTILE
+    if question_like(query):
+        return dense_module.GATE_QUANTILE
+    return None
 
 
 def _translation_coverage(

@@ -8,9 +8,12 @@ items written in either (docs/search.md, "Across languages"). A query with no wo
 dictionary knows translates to ``""``.
 """
 
+import functools
 import gzip
 import re
+import string
 import threading
+import unicodedata
 from collections.abc import Iterator
 from importlib import resources
 
@@ -36,6 +39,8 @@ _EN_FUNCTION = frozenset(
     "what which who whom whose when where why how do does did am is are was were be been i me my mine "
     "you your we our us they their he she his her it its".split()
 )
+_WORDS = re.compile(r"[^\W\d_]+")  # runs of letters, any script
+MIN_CORRECTED = 4  # a word this long one edit from a known word counts as that word (a typo)
 _lock = threading.Lock()
 _tables: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
 
@@ -189,3 +194,39 @@ def translate(text: str) -> str:
     groups, _, _ = translate_words(text)
     seen: dict[str, None] = dict.fromkeys(word for group in groups for word in group)
     return " ".join(seen)
+
+
+@functools.cache
+def _english_words() -> frozenset[str]:
+    """Every English word of the dictionary's translations (the words of its phrases too)."""
+    return frozenset(word for phrase in tables()[1] for word in phrase.split())
+
+
+def _one_edit(word: str) -> Iterator[str]:
+    """The words one deletion, substitution, transposition or insertion of a letter away."""
+    for i in range(len(word) + 1):
+        for letter in string.ascii_lowercase:
+            yield word[:i] + letter + word[i:]
+        if i < len(word):
+            yield word[:i] + word[i + 1 :]
+            if i + 1 < len(word):
+                yield word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+            for letter in string.ascii_lowercase:
+                yield word[:i] + letter + word[i + 1 :]
+
+
+def knows_a_word(text: str) -> bool:
+    """``text`` holds a word this dictionary knows: an English word of its translations or one
+    letter away from one (a typo of it, from four letters; accents folded), a Chinese word it
+    translates, or a function word of either language. False for text of letters it cannot read (made-up words,
+    other scripts) and for text without letters."""
+    english = _english_words()
+    # Accents folded ("café" is "cafe"): a letter with one is not outside the alphabet.
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    for word in _LATIN.findall(folded):
+        if word in english or word in STOP_WORDS or word in _EN_FUNCTION:
+            return True
+        if len(word) >= MIN_CORRECTED and any(other in english for other in _one_edit(word)):
+            return True
+    groups, _, function = _chinese(text, tables()[0])
+    return bool(groups or function)

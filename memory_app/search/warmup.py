@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 def warm() -> None:
     started = time.perf_counter()
     lowtrust.load_tables()
-    lexicon.tables()
+    lexicon.knows_a_word("")  # the tables, and the English words of its translations
     provider = get_provider()
     if isinstance(provider, E5Embedding):
         language_direction(provider)  # embeds the background texts: loads the model too
