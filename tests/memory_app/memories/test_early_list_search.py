@@ -17,8 +17,7 @@ from identity_app.models import hash_token
 from identity_app.services import token_revoke
 from memory_app.memories import early, services
 from memory_app.memories.filters import SEARCH_MAX_CHARS
-from memory_app.search import embeddings, engine
-from tests.memory_app.search.helpers import BesideProvider
+from tests.memory_app.search.helpers import record_hand_overs
 
 pytestmark = pytest.mark.django_db
 
@@ -30,23 +29,9 @@ def events(monkeypatch, settings):
     """What happens, in order, on the request's thread: ``("soon", text)`` when a question is
     handed to the model, ``"auth"`` when an API token is looked up; and the model."""
     settings.MEMORY_SEARCH_MODE = "hybrid"
-    provider = BesideProvider()
     seen: list = []
-    plain_soon, plain_hash = engine.embed_query_soon, authentication.hash_token
-
-    def soon(provider, text, **kwargs):
-        seen.append(("soon", text))
-        return plain_soon(provider, text, **kwargs)
-
-    def looked_up(key):
-        seen.append("auth")
-        return plain_hash(key)
-
-    monkeypatch.setattr(engine, "get_provider", lambda: provider)
-    monkeypatch.setattr(engine, "embed_query_soon", soon)
-    monkeypatch.setattr(authentication, "hash_token", looked_up)
+    provider = record_hand_overs(monkeypatch, seen, checked=(authentication, "hash_token"))
     monkeypatch.setattr(early, "_credits", type(early._credits)())
-    monkeypatch.setattr(embeddings, "_started", type(embeddings._started)())  # no query under way
     return seen, provider
 
 

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from memory_app.runs import api as runs_api
 from memory_app.runs import early, services
 from memory_app.runs.leases import hash_run_token
-from memory_app.search import embeddings, engine
+from memory_app.search import embeddings
 from memory_app.search.analysis import query_terms
 from memory_app.search.credits import EarlyCredits
 from memory_app.threads import candidates, history
 from memory_app.threads import services as thread_services
-from tests.memory_app.search.helpers import BesideProvider
+from tests.memory_app.search.helpers import BesideProvider, record_hand_overs
 
 pytestmark = pytest.mark.django_db
 
@@ -31,26 +31,12 @@ def events(monkeypatch, settings):
     """What happens, in order, on the request's thread: ``("soon", text)`` when a question is
     handed to the model, ``"auth"`` when a run token is checked; and the model's own list."""
     settings.MEMORY_SEARCH_MODE = "hybrid"
-    provider = BesideProvider()
     seen: list = []
-    plain_soon, plain_auth = engine.embed_query_soon, runs_api.run_authenticate
-
-    def soon(provider, text, **kwargs):
-        seen.append(("soon", text))
-        return plain_soon(provider, text, **kwargs)
-
-    def auth(token):
-        seen.append("auth")
-        return plain_auth(token)
-
-    monkeypatch.setattr(engine, "get_provider", lambda: provider)
-    monkeypatch.setattr(engine, "embed_query_soon", soon)
-    monkeypatch.setattr(runs_api, "run_authenticate", auth)
+    provider = record_hand_overs(monkeypatch, seen, checked=(runs_api, "run_authenticate"))
     monkeypatch.setattr(early, "_credits", type(early._credits)())
     # What this process remembers of users' speakers: nothing yet (another test's user may have
     # had this one's id).
     monkeypatch.setattr(candidates, "_speakers", type(candidates._speakers)())
-    monkeypatch.setattr(embeddings, "_started", type(embeddings._started)())  # no query under way
     return seen, provider
 
 
