@@ -32,7 +32,7 @@ def start(request: Request) -> bool:
     """Hand this not yet authenticated list request's question to the model if it has one and
     its API token has a credit (spent now); never raises, never refuses: whatever is wrong with
     the request is found, and answered, by the normal checks after this."""
-    question = _question(request)
+    question = _question(request) if request.method == "GET" else ""
     if not question:
         return False
     header = authentication.get_authorization_header(request).split()
@@ -46,5 +46,5 @@ def start(request: Request) -> bool:
 def grant(request: Request) -> None:
     """This list request, authenticated with an API token, was answered: if it searched, the
     token's next list request may start early."""
-    if isinstance(request.auth, ApiToken) and _question(request):
+    if request.method == "GET" and isinstance(request.auth, ApiToken) and _question(request):
         _credits.grant(request.auth.key_hash, True)
