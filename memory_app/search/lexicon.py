@@ -39,7 +39,6 @@ _EN_FUNCTION = frozenset(
     "what which who whom whose when where why how do does did am is are was were be been i me my mine "
     "you your we our us they their he she his her it its".split()
 )
-_WORDS = re.compile(r"[^\W\d_]+")  # runs of letters, any script
 MIN_CORRECTED = 4  # a word this long one edit from a known word counts as that word (a typo)
 _lock = threading.Lock()
 _tables: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
@@ -218,8 +217,8 @@ def _one_edit(word: str) -> Iterator[str]:
 def knows_a_word(text: str) -> bool:
     """``text`` holds a word this dictionary knows: an English word of its translations or one
     letter away from one (a typo of it, from four letters; accents folded), a Chinese word it
-    translates, or a function word of either language. False for text of letters it cannot read (made-up words,
-    other scripts) and for text without letters."""
+    translates, or a function word of either language. False for text of letters it cannot read
+    (made-up words, other scripts) and for text without letters."""
     english = _english_words()
     # Accents folded ("café" is "cafe"): a letter with one is not outside the alphabet.
     folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
