@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterator
 from importlib import resources
 
-from memory_app.search.analysis import STOP_WORDS, ZH_STOP_CHARS
+from memory_app.search.analysis import MAX_QUERY_TERMS, STOP_WORDS, ZH_STOP_CHARS
 
 MAX_ZH_WORD = 6  # the longest Chinese word looked up (characters)
 MAX_EN_PHRASE = 3  # the longest English phrase looked up (words)
@@ -201,6 +201,12 @@ def _english_words() -> frozenset[str]:
     return frozenset(word for phrase in tables()[1] for word in phrase.split())
 
 
+@functools.cache
+def _longest_english() -> int:
+    """A word longer than this plus one is no typo of a dictionary word: not worth the edits."""
+    return max(len(word) for word in _english_words())
+
+
 def _one_edit(word: str) -> Iterator[str]:
     """The words one deletion, substitution, transposition or insertion of a letter away."""
     for i in range(len(word) + 1):
@@ -222,10 +228,13 @@ def knows_a_word(text: str) -> bool:
     english = _english_words()
     # Accents folded ("café" is "cafe"): a letter with one is not outside the alphabet.
     folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
-    for word in _LATIN.findall(folded):
-        if word in english or word in STOP_WORDS or word in _EN_FUNCTION:
-            return True
-        if len(word) >= MIN_CORRECTED and any(other in english for other in _one_edit(word)):
-            return True
+    words = list(dict.fromkeys(_LATIN.findall(folded)))
+    if any(word in english or word in STOP_WORDS or word in _EN_FUNCTION for word in words):
+        return True
     groups, _, function = _chinese(text, tables()[0])
-    return bool(groups or function)
+    if groups or function:
+        return True
+    # Typos, for as many words as a search ranks by (each costs ~54 lookups a letter).
+    longest = _longest_english() + 1
+    typed = [word for word in words if MIN_CORRECTED <= len(word) <= longest][:MAX_QUERY_TERMS]
+    return any(other in english for word in typed for other in _one_edit(word))
