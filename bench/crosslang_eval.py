@@ -1,7 +1,7 @@
 """Search across languages, and searches that should find nothing, on the set of bench/crosslang_gen.py.
 
     .venv/bin/python bench/crosslang_eval.py [--split dev|heldout|all] [--part quality|empty|all]
-                                             [--json out.json]
+                                             [--nonsense-seed N] [--json out.json]
 
 On a throwaway database (SQLite in memory unless DATABASE_URL is set) each of the set's nine
 users gets their 44 memories twice: as user memories (``memory_create``) and as items of a chat
@@ -216,6 +216,13 @@ def main() -> None:
     parser.add_argument("--part", choices=("quality", "empty", "all"), default="all")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
+        "--nonsense-seed",
+        type=int,
+        default=None,
+        help="ask 500 nonsense queries drawn afresh with this seed (bench/crosslang_gen.py's makers) instead of the set's: "
+        "a change fitted to the set's own draw shows here",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -246,6 +253,11 @@ def main() -> None:
         setattr(module, name, type(old)(value) if not isinstance(old, bool) else value.lower() in ("1", "true", "yes"))
         print(f"{module.__name__}.{name} = {getattr(module, name)!r}")
     data = json.loads(DATA.read_text(encoding="utf-8"))
+    if args.nonsense_seed is not None:
+        import crosslang_gen
+
+        crosslang_gen.SEED = args.nonsense_seed
+        data["nonsense"] = crosslang_gen.nonsense()
     report: dict = {"split": args.split}
     with test_database():
         started = time.perf_counter()

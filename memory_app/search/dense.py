@@ -49,10 +49,11 @@ BACKGROUND_RANK_WEIGHT = 0.5
 # language reach at best over that scope: each floor lets a tenth of unrelated queries through,
 # and among many documents one of them nearly always does. None: no such gate.
 GATE_QUANTILE: float | None = 0.85
-# A query none of whose words the dictionary knows (``lexicon.knows_a_word``: made-up words,
-# random letters, other scripts) and none of which any searched document holds is gated too, at
-# the quantile of the most that any background query reaches: nothing in it says what it is
-# about, so only a document that stands out more than for every unrelated question matches.
+# A query whose words are mostly not words (``lexicon.mostly_unread``: made-up words, random
+# letters, rare characters, alphabets of languages not read) and none of which any searched
+# document holds is gated too, at the quantile of the most that any background query reaches:
+# nothing in it says what it is about, so only a document that stands out more than for every
+# unrelated question matches.
 UNKNOWN_GATE_QUANTILE: float | None = 1.0
 
 

@@ -266,11 +266,12 @@ def rank(
 
 def _gate(query: str, floor: bool, postings: dict[str, list[tuple]]) -> float | None:
     """The gate of a search that filters (``dense.dense_rank``'s ``gate``): a question's, or the
-    stricter one of a query that holds no word the dictionary knows nor any a searched document
-    holds; none for other keywords (a word across languages must not need to stand out)."""
+    stricter one of a query whose words are mostly not words (``lexicon.mostly_unread``) and none
+    of which a searched document holds; none for other keywords (a word across languages must
+    not need to stand out)."""
     if not floor:
         return None
-    if not any(postings.values()) and not lexicon.knows_a_word(query):
+    if not any(postings.values()) and lexicon.mostly_unread(query):
         return dense_module.UNKNOWN_GATE_QUANTILE
     if question_like(query):
         return dense_module.GATE_QUANTILE

@@ -6,6 +6,10 @@ never downloaded. ``translate("peanuts")`` is ``"花生"``, ``translate("我不�
 "coriander": the words of a query said in the other language, for a search over one person's
 items written in either (docs/search.md, "Across languages"). A query with no word the
 dictionary knows translates to ``""``.
+
+``read_words`` counts which words of a query are words at all (of the dictionary, or common
+words of ``WORD_LANGUAGES`` from the ``wordfreq`` wheel's lists, also read from the installed
+package): a query mostly of made-up words (``mostly_unread``) is gated more strictly.
 """
 
 import functools
@@ -14,8 +18,11 @@ import re
 import string
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from importlib import resources
+
+import numpy as np
+import wordfreq
 
 from memory_app.search.analysis import MAX_QUERY_TERMS, STOP_WORDS, ZH_STOP_CHARS
 
@@ -25,6 +32,14 @@ PER_WORD = 4  # Chinese words kept for one English word or phrase
 MAX_GLOSS_WORDS = 3  # an English gloss longer than this is a definition, not a translation
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN = re.compile(r"[a-z][a-z'\-]*")
+# A word of letters outside the Latin alphabet and the Han characters (Cyrillic, Greek, …).
+_OTHER_SCRIPT = re.compile(r"[^\W\d_a-zA-Z\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# A word of any alphabet (not of Chinese, Japanese or Korean characters).
+_WORD = re.compile(r"[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+# Languages whose common words (wordfreq's "small" lists inside its wheel: each word used about
+# once in a million words or more) are words a query can be about: the most spoken of Europe,
+# whose alphabets a made-up word is written in.
+WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "sv", "pl", "ru", "uk", "el")
 _PARENS = re.compile(r"\([^)]*\)")
 _SKIP = re.compile(
     r"^(cl:|variant of|old variant|also written|see |surname |abbr\.|used in|taiwan pr|japanese|"
@@ -152,26 +167,31 @@ def _english(text: str, en_zh: dict[str, list[str]]) -> tuple[list[list[str]], i
     return found, content, function
 
 
-def _chinese(text: str, zh_en: dict[str, list[str]]) -> tuple[list[list[str]], int, int]:
-    """Forward maximum matching over the dictionary's words, function words skipped: the English
-    glosses of each word found, how many content words (or unknown characters) there are, and
-    how many function words."""
-    found: list[list[str]] = []
-    content = function = 0
+def _segment(text: str, zh_en: Container[str]) -> Iterator[str]:
+    """The words of ``text``'s Chinese runs by forward maximum matching over the words of
+    ``zh_en`` (an unknown character is a word of its own)."""
     for run in _CJK.findall(text):
         i = 0
         while i < len(run):
             size = next(
                 (n for n in range(min(MAX_ZH_WORD, len(run) - i), 0, -1) if run[i : i + n] in zh_en or n == 1), 1
             )
-            word = run[i : i + size]
-            if word not in _ZH_FUNCTION and word not in ZH_STOP_CHARS:
-                content += 1
-                if word in zh_en:
-                    found.append(zh_en[word])
-            else:
-                function += 1
+            yield run[i : i + size]
             i += size
+
+
+def _chinese(text: str, zh_en: dict[str, list[str]]) -> tuple[list[list[str]], int, int]:
+    """The words of ``_segment``, function words skipped: the English glosses of each word found,
+    how many content words (or unknown characters) there are, and how many function words."""
+    found: list[list[str]] = []
+    content = function = 0
+    for word in _segment(text, zh_en):
+        if word not in _ZH_FUNCTION and word not in ZH_STOP_CHARS:
+            content += 1
+            if word in zh_en:
+                found.append(zh_en[word])
+        else:
+            function += 1
     return found, content, function
 
 
@@ -183,7 +203,7 @@ def translate_words(text: str) -> tuple[list[list[str]], int, int]:
     zh_en, en_zh = tables()
     english, english_words, english_function = _english(text, en_zh)
     chinese, chinese_words, chinese_function = _chinese(text, zh_en)
-    other = len(re.findall(r"[^\W\d_a-zA-Z\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text))
+    other = len(_OTHER_SCRIPT.findall(text))
     return english + chinese, english_words + chinese_words + other, english_function + chinese_function
 
 
@@ -195,10 +215,44 @@ def translate(text: str) -> str:
     return " ".join(seen)
 
 
+def _fold(text: str) -> str:
+    """Case and accents folded ("Café" is "cafe", "Straße" "strasse"): a letter with an accent is
+    not outside the alphabet."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+
+
+@functools.cache
+def _common_words() -> tuple[np.ndarray, frozenset[str], frozenset[str]]:
+    """The common words of ``WORD_LANGUAGES`` (wordfreq's small lists, folded) as this process's
+    ``hash`` of each, sorted (3 MB where the strings would take ten times as much); the English
+    ones; and the Chinese words of the dictionary and of wordfreq's Chinese list, but of single
+    characters only those common as words of their own."""
+    lists = wordfreq.available_languages("small")
+    hashes: set[int] = set()
+    english: set[str] = set()
+    for language in WORD_LANGUAGES:
+        for words in wordfreq.read_cBpack(lists[language]):
+            for word in words:
+                folded = _fold(word)
+                hashes.add(hash(folded))
+                if language == "en" and folded.isascii():
+                    english.add(folded)
+    chinese = {word for words in wordfreq.read_cBpack(lists["zh"]) for word in words if _CJK.fullmatch(word)}
+    chinese |= {word for word in tables()[0] if len(word) > 1}
+    return np.array(sorted(hashes), dtype=np.int64), frozenset(english), frozenset(chinese)
+
+
+def _is_common(word: str, common: np.ndarray) -> bool:
+    key = hash(word)
+    at = int(np.searchsorted(common, key))
+    return at < len(common) and int(common[at]) == key
+
+
 @functools.cache
 def _english_words() -> frozenset[str]:
-    """Every English word of the dictionary's translations (the words of its phrases too)."""
-    return frozenset(word for phrase in tables()[1] for word in phrase.split())
+    """Every English word of the dictionary's translations (the words of its phrases too) and of
+    wordfreq's common English words: what a typo is one letter from."""
+    return frozenset(word for phrase in tables()[1] for word in phrase.split()) | _common_words()[1]
 
 
 @functools.cache
@@ -220,21 +274,55 @@ def _one_edit(word: str) -> Iterator[str]:
                 yield word[:i] + letter + word[i + 1 :]
 
 
-def knows_a_word(text: str) -> bool:
-    """``text`` holds a word this dictionary knows: an English word of its translations or one
-    letter away from one (a typo of it, from four letters; accents folded), a Chinese word it
-    translates, or a function word of either language. False for text of letters it cannot read
-    (made-up words, other scripts) and for text without letters."""
+def read_words(text: str) -> tuple[int, int, int]:
+    """How many of ``text``'s words are words: ``(known, unknown, function)``. Known: a common
+    word of one of ``WORD_LANGUAGES`` or an English word of this dictionary's translations (accents
+    folded), or one letter away from an English one (a typo of it, from four letters); a Chinese
+    word of two characters or more of the dictionary or of wordfreq's Chinese list, or a
+    character that list has as a word of its own.
+    Unknown: any other word (made-up words, rare characters, words of other languages). Function:
+    a function word of English or Chinese. Typos are looked for in at most as many words as a
+    search ranks by (each costs ~54 lookups a letter); words past those count as unknown."""
+    common, _, chinese = _common_words()
     english = _english_words()
-    # Accents folded ("café" is "cafe"): a letter with one is not outside the alphabet.
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
-    words = list(dict.fromkeys(_LATIN.findall(folded)))
-    if any(word in english or word in STOP_WORDS or word in _EN_FUNCTION for word in words):
-        return True
-    groups, _, function = _chinese(text, tables()[0])
-    if groups or function:
-        return True
-    # Typos, for as many words as a search ranks by (each costs ~54 lookups a letter).
+    known = unknown = function = 0
+    unread: list[str] = []
+    for word in _WORD.findall(_fold(text)):
+        if word in STOP_WORDS or word in _EN_FUNCTION:
+            function += 1
+        elif len(word) == 1:  # an initial, a letter of a code ("M9H"): no word
+            continue
+        elif word in english or _is_common(word, common):
+            known += 1
+        else:
+            unread.append(word)
     longest = _longest_english() + 1
-    typed = [word for word in words if MIN_CORRECTED <= len(word) <= longest][:MAX_QUERY_TERMS]
-    return any(other in english for word in typed for other in _one_edit(word))
+    typos: dict[str, bool] = {}
+    for word in unread:
+        if word not in typos:
+            typos[word] = (
+                len(typos) < MAX_QUERY_TERMS
+                and MIN_CORRECTED <= len(word) <= longest
+                and word.isascii()
+                and any(other in english for other in _one_edit(word))
+            )
+        known += typos[word]
+        unknown += not typos[word]
+    for word in _segment(text, chinese):
+        if word in _ZH_FUNCTION or word in ZH_STOP_CHARS:
+            function += 1
+        elif word in chinese:
+            known += 1
+        else:
+            unknown += 1
+    return known, unknown, function
+
+
+def mostly_unread(text: str) -> bool:
+    """Fewer than half of ``text``'s words other than function words are words (``read_words``),
+    or it has neither a word nor a function word: a query whose words do not say what it is
+    about ("tenith paveti rudijawuk", "факпф 仜矤", "qzx 嵼")."""
+    known, unknown, function = read_words(text)
+    if not known and not function:
+        return True
+    return 2 * known <= known + unknown

@@ -1,5 +1,6 @@
-"""``lexicon.knows_a_word``: whether a query holds a word the bilingual dictionary can read, the
-signal that gates a query of made-up words more strictly (``dense.UNKNOWN_GATE_QUANTILE``)."""
+"""``lexicon.read_words``: which words of a query are words (of the bilingual dictionary, typos of
+its English ones, or common words of the languages of ``WORD_LANGUAGES``), the signal that gates
+a query of made-up words more strictly (``lexicon.mostly_unread``, ``dense.UNKNOWN_GATE_QUANTILE``)."""
 
 import pytest
 from hypothesis import given
@@ -13,36 +14,74 @@ from memory_app.search import lexicon
     [
         "peanuts",  # a word of the translations (plural folded or not)
         "coriander",
+        "babysit",  # a common English word the dictionary's translations lack
         "cofee",  # one letter from "coffee": a typo of a known word
         "violn",
         "Where does Grace live?",  # function words: a question
         "我喜欢喝什么",
         "花生",
-        "xyzzy plugh",  # "plugh" is one letter from "plug"
+        "茶",  # a character common as a word of its own
+        "Kaffee",  # common words of other languages, accents and case folded
+        "Geburtstag",
+        "кофе",
+        "λεμόνι",
+        "Straße",
+        "café",
     ],
 )
-def test_words_of_the_dictionary_and_their_typos_are_known(query):
-    assert lexicon.knows_a_word(query)
+def test_words_typos_and_common_words_of_other_languages_are_known(query):
+    known, unknown, _ = lexicon.read_words(query)
+    assert known >= 1 and not unknown
+    assert not lexicon.mostly_unread(query)
 
 
 @pytest.mark.parametrize(
     "query",
     [
         "tofanu tuhuniben",  # made-up words
-        "bumon hogipex pavula",
         "qwzx",  # too short to be read as a typo, and no word
-        "кофе",  # scripts the dictionary does not read
-        "λεμόνι",
+        "факпф жщыэ",  # made-up words of another alphabet
+        "嵼殦",  # characters no word is made of
+        "M9H",  # letters of a code: no word
         "2024",  # no letters
         "#%& *",
         "",
     ],
 )
-def test_made_up_words_other_scripts_and_no_letters_are_not(query):
-    assert not lexicon.knows_a_word(query)
+def test_made_up_words_rare_characters_and_no_letters_are_not(query):
+    assert lexicon.read_words(query)[0] == 0
+    assert lexicon.mostly_unread(query)
 
 
-@given(st.text(max_size=80), st.sampled_from(["tea", "violin", "what", "咖啡"]))
-def test_whatever_surrounds_a_known_word_the_text_is_known_and_nothing_raises(text, word):
-    lexicon.knows_a_word(text)
-    assert lexicon.knows_a_word(f"{text} {word} {text}")
+@pytest.mark.parametrize(
+    ("query", "counts"),
+    [
+        ("tenith paveti rudijawuk", (1, 2, 0)),  # "tenith" is a typo of "tenth"; the rest made up
+        ("who can babysit", (1, 0, 2)),
+        ("what is qzvrt plor", (1, 1, 2)),  # "plor": one letter from "plot"
+        ("我的胆固醇高吗", (2, 0, 3)),
+    ],
+)
+def test_read_words_counts_known_unknown_and_function_words(query, counts):
+    assert lexicon.read_words(query) == counts
+
+
+def test_a_query_is_mostly_unread_when_at_most_half_its_words_are_words():
+    assert lexicon.read_words("xyzzy plugh") == (1, 1, 0)  # "plugh" is one letter from "plug"
+    assert lexicon.mostly_unread("xyzzy plugh")
+    assert lexicon.mostly_unread("tenith paveti rudijawuk")
+    assert lexicon.mostly_unread("bumon hogipex pavula")  # one of them a word somewhere
+    assert lexicon.mostly_unread("what is qzvrt plor")  # function words do not count
+    assert not lexicon.mostly_unread("jelonarex violin coffee")
+
+
+WORDS = st.sampled_from(["tea", "violin", "Kaffee", "咖啡"])
+
+
+@given(st.text(max_size=80), st.lists(WORDS, min_size=1, max_size=4))
+def test_whatever_text_words_added_to_it_are_read_and_never_make_it_less_read(text, words):
+    known, unknown, function = lexicon.read_words(text)
+    more = lexicon.read_words(f"{text} {' '.join(words)}")
+    assert more[0] >= known + len(words) and more[1] == unknown and more[2] == function
+    if not lexicon.mostly_unread(text):
+        assert not lexicon.mostly_unread(f"{text} {' '.join(words)}")
