@@ -229,23 +229,24 @@ NONSENSE = json.loads(
 
 
 @pytest.mark.django_db
-def test_a_query_of_no_known_word_must_stand_out_and_another_language_still_finds_its_memory(
+def test_a_query_mostly_of_made_up_words_must_stand_out_and_a_word_with_an_accent_or_a_typo_need_not(
     api, e5, alice, monkeypatch
 ):
     """Made-up words, random letters and other scripts (every third generated nonsense query of
-    the evaluation set) over one evaluation user's 44 memories: the strict gate of a query that
-    holds no word the dictionary knows leaves nearly all of them empty; without it, many more
-    answered. A word with an accent or a typo is a word the dictionary knows."""
+    the evaluation set) over one evaluation user's 44 memories: the strict gate of a query at most
+    half of whose words are words (``lexicon.mostly_unread``) leaves nearly all of them empty;
+    without it, many more answered. A word with an accent or a typo, or a
+    word of another language, is a word."""
     for memory in CROSSLANG_USER["memories"]:
         services.memory_create(actor=alice, tier="user", kind="fact", content=memory["content"])
     services.memory_create(actor=alice, tier="user", kind="fact", content="I drink coffee every morning.")
     embed_pending()
     queries = [item["q"] for item in NONSENSE if item["kind"] != "named"][::3]
     answered = sum(bool(listed(api, alice, query)) for query in queries)
-    for word in ("café", "cofffee"):
+    for word in ("café", "cofffee", "Kaffee", "кофе"):  # a typo, a word of another language
         assert listed(api, alice, word)[:1] == ["I drink coffee every morning."], word
     monkeypatch.setattr(dense, "UNKNOWN_GATE_QUANTILE", None)
     without = sum(bool(listed(api, alice, query)) for query in queries)
-    # Measured: 3 of 166 with the gate, 16 without (the last digits of the model's arithmetic
+    # Measured: 2 of 166 with the gate, 19 without (the last digits of the model's arithmetic
     # differ between processors, hence the room).
     assert answered <= 0.04 * len(queries) and without >= answered + 8, (answered, without)
