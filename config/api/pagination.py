@@ -1,14 +1,30 @@
 """The page parameters of every API list (``DEFAULT_PAGINATION_CLASS``)."""
 
+from django.core.paginator import Page, Paginator
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
+
+
+class FirstPageCounts(Paginator):
+    """The first page is read before anything is counted: if it is not full it holds every row
+    there is, and no ``COUNT`` statement is sent (a search's list, a short list); if it is, the
+    rows are counted as Django does. Other pages as Django does."""
+
+    def page(self, number) -> Page:
+        if number != 1 or self.orphans or not self.allow_empty_first_page:
+            return super().page(number)
+        rows = list(self.object_list[: self.per_page])
+        if len(rows) < self.per_page:
+            self.__dict__.setdefault("count", len(rows))  # ``count`` is a cached_property
+        return self._get_page(rows, 1, self)
 
 
 class DefaultPagination(PageNumberPagination):
     """``?page=N&page_size=M``: positive integers (anything else is a 400, not ignored); a
     page size over the maximum is cut to it; a page past the last one is a 404."""
 
+    django_paginator_class = FirstPageCounts
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
