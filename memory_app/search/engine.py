@@ -62,10 +62,11 @@ LEXICAL_SLACK = 0.0
 TRANSLATE_QUERIES = True
 DENSE_TRANSLATION_WORDS = 2
 # At most this many of the translations follow the query in the text the model embeds, taken in
-# turn from each word's best (a word alone keeps all of ``lexicon.PER_WORD``): the model's time
-# grows with the text's tokens (a question of two words with eight translations took ~45 ms to
-# embed against ~15 ms as asked), and the word ranking searches them all anyway.
-DENSE_TRANSLATIONS = 4
+# turn from each word's best: the model's time grows with the text's tokens (a question of two
+# words with eight translations took ~45 ms to embed against ~15 ms as asked), the later senses
+# blur the vector (two were better than four on the development set, docs/search.md), and the
+# word ranking searches them all anyway.
+DENSE_TRANSLATIONS = 2
 
 
 @dataclass
