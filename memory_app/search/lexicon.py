@@ -280,7 +280,8 @@ def read_words(text: str) -> tuple[int, int, int]:
     folded), or one letter away from an English one (a typo of it, from four letters); a Chinese
     word of two characters or more of the dictionary or of wordfreq's Chinese list, or a
     character that list has as a word of its own.
-    Unknown: any other word (made-up words, rare characters, words of other languages). Function:
+    Unknown: any other word (made-up words, rare characters, words of languages not read; kana
+    and hangul are not counted at all). Function:
     a function word of English or Chinese. Typos are looked for in at most as many words as a
     search ranks by (each costs ~54 lookups a letter); words past those count as unknown."""
     common, _, chinese = _common_words()
@@ -319,9 +320,9 @@ def read_words(text: str) -> tuple[int, int, int]:
 
 
 def mostly_unread(text: str) -> bool:
-    """Fewer than half of ``text``'s words other than function words are words (``read_words``),
-    or it has neither a word nor a function word: a query whose words do not say what it is
-    about ("tenith paveti rudijawuk", "факпф 仜矤", "qzx 嵼")."""
+    """At most half of ``text``'s words other than function words are words (``read_words``), or
+    it has neither a word nor a function word (also text of kana or hangul, which is not read): a
+    query whose words do not say what it is about ("tenith paveti rudijawuk", "факпф 仜矤")."""
     known, unknown, function = read_words(text)
     if not known and not function:
         return True

@@ -2,9 +2,10 @@
 ``post_worker_init``, through the ``SERVER_WARMUPS`` setting), so that the first search of each
 process, after every start and every recycling (``max_requests``), is not the one that waits for
 it: the confusables table of the low-trust frames (~0.1 s), the bilingual lexicon (CC-CEDICT,
-~1.2 s) and the common words of twelve languages (wordfreq, ~0.4 s), and with the e5 model its weights (~0.1 s) and the background texts and queries its
-floors and language direction are measured against (about 1.5 s of embedding on one core). A remote model (``openai``) is left alone: no request
-leaves the process before a search asks for one.
+~1.2 s) and the common words of twelve languages (wordfreq, ~0.6 s), and with the e5 model its
+weights (~0.1 s) and the background texts and queries its floors and language direction are
+measured against (about 1.5 s of embedding on one core). A remote model (``openai``) is left
+alone: no request leaves the process before a search asks for one.
 """
 
 import logging
