@@ -17,7 +17,7 @@ class FirstPageCounts(Paginator):
         rows = list(self.object_list[: self.per_page])
         if len(rows) < self.per_page:
             self.__dict__.setdefault("count", len(rows))  # ``count`` is a cached_property
-        return self._get_page(rows, 1, self)
+        return Page(rows, 1, self)
 
 
 class DefaultPagination(PageNumberPagination):
