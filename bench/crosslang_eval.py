@@ -1,7 +1,7 @@
 """Search across languages, and searches that should find nothing, on the set of bench/crosslang_gen.py.
 
     .venv/bin/python bench/crosslang_eval.py [--split dev|heldout|all] [--part quality|empty|all]
-                                             [--nonsense-seed N] [--json out.json]
+                                             [--nonsense-seed N] [--unrelated FILE] [--json out.json]
 
 On a throwaway database (SQLite in memory unless DATABASE_URL is set) each of the set's nine
 users gets their 44 memories twice: as user memories (``memory_create``) and as items of a chat
@@ -223,6 +223,13 @@ def main() -> None:
         "a change fitted to the set's own draw shows here",
     )
     parser.add_argument(
+        "--unrelated",
+        type=Path,
+        default=None,
+        help="ask the unrelated questions of this JSON file instead of the set's (e.g. "
+        "bench/data/crosslang/unrelated_later.json: 100 written after the question gates were chosen)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -258,6 +265,8 @@ def main() -> None:
 
         crosslang_gen.SEED = args.nonsense_seed
         data["nonsense"] = crosslang_gen.nonsense()
+    if args.unrelated is not None:
+        data["unrelated"] = json.loads(args.unrelated.read_text(encoding="utf-8"))
     report: dict = {"split": args.split}
     with test_database():
         started = time.perf_counter()

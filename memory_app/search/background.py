@@ -3,6 +3,7 @@ about nothing a person keeps in memory, in English and Chinese, and strings of n
 embedded once per process and model (``background_queries``), and which language a query is
 asked in (``is_chinese``)."""
 
+import functools
 import random
 import string
 import threading
@@ -66,6 +67,11 @@ BACKGROUND_QUERIES = (
     "ploo vamberick",
 )
 BACKGROUND_GIBBERISH = 48
+# Which of ``BACKGROUND_QUERIES`` are questions (asked, or "Explain …"): what a question must
+# stand out from (``dense.STAND_OUT_QUANTILE``).
+BACKGROUND_QUESTIONS = frozenset(
+    text for text in BACKGROUND_QUERIES if text.endswith(("?", "？")) or text.startswith(("Explain", "请解释"))
+)
 
 
 def _gibberish(n: int) -> tuple[str, ...]:
@@ -125,6 +131,14 @@ def background_queries(
         with _queries_lock:
             _queries[key] = found
     return found
+
+
+@functools.cache
+def asked_rows() -> np.ndarray:
+    """Which rows of ``background_queries`` are questions (``BACKGROUND_QUESTIONS``); read-only."""
+    rows = np.array([text in BACKGROUND_QUESTIONS for text in BACKGROUND_QUERIES] + [False] * BACKGROUND_GIBBERISH)
+    rows.setflags(write=False)
+    return rows
 
 
 def is_chinese(text: str) -> bool:
