@@ -227,14 +227,15 @@ def main() -> None:
         type=Path,
         default=None,
         help="ask the unrelated questions of this JSON file instead of the set's (e.g. "
-        "bench/data/crosslang/unrelated_later.json: 100 written after the question gates were chosen)",
+        "bench/data/crosslang/unrelated_later.json: 100 written after the question gates were chosen; "
+        "unrelated_third.json: 100 more, written before the stand-out gate took more background questions)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a lever of memory_app.search.engine or memory_app.scoped.search for this run (e.g. BACKGROUND_MARGIN=0.03)",
+        help="a lever of memory_app.search.engine, .dense or memory_app.scoped.search for this run (e.g. BACKGROUND_MARGIN=0.03)",
     )
     args = parser.parse_args()
 
@@ -250,12 +251,12 @@ def main() -> None:
     from search_common import test_database
 
     from memory_app.scoped import search as scoped_search
-    from memory_app.search import engine
+    from memory_app.search import dense, engine
     from memory_app.search.embedder import embed_pending
 
     for lever in args.set:
         name, _, value = lever.partition("=")
-        module = engine if hasattr(engine, name) else scoped_search
+        module = next((m for m in (engine, dense) if hasattr(m, name)), scoped_search)
         old = getattr(module, name)  # an unknown name fails here
         setattr(module, name, type(old)(value) if not isinstance(old, bool) else value.lower() in ("1", "true", "yes"))
         print(f"{module.__name__}.{name} = {getattr(module, name)!r}")

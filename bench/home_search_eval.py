@@ -108,6 +108,13 @@ def main():
     parser.add_argument("--provider", choices=("e5", "hashed"), default="e5")
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a lever of memory_app.search.engine or .dense for this run (e.g. STAND_OUT_QUANTILE=0.8)",
+    )
     args = parser.parse_args()
 
     import tempfile
@@ -116,6 +123,15 @@ def main():
 
     django.setup()
     from django.conf import settings
+
+    from memory_app.search import dense, engine
+
+    for lever in args.set:
+        name, _, value = lever.partition("=")
+        module = dense if hasattr(dense, name) else engine
+        old = getattr(module, name)  # an unknown name fails here
+        setattr(module, name, value.lower() in ("1", "true", "yes") if isinstance(old, bool) else type(old)(value))
+        print(f"{module.__name__}.{name} = {getattr(module, name)!r}")
 
     settings.MEMORY_EMBEDDING_PROVIDER = args.provider
     settings.MEMORY_EMBED_IN_BACKGROUND = False

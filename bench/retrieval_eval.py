@@ -616,7 +616,8 @@ def main():
         action="append",
         default=[],
         metavar="MODULE.NAME=VALUE",
-        help="a lever: a number of memory_app.search.engine or memory_app.threads.history, e.g. engine.COVERAGE_POWER=2",
+        help="a lever: a number of memory_app.search.engine, .dense or memory_app.threads.history, "
+        "e.g. engine.COVERAGE_POWER=2",
     )
     args = parser.parse_args()
 
@@ -625,13 +626,13 @@ def main():
     django.setup()
     from django.conf import settings
 
-    from memory_app.search import engine
+    from memory_app.search import dense, engine
     from memory_app.threads import history
 
     for lever in args.set:
         name, _, value = lever.partition("=")
         module, _, attribute = name.partition(".")
-        target = {"engine": engine, "history": history}.get(module)
+        target = {"engine": engine, "dense": dense, "history": history}.get(module)
         if target is None or not hasattr(target, attribute):
             parser.error(f"unknown lever {name}")
         try:
