@@ -12,7 +12,7 @@ import numpy as np
 from django.db import connection
 
 from memory_app.search import vectorstore
-from memory_app.search.background import asked_rows, background_queries, is_chinese
+from memory_app.search.background import background_queries, background_questions, is_chinese
 from memory_app.search.embeddings import (
     CHINESE_CHARS,
     DTYPE,
@@ -62,8 +62,13 @@ UNKNOWN_GATE_QUANTILE: float | None = 1.0
 # background questions). A general-knowledge question is as close to those questions as they
 # are to each other, and its best memory is no closer to it than theirs; a question about the
 # person's life is further from them and nearer its memory (docs/search.md, "Questions nobody's
-# memory answers"). None: no such gate.
-STAND_OUT_QUANTILE: float | None = 0.9
+# memory answers" and "More questions to stand out from"). None: no such gate.
+STAND_OUT_QUANTILE: float | None = 0.8
+# ... and, in a search of several scopes, stand out over all of them together: its best document
+# of any scope less its question level above the same quantile of the background questions' best
+# over every scope. Each scope's gate lets some unrelated questions through, and a search of many
+# gives one of them more chances to.
+STAND_OUT_TOGETHER = True
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -171,20 +176,25 @@ def dense_rank(
     # The floor first, then the best: a document below it never takes the place of one above.
     threshold: float | np.ndarray = _floor_of(query_vector, provider, floor)
     if floor and getattr(provider, "calibrated", False):
-        floors, levels, gates, stands = _calibrated_floors(scopes, entries, provider, bool(across), chinese_query, gate)
+        floors, levels, gates, stands, together = _calibrated_floors(
+            scopes, entries, provider, bool(across), chinese_query, gate
+        )
         needed = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
         level = _question_level(provider, bool(across), query_vector, chinese_query)
         margin = similar - needed
         if margins is not None:
             margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
         # A scope whose best document does not clear its gate, or does not stand out from the
-        # background questions (``STAND_OUT_QUANTILE``), matches nothing by meaning.
+        # background questions (``STAND_OUT_QUANTILE``), matches nothing by meaning; nor does any
+        # scope when the best of them all does not stand out over them all (``STAND_OUT_TOGETHER``).
         start = 0
         for entry, scope_gate, stand in zip(entries, gates, stands, strict=True):
             part = slice(start, start + len(entry.ids))
             start = part.stop
             if part.stop > part.start and (margin[part].max() <= scope_gate or similar[part].max() - level <= stand):
                 needed[part] += 1.0
+        if similar.max() - level <= together:
+            needed += 1.0
         threshold = needed
         sims = sims - BACKGROUND_RANK_WEIGHT * levels
     matches = similar > threshold
@@ -246,12 +256,14 @@ def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingP
         [np.quantile(relative[:, chinese == group], BACKGROUND_QUANTILE, axis=1) for group in (False, True)]
     )
     needed = np.maximum(provider.match_floor, floors[chinese.astype(int)].T + BACKGROUND_MARGIN)
-    asked = asked_rows()
+    questions = background_questions(provider, across_languages=across)[0]
     found = _Calibration(
         floors.astype(np.float64),
         similar.mean(axis=1).astype(np.float64),
         (relative - needed).max(axis=0, initial=-1.0).astype(np.float64),
-        (similar[:, asked].max(axis=0, initial=-1.0) - _question_levels(provider, across)).astype(np.float64),
+        ((entry.matrix @ questions.T).max(axis=0, initial=-1.0) - _question_levels(provider, across)).astype(
+            np.float64
+        ),
     )
     with _calibrations_lock:
         _calibrations[key] = found
@@ -264,10 +276,9 @@ def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingP
 def _question_levels(provider: EmbeddingProvider, across: bool) -> np.ndarray:
     """Per background question, its mean similarity to the other background questions of its
     language: how close to any such question it is by being one."""
-    queries, _, chinese = background_queries(provider, across_languages=across)
-    asked = asked_rows()
-    pair = queries[asked] @ queries[asked].T
-    same = chinese[asked][:, None] == chinese[asked][None, :]
+    questions, chinese = background_questions(provider, across_languages=across)
+    pair = questions @ questions.T
+    same = chinese[:, None] == chinese[None, :]
     np.fill_diagonal(same, False)
     levels: np.ndarray = (pair * same).sum(axis=1) / np.maximum(same.sum(axis=1), 1)
     return levels
@@ -275,9 +286,9 @@ def _question_levels(provider: EmbeddingProvider, across: bool) -> np.ndarray:
 
 def _question_level(provider: EmbeddingProvider, across: bool, query_vector: np.ndarray, chinese_query: bool) -> float:
     """The query's mean similarity to the background questions of its language."""
-    queries, _, chinese = background_queries(provider, across_languages=across)
-    asked = asked_rows() & (chinese == chinese_query)
-    return float((queries[asked] @ query_vector).mean()) if asked.any() else 0.0
+    questions, chinese = background_questions(provider, across_languages=across)
+    asked = chinese == chinese_query
+    return float((questions[asked] @ query_vector).mean()) if asked.any() else 0.0
 
 
 def _nbytes(calibration: _Calibration) -> int:
@@ -291,7 +302,7 @@ def _calibrated_floors(
     across: bool,
     chinese_query: bool,
     gate: float | None,
-) -> tuple[np.ndarray, np.ndarray, list[float], list[float]]:
+) -> tuple[np.ndarray, np.ndarray, list[float], list[float], float]:
     """Per embedded document (the rows of ``entries`` in order): how far above its background
     similarity a query must be to match it: more than the background queries of the query's
     language score for that document (``_Calibration``) by ``BACKGROUND_MARGIN``, and at least
@@ -300,20 +311,26 @@ def _calibrated_floors(
     for any of the scope's documents to match (the ``gate`` quantile of the background queries'
     best margins; minus infinity: no gate), and by how much its best similarity less the query's
     question level must exceed (``STAND_OUT_QUANTILE`` of the background questions' own, with a
-    gate only; minus infinity: none)."""
+    gate only; minus infinity: none); and by how much the best similarity over all the scopes less
+    the question level must exceed (the same quantile of the background questions' best over all
+    of them; ``STAND_OUT_TOGETHER``, more than one scope and a gate only; minus infinity: none)."""
     calibrations = [_calibration(scope, entry, provider, across) for scope, entry in zip(scopes, entries, strict=True)]
     floors = np.concatenate([found.floors[int(chinese_query)] for found in calibrations])
     levels = np.concatenate([found.levels for found in calibrations])
     floored: np.ndarray = np.maximum(provider.match_floor, floors + BACKGROUND_MARGIN)
     gates = [-np.inf] * len(calibrations)
     stands = [-np.inf] * len(calibrations)
+    together = -np.inf
     if gate is not None:
         chinese = background_queries(provider, across_languages=across)[2] == chinese_query
         gates = [max(0.0, float(np.quantile(found.best[chinese], gate))) for found in calibrations]
         if STAND_OUT_QUANTILE is not None:
-            asked = chinese[asked_rows()]
+            asked = background_questions(provider, across_languages=across)[1] == chinese_query
             stands = [float(np.quantile(found.stands[asked], STAND_OUT_QUANTILE)) for found in calibrations]
-    return floored, levels, gates, stands
+            if STAND_OUT_TOGETHER and len(calibrations) > 1:
+                best = np.max([found.stands[asked] for found in calibrations], axis=0)
+                together = float(np.quantile(best, STAND_OUT_QUANTILE))
+    return floored, levels, gates, stands, together
 
 
 def _floor_of(query_vector: np.ndarray, provider: EmbeddingProvider, floor: bool) -> float:

@@ -14,7 +14,7 @@ import time
 
 from config import lowtrust
 from memory_app.search import lexicon
-from memory_app.search.background import background_queries
+from memory_app.search.background import background_questions
 from memory_app.search.embeddings import E5Embedding, get_provider, language_direction
 
 logger = logging.getLogger(__name__)
@@ -27,8 +27,10 @@ def warm() -> None:
     provider = get_provider()
     if isinstance(provider, E5Embedding):
         language_direction(provider)  # embeds the background texts: loads the model too
-        background_queries(provider, across_languages=True)  # the lists' and the home's floors
-        background_queries(provider, across_languages=False)  # /api/memory/search's
+        # The background queries and questions of the lists' and the home's floors and gates, and
+        # of /api/memory/search's.
+        background_questions(provider, across_languages=True)
+        background_questions(provider, across_languages=False)
     logger.info(
         "process %d warmed up in %d ms (embeddings: %s)",
         os.getpid(),

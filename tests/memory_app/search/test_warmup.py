@@ -14,6 +14,7 @@ def cold(monkeypatch):
     lowtrust._prototypes.cache_clear()
     monkeypatch.setattr(embeddings, "_background", {})
     monkeypatch.setattr(background, "_queries", {})
+    monkeypatch.setattr(background, "_questions", {})
 
 
 def test_it_loads_the_confusables_and_with_e5_the_model_and_its_background(cold, settings, caplog):
@@ -24,6 +25,7 @@ def test_it_loads_the_confusables_and_with_e5_the_model_and_its_background(cold,
     model = embeddings.E5Embedding.model
     assert {model, ("language", model)} <= embeddings._background.keys()
     assert {(model, True), (model, False)} <= background._queries.keys()  # the floors' background queries
+    assert {(model, True), (model, False)} <= background._questions.keys()  # the stand-out gate's questions
     assert lexicon._tables is not None
     assert embeddings.E5Embedding._engine is not None
     assert "warmed up" in caplog.text and "(embeddings: e5)" in caplog.text
