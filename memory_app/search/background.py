@@ -1,7 +1,7 @@
 """The queries a filtered search is calibrated against (docs/search.md, "Nothing matches"): questions
 about nothing a person keeps in memory, in English and Chinese, and strings of no language,
-embedded once per process and model (``background_queries``), and which language a query is
-asked in (``is_chinese``)."""
+embedded once per process and model (``background_queries``); the questions a question must stand
+out from (``background_questions``); and which language a query is asked in (``is_chinese``)."""
 
 import random
 import string

@@ -236,7 +236,8 @@ class _Calibration(NamedTuple):
 
 
 # Per process, least recently used out: 24 bytes a document, about 2 % of what its vector takes
-# in the vector cache, but kept for scopes that cache has let go too.
+# in the vector cache, and about 2 KB a scope (the background queries' and questions' bests), but
+# kept for scopes that cache has let go too.
 CALIBRATION_BYTES = 32 * 1024 * 1024
 _calibrations: OrderedDict[tuple[object, ...], _Calibration] = OrderedDict()
 _calibrations_lock = threading.Lock()
