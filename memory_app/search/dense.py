@@ -56,10 +56,10 @@ GATE_QUANTILE: float | None = 0.85
 # unrelated question matches.
 UNKNOWN_GATE_QUANTILE: float | None = 1.0
 # A gated query must also stand out from the questions nobody's memory answers: its best
-# document's similarity less its mean similarity to the background questions of its language
-# (``_question_level``) must be above this quantile of what the background questions reach the
-# same way over that scope (their best document less their mean similarity to the other
-# background questions). A general-knowledge question is as close to those questions as they
+# document's similarity less its level, its mean similarity to the nearest background questions
+# of its language (``_question_level``, ``QUESTION_NEIGHBOURS``), must be above this quantile of
+# what the background questions reach the same way over that scope (their best document less
+# their level among the other background questions). A general-knowledge question is as close to those questions as they
 # are to each other, and its best memory is no closer to it than theirs; a question about the
 # person's life is further from them and nearer its memory (docs/search.md, "Questions nobody's
 # memory answers" and "More questions to stand out from"). None: no such gate.
@@ -69,6 +69,13 @@ STAND_OUT_QUANTILE: float | None = 0.8
 # over every scope. Each scope's gate lets some unrelated questions through, and a search of many
 # gives one of them more chances to.
 STAND_OUT_TOGETHER = True
+# A question's level (``_question_level``) is its mean similarity to this many background
+# questions of its language, those nearest to it, not to all of them (0: all). A how-to question
+# is as close to a notes line of how to answer ("Use the metric system") as the background how-to
+# questions are, and measured against all the questions, every how-to question stands out there
+# by being one; measured against its own kind, it must stand out from them. A question about the
+# person's life has no near neighbours there and keeps its lead (docs/search.md, "Words held to the gates, and the nearest questions").
+QUESTION_NEIGHBOURS = 10
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -110,6 +117,7 @@ def dense_rank(
     margins: dict[int, float] | None = None,
     asked_in_chinese: bool | None = None,
     gate: float | None = None,
+    gated: set[int] | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, score)`` best first, and how many documents have no vector (-1: too many
     documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
@@ -122,7 +130,8 @@ def dense_rank(
     taken ``across_languages`` (default: as ``floor``; docs/search.md; ``ACROSS_AUTO``: where the
     searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
-    (positive: it matches by meaning). ``asked_in_chinese``: the language of the question the
+    (positive: it matches by meaning), and ``gated``, if given, the embedded documents of the
+    scopes whose gates the query does not clear (``gate``). ``asked_in_chinese``: the language of the question the
     floors compare with (default: ``query``'s, which may carry its translation). ``gate``: the
     floors' scopes are gated too, at this quantile of the background queries' best margins (None:
     not gated; the engine: ``GATE_QUANTILE`` for a question, ``question_like``,
@@ -184,17 +193,10 @@ def dense_rank(
         margin = similar - needed
         if margins is not None:
             margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
-        # A scope whose best document does not clear its gate, or does not stand out from the
-        # background questions (``STAND_OUT_QUANTILE``), matches nothing by meaning; nor does any
-        # scope when the best of them all does not stand out over them all (``STAND_OUT_TOGETHER``).
-        start = 0
-        for entry, scope_gate, stand in zip(entries, gates, stands, strict=True):
-            part = slice(start, start + len(entry.ids))
-            start = part.stop
-            if part.stop > part.start and (margin[part].max() <= scope_gate or similar[part].max() - level <= stand):
-                needed[part] += 1.0
-        if similar.max() - level <= together:
-            needed += 1.0
+        shut = _gated_out(entries, margin, similar - level, gates, stands, together)
+        needed[shut] += 1.0
+        if gated is not None:
+            gated.update(ids[shut].tolist())
         threshold = needed
         sims = sims - BACKGROUND_RANK_WEIGHT * levels
     matches = similar > threshold
@@ -205,6 +207,32 @@ def dense_rank(
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def _gated_out(
+    entries: list[CacheEntry],
+    margin: np.ndarray,
+    stand: np.ndarray,
+    gates: list[float],
+    stands: list[float],
+    together: float,
+) -> np.ndarray:
+    """Which documents (the rows of ``entries`` in order) match nothing by meaning: those of a
+    scope whose best document does not clear its gate (``margin``, the similarity less the floor),
+    or does not stand out from the background questions (``stand``, the similarity less the
+    query's question level; ``STAND_OUT_QUANTILE``), and all of them when the best of them all does
+    not stand out over them all (``STAND_OUT_TOGETHER``)."""
+    shut = np.zeros(len(margin), dtype=bool)
+    if len(margin) and stand.max() <= together:
+        shut[:] = True
+        return shut
+    start = 0
+    for entry, scope_gate, scope_stand in zip(entries, gates, stands, strict=True):
+        part = slice(start, start + len(entry.ids))
+        start = part.stop
+        if part.stop > part.start and (margin[part].max() <= scope_gate or stand[part].max() <= scope_stand):
+            shut[part] = True
+    return shut
 
 
 def question_like(query: str) -> bool:
@@ -275,21 +303,31 @@ def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingP
 
 
 def _question_levels(provider: EmbeddingProvider, across: bool) -> np.ndarray:
-    """Per background question, its mean similarity to the other background questions of its
-    language: how close to any such question it is by being one."""
+    """Per background question, its mean similarity to the ``QUESTION_NEIGHBOURS`` other
+    background questions of its language nearest to it (0: to all of them): how close to any such
+    question it is by being one."""
     questions, chinese = background_questions(provider, across_languages=across)
     pair = questions @ questions.T
     same = chinese[:, None] == chinese[None, :]
     np.fill_diagonal(same, False)
+    if QUESTION_NEIGHBOURS:
+        nearest: np.ndarray = np.sort(np.where(same, pair, -np.inf), axis=1)[:, -QUESTION_NEIGHBOURS:].mean(axis=1)
+        return nearest
     levels: np.ndarray = (pair * same).sum(axis=1) / np.maximum(same.sum(axis=1), 1)
     return levels
 
 
 def _question_level(provider: EmbeddingProvider, across: bool, query_vector: np.ndarray, chinese_query: bool) -> float:
-    """The query's mean similarity to the background questions of its language."""
+    """The query's mean similarity to the ``QUESTION_NEIGHBOURS`` background questions of its
+    language nearest to it (0: to all of them)."""
     questions, chinese = background_questions(provider, across_languages=across)
     asked = chinese == chinese_query
-    return float((questions[asked] @ query_vector).mean()) if asked.any() else 0.0
+    if not asked.any():
+        return 0.0
+    similar = questions[asked] @ query_vector
+    if QUESTION_NEIGHBOURS:
+        return float(np.sort(similar)[-QUESTION_NEIGHBOURS:].mean())
+    return float(similar.mean())
 
 
 def _nbytes(calibration: _Calibration) -> int:

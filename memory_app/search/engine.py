@@ -54,6 +54,16 @@ COVERAGE_POWER = 2.0  # score-aware fusion (``fuse``); 0: plain reciprocal rank 
 MAX_DEPTH = 200
 LEXICAL_ALONE = 0.99
 LEXICAL_SLACK = 0.0
+# Where the floors are calibrated, a document found by words that holds less than
+# ``LEXICAL_ALONE`` of the query's weight is kept only if it is close to matching by meaning
+# (``LEXICAL_SLACK``) and, in a scope whose gates the query does not clear (``dense.dense_rank``'s
+# ``gated``: by meaning, nothing there answers it), holds at least ``LEXICAL_GATED`` of it:
+# 离心机是怎么工作的 ("how does a centrifuge work") is not answered by 我的工作是牙医 ("my work
+# is dentistry"), whose one shared word is about a tenth of the question's weight, while the
+# memory that answers 下雨天怎么上班 ("how do I get to work when it rains") holds over 30 % of it
+# (docs/search.md, "Words held to the gates, and the nearest questions"). None: such documents
+# are kept as in any other scope.
+LEXICAL_GATED: float | None = 0.3
 # The query's words in the other language (``lexicon.translate``) are searched as a second word
 # query, and for keywords (no function word) of at most ``DENSE_TRANSLATION_WORDS`` content words
 # the model embeds the query followed by them (docs/search.md, "Across languages"): a word alone does not carry its
@@ -192,7 +202,8 @@ def rank(
     as a second word query (a document keeps the better of its two scores and coverages) and,
     for a short query (``DENSE_TRANSLATION_WORDS``), follow it in the text the model embeds; a document found
     by words that holds less than ``LEXICAL_ALONE`` of the query's weight is kept only if it is
-    close to matching by meaning (``LEXICAL_SLACK``; where the floors are calibrated)."""
+    close to matching by meaning (``LEXICAL_SLACK``; where the floors are calibrated) and, in a
+    scope whose gates the query does not clear, holds ``LEXICAL_GATED`` of its weight."""
     mode = mode or default_mode()
     across = floor if across is None else across
     if mode not in MODES:
@@ -228,6 +239,7 @@ def rank(
         return result
     dense: list[tuple[int, float]] = []
     margins: dict[int, float] = {}
+    gated: set[int] = set()
     if pending is not None:
         dense, result.not_embedded = dense_rank(
             rows,
@@ -240,14 +252,10 @@ def rank(
             margins=margins,
             asked_in_chinese=is_chinese(query),
             gate=_gate(query, floor, postings),
+            gated=gated,
         )
         if margins:
-            lexical = [
-                (d, score)
-                for d, score in lexical
-                if coverage.get(d, 0.0) >= LEXICAL_ALONE
-                or margins.get(d, math.inf) > -LEXICAL_SLACK  # not embedded yet: by its words
-            ]
+            lexical = [(d, score) for d, score in lexical if _kept_by_words(coverage.get(d, 0.0), d, margins, gated)]
         if result.not_embedded < 0:
             result.not_embedded = 0
             result.warnings.append(
@@ -263,6 +271,17 @@ def rank(
     result.dense = [(refs[d], score) for d, score in dense if d in refs]
     result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
     return result
+
+
+def _kept_by_words(share: float, doc: int, margins: dict[int, float], gated: set[int]) -> bool:
+    """Whether a document found by words, holding ``share`` of the query's weight, stays in a
+    search whose floors are calibrated (``LEXICAL_ALONE``, ``LEXICAL_SLACK``, ``LEXICAL_GATED``);
+    one not embedded yet is judged by its words."""
+    if share >= LEXICAL_ALONE:
+        return True
+    if margins.get(doc, math.inf) <= -LEXICAL_SLACK:
+        return False
+    return doc not in gated or LEXICAL_GATED is None or share >= LEXICAL_GATED
 
 
 def _gate(query: str, floor: bool, postings: dict[str, list[tuple]]) -> float | None:
