@@ -230,14 +230,20 @@ def _choice_words_in_english() -> set[str]:
 def _english_left(text: str, phrases: set[str]) -> list[str]:
     for word in ALLOWED:
         text = text.replace(word, " ")
-    folded = text.casefold()
+    folded = _fold(text)
     found = []
     for phrase in phrases:
         # The whole-word search only where the phrase occurs at all: a page against some thousand
         # phrases, each compiled anew past the regex cache, was most of the admin test's time.
-        if phrase.casefold() in folded and _whole_phrase(phrase).search(text):
+        if _fold(phrase) in folded and _whole_phrase(phrase).search(text):
             found.append(phrase)
     return found
+
+
+def _fold(text: str) -> str:
+    """Case folded at least as far as ``re.IGNORECASE`` matches: it also takes the dotless ı and
+    the dotted İ (folded to i and a combining dot) for i."""
+    return text.casefold().replace("ı", "i").replace("\u0307", "")
 
 
 @functools.cache

@@ -272,7 +272,15 @@ _calibrations_lock = threading.Lock()
 
 
 def _calibration(scope: tuple[int, ...], entry: CacheEntry, provider: EmbeddingProvider, across: bool) -> _Calibration:
-    key = (connection.alias, connection.settings_dict.get("NAME"), scope[0], entry.version, provider.model, across)
+    key = (
+        connection.alias,
+        connection.settings_dict.get("NAME"),
+        scope[0],
+        entry.version,
+        provider.model,
+        across,
+        QUESTION_NEIGHBOURS,  # the background questions' own levels
+    )
     with _calibrations_lock:
         found = _calibrations.get(key)
         if found is not None and found.floors.shape[1] == len(entry.ids):
@@ -310,10 +318,15 @@ def _question_levels(provider: EmbeddingProvider, across: bool) -> np.ndarray:
     pair = questions @ questions.T
     same = chinese[:, None] == chinese[None, :]
     np.fill_diagonal(same, False)
+    others = same.sum(axis=1)
     if QUESTION_NEIGHBOURS:
-        nearest: np.ndarray = np.sort(np.where(same, pair, -np.inf), axis=1)[:, -QUESTION_NEIGHBOURS:].mean(axis=1)
-        return nearest
-    levels: np.ndarray = (pair * same).sum(axis=1) / np.maximum(same.sum(axis=1), 1)
+        # The nearest first; a language with fewer other questions than that averages those it has.
+        nearest = -np.sort(-np.where(same, pair, -np.inf), axis=1)[:, :QUESTION_NEIGHBOURS]
+        counted = np.minimum(others, QUESTION_NEIGHBOURS)
+        taken = np.arange(nearest.shape[1])[None, :] < counted[:, None]
+        levels: np.ndarray = np.where(taken, nearest, 0.0).sum(axis=1) / np.maximum(counted, 1)
+    else:
+        levels = (pair * same).sum(axis=1) / np.maximum(others, 1)
     return levels
 
 

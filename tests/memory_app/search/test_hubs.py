@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_app.search import engine, lexical
+from memory_app.search import dense, engine, lexical
 from memory_app.search.embeddings import HashedNgramEmbedding, language_direction, to_bytes
 from memory_app.search.index import Row, documents_sync, vectors_store
 
@@ -192,3 +192,44 @@ def test_a_named_speaker_is_favoured_whatever_the_sign_of_the_score():
         "1",
         pytest.approx(0.3 * (1 + dialogue.SPEAKER_WEIGHT)),
     )
+
+
+def test_a_background_questions_level_is_its_mean_over_its_nearest_of_its_language(monkeypatch):
+    """``dense._question_levels``: per background question, the mean of its ``QUESTION_NEIGHBOURS``
+    highest similarities to the other questions of its language; where the language has fewer,
+    the mean of those it has (never an infinity, which would turn the stand-out gate off), and
+    a question alone in its language has a level of 0."""
+    questions = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    chinese = np.array([False, False, False, True])
+    monkeypatch.setattr(dense, "background_questions", lambda provider, across_languages: (questions, chinese))
+    pair = questions @ questions.T
+    monkeypatch.setattr(dense, "QUESTION_NEIGHBOURS", 1)
+    assert np.allclose(dense._question_levels(None, True), [pair[0, 1], pair[1, 0], pair[2, 1], 0.0])
+    monkeypatch.setattr(dense, "QUESTION_NEIGHBOURS", 10)
+    levels = dense._question_levels(None, True)
+    assert np.all(np.isfinite(levels))
+    assert np.allclose(
+        levels, [(pair[0, 1] + pair[0, 2]) / 2, (pair[1, 0] + pair[1, 2]) / 2, (pair[2, 0] + pair[2, 1]) / 2, 0.0]
+    )
+    monkeypatch.setattr(dense, "QUESTION_NEIGHBOURS", 0)
+    assert np.allclose(dense._question_levels(None, True)[:3], levels[:3])
+
+
+def test_a_scope_whose_best_does_not_clear_its_gates_is_shut_and_all_are_when_none_stands_out_over_all():
+    """``dense._gated_out``: per scope, shut when its best margin is not above its gate or its best
+    stand not above its stand-out threshold; every scope when the best stand of all is not above
+    the threshold over all of them."""
+
+    class Entry:
+        def __init__(self, n):
+            self.ids = np.arange(n)
+
+    entries = [Entry(2), Entry(1), Entry(2)]
+    margin = np.array([0.05, -0.1, 0.01, 0.04, 0.0])
+    stand = np.array([0.03, 0.0, 0.05, 0.01, 0.02])
+    shut = dense._gated_out(entries, margin, stand, [0.02, 0.02, 0.02], [0.02, 0.02, 0.02], -np.inf)
+    assert shut.tolist() == [False, False, True, True, True]  # the second: margin; the third: stand
+    shut = dense._gated_out(entries, margin, stand, [-np.inf] * 3, [-np.inf] * 3, 0.05)
+    assert shut.all()
+    shut = dense._gated_out(entries, margin, stand, [-np.inf] * 3, [-np.inf] * 3, 0.049)
+    assert not shut.any()
