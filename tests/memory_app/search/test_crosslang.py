@@ -214,6 +214,19 @@ def crosslang_memories(user):
     return content
 
 
+def listed_with_and_without(api, user, unrelated, monkeypatch, module, lever):
+    """The evaluation user's memories as ``user``'s, and the list's ``answered_and_found`` as it
+    is, then with ``module.lever`` off (None)."""
+    content = crosslang_memories(user)
+
+    def search(query):
+        return listed(api, user, query)
+
+    on = answered_and_found(search, unrelated, content)
+    monkeypatch.setattr(module, lever, None)
+    return on, answered_and_found(search, unrelated, content)
+
+
 def answered_and_found(search, unrelated, content):
     """How many of the ``unrelated`` questions ``search`` (a query → the texts it answers with)
     answers with anything, and how many of the evaluation user's own questions find their memory
@@ -279,15 +292,10 @@ def test_a_question_nobodys_memory_answers_must_stand_out_from_the_background_qu
     """Every other unrelated question of the evaluation set (both languages) over one evaluation
     user's 44 memories: with the stand-out gate (``dense.STAND_OUT_QUANTILE``) few answer, with
     the margin gate alone many more; the user's own questions find their memory as often."""
-    content = crosslang_memories(alice)
     unrelated = [item["q"] for item in UNRELATED[::2]]
-
-    def search(query):
-        return listed(api, alice, query)
-
-    answered, found = answered_and_found(search, unrelated, content)
-    monkeypatch.setattr(dense, "STAND_OUT_QUANTILE", None)
-    without, found_without = answered_and_found(search, unrelated, content)
+    (answered, found), (without, found_without) = listed_with_and_without(
+        api, alice, unrelated, monkeypatch, dense, "STAND_OUT_QUANTILE"
+    )
     # Measured: 1 of 100 answers with it, 27 without; 45 of the 46 own questions found either way
     # (the last digits of the model's arithmetic differ between processors, hence the room).
     assert found >= found_without
@@ -305,17 +313,13 @@ LATER = json.loads(
 def test_a_memory_holding_one_word_of_a_question_its_scope_does_not_answer_is_not_listed(api, e5, alice, monkeypatch):
     """The unrelated questions written later, over one evaluation user's 44 memories: where the
     user's scope does not clear the gates, a memory found by words must hold ``LEXICAL_GATED`` of
-    the question's weight ("…是怎么工作的" does not list 我的工作是牙医 for its one shared word).
-    Without that rule more answer; the user's own questions find their memory as often."""
-    content = crosslang_memories(alice)
+    the question's weight (on the development set, "离心机是怎么工作的" no longer lists
+    我的工作是牙医 for its one shared word). Without that rule more answer; the user's own
+    questions find their memory as often."""
     unrelated = [item["q"] for item in LATER]
-
-    def search(query):
-        return listed(api, alice, query)
-
-    answered, found = answered_and_found(search, unrelated, content)
-    monkeypatch.setattr(engine, "LEXICAL_GATED", None)
-    without, found_without = answered_and_found(search, unrelated, content)
+    (answered, found), (without, found_without) = listed_with_and_without(
+        api, alice, unrelated, monkeypatch, engine, "LEXICAL_GATED"
+    )
     # Measured: 5 of 100 answer with the rule, 9 without; 45 of the 46 own questions found either
     # way (the last digits of the model's arithmetic differ between processors, hence the room).
     assert found >= found_without
