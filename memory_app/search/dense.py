@@ -59,10 +59,11 @@ UNKNOWN_GATE_QUANTILE: float | None = 1.0
 # document's similarity less its level, its mean similarity to the nearest background questions
 # of its language (``_question_level``, ``QUESTION_NEIGHBOURS``), must be above this quantile of
 # what the background questions reach the same way over that scope (their best document less
-# their level among the other background questions). A general-knowledge question is as close to those questions as they
-# are to each other, and its best memory is no closer to it than theirs; a question about the
-# person's life is further from them and nearer its memory (docs/search.md, "Questions nobody's
-# memory answers" and "More questions to stand out from"). None: no such gate.
+# their level among the other background questions). A general-knowledge question is as close
+# to those questions as they are to each other, and its best memory is no closer to it than
+# theirs; a question about the person's life is further from them and nearer its memory
+# (docs/search.md, "Questions nobody's memory answers" and "More questions to stand out from").
+# None: no such gate.
 STAND_OUT_QUANTILE: float | None = 0.8
 # ... and, in a search of several scopes, stand out over all of them together: its best document
 # of any scope less its question level above the same quantile of the background questions' best
@@ -74,7 +75,8 @@ STAND_OUT_TOGETHER = True
 # is as close to a notes line of how to answer ("Use the metric system") as the background how-to
 # questions are, and measured against all the questions, every how-to question stands out there
 # by being one; measured against its own kind, it must stand out from them. A question about the
-# person's life has no near neighbours there and keeps its lead (docs/search.md, "Words held to the gates, and the nearest questions").
+# person's life has no near neighbours there and keeps its lead (docs/search.md, "Words held to
+# the gates, and the nearest questions").
 QUESTION_NEIGHBOURS = 10
 
 
@@ -131,8 +133,8 @@ def dense_rank(
     searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
     (positive: it matches by meaning), and ``gated``, if given, the embedded documents of the
-    scopes whose gates the query does not clear (``gate``). ``asked_in_chinese``: the language of the question the
-    floors compare with (default: ``query``'s, which may carry its translation). ``gate``: the
+    scopes whose gates the query does not clear (``gate``). ``asked_in_chinese``: the language of
+    the question the floors compare with (default: ``query``'s, which may carry its translation). ``gate``: the
     floors' scopes are gated too, at this quantile of the background queries' best margins (None:
     not gated; the engine: ``GATE_QUANTILE`` for a question, ``question_like``,
     ``UNKNOWN_GATE_QUANTILE`` for a query of no known word).
