@@ -78,6 +78,14 @@ STAND_OUT_TOGETHER = True
 # person's life has no near neighbours there and keeps its lead (docs/search.md, "Words held to
 # the gates, and the nearest questions").
 QUESTION_NEIGHBOURS = 10
+# ... and each document of a gated query must be nearer to it than the query's nearest
+# background questions are to that document on average, by the model's ``apart_margin``
+# (``_nearest_questions``): a document close to every question of the query's kind ("Use the
+# metric system" and the how-to questions) is close to the query for its kind, not for what it
+# asks. It costs one more product of the documents with a vector, the mean of those questions'
+# (docs/search.md, "Nearer the question than its nearest background questions"). False: no such
+# test.
+NEAREST_QUESTIONS_APART = True
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -133,7 +141,8 @@ def dense_rank(
     searched documents mix languages, ``MIXED_SHARE``, ranked in memory). ``margins``, if given and
     the floors are calibrated, receives every embedded document's similarity less its floor
     (positive: it matches by meaning), and ``gated``, if given, the embedded documents of the
-    scopes whose gates the query does not clear (``gate``). ``asked_in_chinese``: the language of
+    scopes whose gates the query does not clear (``gate``) and those no nearer to it than its
+    nearest background questions are (``NEAREST_QUESTIONS_APART``). ``asked_in_chinese``: the language of
     the question the floors compare with (default: ``query``'s, which may carry its translation). ``gate``: the
     floors' scopes are gated too, at this quantile of the background queries' best margins (None:
     not gated; the engine: ``GATE_QUANTILE`` for a question, ``question_like``,
@@ -191,11 +200,13 @@ def dense_rank(
             scopes, entries, provider, bool(across), chinese_query, gate
         )
         needed = np.maximum(threshold, float(background_similarity(provider, query_vector)) + floors)
-        level = _question_level(provider, bool(across), query_vector, chinese_query)
+        level, near = _nearest_questions(provider, bool(across), query_vector, chinese_query)
         margin = similar - needed
         if margins is not None:
             margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
         shut = _gated_out(entries, margin, similar - level, gates, stands, together)
+        if gate is not None and near is not None and NEAREST_QUESTIONS_APART:
+            shut |= similar - np.concatenate([entry.matrix @ near for entry in entries]) <= provider.apart_margin
         needed[shut] += 1.0
         if gated is not None:
             gated.update(ids[shut].tolist())
@@ -332,17 +343,22 @@ def _question_levels(provider: EmbeddingProvider, across: bool) -> np.ndarray:
     return levels
 
 
-def _question_level(provider: EmbeddingProvider, across: bool, query_vector: np.ndarray, chinese_query: bool) -> float:
-    """The query's mean similarity to the ``QUESTION_NEIGHBOURS`` background questions of its
-    language nearest to it (0: to all of them)."""
+def _nearest_questions(
+    provider: EmbeddingProvider, across: bool, query_vector: np.ndarray, chinese_query: bool
+) -> tuple[float, np.ndarray | None]:
+    """The query's level, its mean similarity to the ``QUESTION_NEIGHBOURS`` background questions
+    of its language nearest to it (0: to all of them), and the mean of those questions' vectors
+    (None: no background question of its language): a document's similarity to that mean is its
+    mean similarity to them."""
     questions, chinese = background_questions(provider, across_languages=across)
-    asked = chinese == chinese_query
-    if not asked.any():
-        return 0.0
-    similar = questions[asked] @ query_vector
+    asked = questions[chinese == chinese_query]
+    if not len(asked):
+        return 0.0, None
+    similar = asked @ query_vector
     if QUESTION_NEIGHBOURS:
-        return float(np.sort(similar)[-QUESTION_NEIGHBOURS:].mean())
-    return float(similar.mean())
+        nearest = np.argsort(-similar, kind="stable")[:QUESTION_NEIGHBOURS]
+        asked, similar = asked[nearest], similar[nearest]
+    return float(similar.mean()), asked.mean(axis=0).astype(DTYPE)
 
 
 def _nbytes(calibration: _Calibration) -> int:

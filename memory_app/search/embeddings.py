@@ -62,6 +62,10 @@ class EmbeddingProvider(Protocol):
     # vector (``dense._ranking_vector``; 0: none): measured per model on the evaluation sets
     # (docs/search.md, "Hubs").
     hub_weight: float
+    # In a search that filters, by how much a question's similarity to a document must exceed
+    # the mean similarity to it of the question's nearest background questions (``dense``,
+    # ``NEAREST_QUESTIONS_APART``): measured per model on the evaluation sets (docs/search.md).
+    apart_margin: float
     # Whether a search that filters measures what unrelated queries (``background_queries``)
     # score for the searched items and lists only what scores clearly above that.
     calibrated: bool
@@ -89,6 +93,7 @@ class HashedNgramEmbedding:
     min_score = 0.15
     match_floor = 0.24  # bench/similarity_floor.py --provider hashed (docs/search.md)
     calibrated = False  # shared n-grams, not meaning: its fixed floor already lets no nonsense through
+    apart_margin = 0.0  # not calibrated: not used
     hub_weight = 0.0  # measured at 0.5: history hit@10 0.154 → 0.152 on the dialogue set (docs/search.md)
 
     def __init__(self, dim: int = 512) -> None:
@@ -132,6 +137,7 @@ class E5Embedding:
     min_score = 0.0
     match_floor = 0.03  # bench/similarity_floor.py --provider e5 (docs/search.md)
     hub_weight = 0.5  # bench/dialogue_eval.py --levers (docs/search.md, "Hubs")
+    apart_margin = 0.01  # crosslang_eval.py and retrieval_eval.py: the most that loses no question (docs/search.md)
     # Searches that filter calibrate against what unrelated queries score for the searched items
     # (``background_queries``; docs/search.md, "Nothing matches").
     calibrated = True
@@ -242,6 +248,7 @@ class OpenAICompatibleEmbedding:
     min_score = 0.0
     match_floor = 0.02  # not calibrated: the e5 figure, until a model is measured
     calibrated = False  # each background query would be a request: not until a model is measured
+    apart_margin = 0.0  # not calibrated: not used
     hub_weight = 0.0  # not measured: off until a model is
 
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0) -> None:

@@ -56,8 +56,9 @@ LEXICAL_ALONE = 0.99
 LEXICAL_SLACK = 0.0
 # Where the floors are calibrated, a document found by words that holds less than
 # ``LEXICAL_ALONE`` of the query's weight is kept only if it is close to matching by meaning
-# (``LEXICAL_SLACK``) and, in a scope whose gates the query does not clear (``dense.dense_rank``'s
-# ``gated``: by meaning, nothing there answers it), holds at least ``LEXICAL_GATED`` of it:
+# (``LEXICAL_SLACK``) and, in a scope whose gates the query does not clear or where it is no
+# nearer the query than the query's nearest background questions are (``dense.dense_rank``'s
+# ``gated``: by meaning, it does not answer it), holds at least ``LEXICAL_GATED`` of it:
 # 离心机是怎么工作的 ("how does a centrifuge work") is not answered by 我的工作是牙医 ("my work
 # is dentistry"), whose one shared word is about a tenth of the question's weight, while the
 # memory that answers 下雨天怎么上班 ("how do I get to work when it rains") holds over 30 % of it
@@ -202,8 +203,9 @@ def rank(
     as a second word query (a document keeps the better of its two scores and coverages) and,
     for a short query (``DENSE_TRANSLATION_WORDS``), follow it in the text the model embeds; a document found
     by words that holds less than ``LEXICAL_ALONE`` of the query's weight is kept only if it is
-    close to matching by meaning (``LEXICAL_SLACK``; where the floors are calibrated) and, in a
-    scope whose gates the query does not clear, holds ``LEXICAL_GATED`` of its weight."""
+    close to matching by meaning (``LEXICAL_SLACK``; where the floors are calibrated) and, where
+    by meaning it does not answer the query (``dense_rank``'s ``gated``), holds
+    ``LEXICAL_GATED`` of its weight."""
     mode = mode or default_mode()
     across = floor if across is None else across
     if mode not in MODES:

@@ -215,6 +215,32 @@ def test_a_background_questions_level_is_its_mean_over_its_nearest_of_its_langua
     assert np.allclose(dense._question_levels(None, True)[:3], levels[:3])
 
 
+def test_a_questions_nearest_background_questions_give_its_level_and_their_mean_vector(monkeypatch):
+    """``dense._nearest_questions``: the query's mean similarity to the ``QUESTION_NEIGHBOURS``
+    background questions of its language nearest to it, and the mean of their vectors (a
+    document's similarity to it is its mean similarity to them); all of its language with 0, those
+    it has where it has fewer, and no mean where it has none."""
+    questions = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    chinese = np.array([False, False, False, True])
+    monkeypatch.setattr(dense, "background_questions", lambda provider, across_languages: (questions, chinese))
+    query = np.array([0.96, 0.28], dtype=np.float32)
+    monkeypatch.setattr(dense, "QUESTION_NEIGHBOURS", 2)
+    level, near = dense._nearest_questions(None, True, query, False)
+    assert level == pytest.approx((questions[0] @ query + questions[1] @ query) / 2)
+    assert np.allclose(near, (questions[0] + questions[1]) / 2)
+    document = np.array([0.0, 1.0], dtype=np.float32)
+    assert document @ near == pytest.approx((questions[0] @ document + questions[1] @ document) / 2)
+    level, near = dense._nearest_questions(None, True, query, True)
+    assert level == pytest.approx(questions[3] @ query) and np.allclose(near, questions[3])
+    monkeypatch.setattr(dense, "QUESTION_NEIGHBOURS", 0)
+    level, near = dense._nearest_questions(None, True, query, False)
+    assert level == pytest.approx(float((questions[:3] @ query).mean())) and np.allclose(
+        near, questions[:3].mean(axis=0)
+    )
+    monkeypatch.setattr(dense, "background_questions", lambda provider, across_languages: (questions[:3], chinese[:3]))
+    assert dense._nearest_questions(None, True, query, True) == (0.0, None)
+
+
 def test_a_scope_whose_best_does_not_clear_its_gates_is_shut_and_all_are_when_none_stands_out_over_all():
     """``dense._gated_out``: per scope, shut when its best margin is not above its gate or its best
     stand not above its stand-out threshold; every scope when the best stand of all is not above
