@@ -6,8 +6,10 @@ auto-memory and import — superseded versions included."""
 import json
 import re
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
+import time_machine
 from django.db import connection
 from django.utils import timezone
 from hypothesis import given
@@ -249,15 +251,19 @@ def test_dreaming_stores_no_corpus_secret_not_even_in_superseded_rows(alice):
 
 @pytest.mark.django_db
 def test_auto_memory_stores_no_corpus_secret_not_even_in_superseded_rows(alice, project):
+    """At noon: a run finishes an hour before the worker reads it, and in the hour after midnight
+    what it said "today" (pass 2 says it of every item) would be yesterday's, no longer true and
+    skipped (tests/memory_app/distill/test_timebound.py)."""
     enable(alice, min_length_chars=10)
-    for pass_no in (1, 2):
-        for batch in _batches(20, pass_no):
-            text = "\n".join(_statement(i, e, pass_no=pass_no) for i, e in batch)
-            finished_run(user=alice, project=project, text=text, prompt="Remember what we use.")
-        before = _stored_secrets()  # the runs' conversations
-        results = round_run(worker_id="test", limit=100)
-        assert {r.outcome for r in results} == {"extracted"}, results
-        _assert_nothing_stored(before)
+    with time_machine.travel(datetime(2026, 12, 8, 12, 0, tzinfo=UTC)):
+        for pass_no in (1, 2):
+            for batch in _batches(20, pass_no):
+                text = "\n".join(_statement(i, e, pass_no=pass_no) for i, e in batch)
+                finished_run(user=alice, project=project, text=text, prompt="Remember what we use.")
+            before = _stored_secrets()  # the runs' conversations
+            results = round_run(worker_id="test", limit=100)
+            assert {r.outcome for r in results} == {"extracted"}, results
+            _assert_nothing_stored(before)
     _assert_every_statement_stored_redacted(Memory.objects.filter(origin="auto"))
     assert Memory.objects.filter(origin="auto", status=Status.SUPERSEDED).count() >= len(ALL_SECRETS) // 8
 
