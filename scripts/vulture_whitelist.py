@@ -3,7 +3,8 @@ something other than our Python calls or reads by name: serializer, filter and m
 (DRF, django-filter and Django read the class attributes), dataclass fields read by templates,
 TextChoices members stored in the database, functions and classes named in settings or the
 URLconf (exception handlers, error views, WSGI/ASGI applications, spectacular hooks, context
-processors, the lockout callable, the server warm-up), arguments a framework passes by
+processors, the lockout callable, the server warm-up), the migration operation the migrations
+use and what Django calls on it, arguments a framework passes by
 position or name (signal senders, parser and check signatures, ``__exit__``), and the admin's
 translated words. Generated with ``vulture --make-whitelist`` and read line by line: a name
 that nothing reaches is deleted from the code instead of being added here. Not run; vulture
@@ -21,6 +22,11 @@ generator  # unused variable (config/api/schema.py:39)
 public  # unused variable (config/api/schema.py:39)
 only_api_paths  # unused function (config/api/schema.py:65)
 application  # unused variable (config/asgi.py:6)
+AlterFieldsOfOneModel  # unused class (config/migration_operations.py:7): the migrations use it (vulture skips them)
+_.reversible  # unused variable (config/migration_operations.py:16): Django's migration Operation API
+_.deconstruct  # unused method (config/migration_operations.py:26): Django's migration Operation API
+_.describe  # unused method (config/migration_operations.py:55): Django's migration Operation API
+_.migration_name_fragment  # unused property (config/migration_operations.py:58): Django's migration Operation API
 _.allow_request  # unused method (config/throttling.py:215)
 _.login_form  # unused attribute (config/urls.py:18)
 media_type  # unused variable (config/validation.py:142)

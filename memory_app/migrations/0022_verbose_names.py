@@ -4,6 +4,8 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from config.migration_operations import AlterFieldsOfOneModel
+
 
 class Migration(migrations.Migration):
 
@@ -82,809 +84,884 @@ class Migration(migrations.Migration):
             name='workspacechange',
             options={'ordering': ['-created_at', '-id'], 'verbose_name': 'notes file change', 'verbose_name_plural': 'notes file changes'},
         ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='agentrun',
-            name='auto_memory_generate',
-            field=models.BooleanField(blank=True, null=True, verbose_name='auto-memory: generate'),
+            operations=[
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='auto_memory_generate',
+                    field=models.BooleanField(blank=True, null=True, verbose_name='auto-memory: generate'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='auto_memory_processed_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='auto-memory processed at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='auto_memory_use',
+                    field=models.BooleanField(blank=True, null=True, verbose_name='auto-memory: use'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='context_rounds',
+                    field=models.PositiveIntegerField(default=0, verbose_name='context rounds'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='conversation',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='memory_app.conversation', verbose_name='conversation'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='created_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='finished_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='finished at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='goal',
+                    field=models.TextField(blank=True, null=True, verbose_name='goal'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='kind',
+                    field=models.CharField(choices=[('chat', 'reply'), ('resume', 'continued reply'), ('subagent', 'helper task'), ('coordinator', 'task that splits the work'), ('checkpoint', 'progress save')], default='chat', max_length=16, verbose_name='kind'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='lease_expires_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='lease expires at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='lease_generation',
+                    field=models.PositiveIntegerField(default=0, verbose_name='lease generation'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='not_remembered',
+                    field=models.BooleanField(default=False, verbose_name='not remembered'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='parent_run',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='child_runs', to='memory_app.agentrun', verbose_name='parent run'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='project',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='identity_app.project', verbose_name='project'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='prompt',
+                    field=models.TextField(blank=True, verbose_name='prompt'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='request_id',
+                    field=models.CharField(max_length=100, verbose_name='request ID'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='run_token_hash',
+                    field=models.CharField(blank=True, db_index=True, default='', max_length=64, verbose_name='run token hash'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='started_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='started at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='status',
+                    field=models.CharField(choices=[('queued', 'waiting'), ('running', 'working'), ('completed', 'finished'), ('failed', 'failed'), ('cancelled', 'cancelled')], default='queued', max_length=16, verbose_name='status'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='usage',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='usage'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='user',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agent_runs', to=settings.AUTH_USER_MODEL, verbose_name='user'),
+                ),
+                migrations.AlterField(
+                    model_name='agentrun',
+                    name='worker_id',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='auto_memory_processed_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='auto-memory processed at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='auto_memory_use',
-            field=models.BooleanField(blank=True, null=True, verbose_name='auto-memory: use'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='context_rounds',
-            field=models.PositiveIntegerField(default=0, verbose_name='context rounds'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='conversation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='memory_app.conversation', verbose_name='conversation'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='finished_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='finished at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='goal',
-            field=models.TextField(blank=True, null=True, verbose_name='goal'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='kind',
-            field=models.CharField(choices=[('chat', 'reply'), ('resume', 'continued reply'), ('subagent', 'helper task'), ('coordinator', 'task that splits the work'), ('checkpoint', 'progress save')], default='chat', max_length=16, verbose_name='kind'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='lease_expires_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='lease expires at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='lease_generation',
-            field=models.PositiveIntegerField(default=0, verbose_name='lease generation'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='not_remembered',
-            field=models.BooleanField(default=False, verbose_name='not remembered'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='parent_run',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='child_runs', to='memory_app.agentrun', verbose_name='parent run'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='project',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='identity_app.project', verbose_name='project'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='prompt',
-            field=models.TextField(blank=True, verbose_name='prompt'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='request_id',
-            field=models.CharField(max_length=100, verbose_name='request ID'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='run_token_hash',
-            field=models.CharField(blank=True, db_index=True, default='', max_length=64, verbose_name='run token hash'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='started_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='started at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='status',
-            field=models.CharField(choices=[('queued', 'waiting'), ('running', 'working'), ('completed', 'finished'), ('failed', 'failed'), ('cancelled', 'cancelled')], default='queued', max_length=16, verbose_name='status'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='usage',
-            field=models.JSONField(blank=True, default=dict, verbose_name='usage'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agent_runs', to=settings.AUTH_USER_MODEL, verbose_name='user'),
-        ),
-        migrations.AlterField(
-            model_name='agentrun',
-            name='worker_id',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='automemoryclaim',
-            name='attempts',
-            field=models.PositiveIntegerField(default=0, verbose_name='attempts'),
+            operations=[
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='attempts',
+                    field=models.PositiveIntegerField(default=0, verbose_name='attempts'),
+                ),
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='expires_at',
+                    field=models.DateTimeField(verbose_name='expires at'),
+                ),
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='last_error_class',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='last error class'),
+                ),
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='run',
+                    field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='memory_app.agentrun', verbose_name='run'),
+                ),
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='token',
+                    field=models.CharField(max_length=40, verbose_name='token'),
+                ),
+                migrations.AlterField(
+                    model_name='automemoryclaim',
+                    name='worker_id',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='automemoryclaim',
-            name='expires_at',
-            field=models.DateTimeField(verbose_name='expires at'),
-        ),
-        migrations.AlterField(
-            model_name='automemoryclaim',
-            name='last_error_class',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='last error class'),
-        ),
-        migrations.AlterField(
-            model_name='automemoryclaim',
-            name='run',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='memory_app.agentrun', verbose_name='run'),
-        ),
-        migrations.AlterField(
-            model_name='automemoryclaim',
-            name='token',
-            field=models.CharField(max_length=40, verbose_name='token'),
-        ),
-        migrations.AlterField(
-            model_name='automemoryclaim',
-            name='worker_id',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='automemorylogentry',
-            name='content',
-            field=models.TextField(blank=True, default='', verbose_name='content'),
+            operations=[
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='content',
+                    field=models.TextField(blank=True, default='', verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='details',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='details'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='error_class',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='error class'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='gate',
+                    field=models.CharField(blank=True, default='', max_length=32, verbose_name='check'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='memory_id',
+                    field=models.CharField(blank=True, default='', max_length=40, verbose_name='memory ID'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='outcome',
+                    field=models.CharField(choices=[('extracted', 'remembered'), ('superseded', 'updated'), ('unchanged', 'already known'), ('skipped', 'skipped'), ('failed', 'failed')], max_length=16, verbose_name='outcome'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='project_id_ref',
+                    field=models.CharField(blank=True, default='', max_length=40, verbose_name='project ID'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='reason',
+                    field=models.CharField(blank=True, default='', max_length=300, verbose_name='reason'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='run',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='auto_memory_log', to='memory_app.agentrun', verbose_name='run'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='run_ref',
+                    field=models.CharField(max_length=40, verbose_name='run ID'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='superseded_memory_id',
+                    field=models.CharField(blank=True, default='', max_length=40, verbose_name='superseded memory ID'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorylogentry',
+                    name='user',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='auto_memory_log', to=settings.AUTH_USER_MODEL, verbose_name='user'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='details',
-            field=models.JSONField(blank=True, default=dict, verbose_name='details'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='error_class',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='error class'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='gate',
-            field=models.CharField(blank=True, default='', max_length=32, verbose_name='check'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='memory_id',
-            field=models.CharField(blank=True, default='', max_length=40, verbose_name='memory ID'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='outcome',
-            field=models.CharField(choices=[('extracted', 'remembered'), ('superseded', 'updated'), ('unchanged', 'already known'), ('skipped', 'skipped'), ('failed', 'failed')], max_length=16, verbose_name='outcome'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='project_id_ref',
-            field=models.CharField(blank=True, default='', max_length=40, verbose_name='project ID'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='reason',
-            field=models.CharField(blank=True, default='', max_length=300, verbose_name='reason'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='run',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='auto_memory_log', to='memory_app.agentrun', verbose_name='run'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='run_ref',
-            field=models.CharField(max_length=40, verbose_name='run ID'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='superseded_memory_id',
-            field=models.CharField(blank=True, default='', max_length=40, verbose_name='superseded memory ID'),
-        ),
-        migrations.AlterField(
-            model_name='automemorylogentry',
-            name='user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='auto_memory_log', to=settings.AUTH_USER_MODEL, verbose_name='user'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='automemorysettings',
-            name='consolidation_model',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='consolidation model'),
+            operations=[
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='consolidation_model',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='consolidation model'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='extract_model',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='extraction model'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='generate',
+                    field=models.BooleanField(default=False, verbose_name='generate memories'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='min_duration_seconds',
+                    field=models.PositiveIntegerField(default=30, verbose_name='run lasted at least (seconds)'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='min_idle_minutes',
+                    field=models.PositiveIntegerField(default=10, verbose_name='idle at least (minutes)'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='min_length_chars',
+                    field=models.PositiveIntegerField(default=200, verbose_name='conversation at least (characters)'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='min_quota_remaining_pct',
+                    field=models.PositiveSmallIntegerField(default=20, verbose_name='quota remaining at least (%)'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='redact_contact_info',
+                    field=models.BooleanField(default=True, verbose_name='redact contact info'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='use',
+                    field=models.BooleanField(default=False, verbose_name='use memories'),
+                ),
+                migrations.AlterField(
+                    model_name='automemorysettings',
+                    name='user',
+                    field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='auto_memory_settings', to=settings.AUTH_USER_MODEL, verbose_name='user'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='extract_model',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='extraction model'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='generate',
-            field=models.BooleanField(default=False, verbose_name='generate memories'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='min_duration_seconds',
-            field=models.PositiveIntegerField(default=30, verbose_name='run lasted at least (seconds)'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='min_idle_minutes',
-            field=models.PositiveIntegerField(default=10, verbose_name='idle at least (minutes)'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='min_length_chars',
-            field=models.PositiveIntegerField(default=200, verbose_name='conversation at least (characters)'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='min_quota_remaining_pct',
-            field=models.PositiveSmallIntegerField(default=20, verbose_name='quota remaining at least (%)'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='redact_contact_info',
-            field=models.BooleanField(default=True, verbose_name='redact contact info'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='use',
-            field=models.BooleanField(default=False, verbose_name='use memories'),
-        ),
-        migrations.AlterField(
-            model_name='automemorysettings',
-            name='user',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='auto_memory_settings', to=settings.AUTH_USER_MODEL, verbose_name='user'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='backgroundjob',
-            name='attempts',
-            field=models.PositiveIntegerField(default=0, verbose_name='attempts'),
+            operations=[
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='attempts',
+                    field=models.PositiveIntegerField(default=0, verbose_name='attempts'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='dedupe_key',
+                    field=models.CharField(blank=True, default='', max_length=240, verbose_name='dedupe key'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='error',
+                    field=models.JSONField(blank=True, null=True, verbose_name='error'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='finished_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='finished at'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='kind',
+                    field=models.CharField(max_length=32, verbose_name='kind'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='lease_expires_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='lease expires at'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='limited_token',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='identity_app.apitoken', verbose_name='limited token'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='payload',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='payload'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='result',
+                    field=models.JSONField(blank=True, null=True, verbose_name='result'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='started_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='started at'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='status',
+                    field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=16, verbose_name='status'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='user',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='user'),
+                ),
+                migrations.AlterField(
+                    model_name='backgroundjob',
+                    name='worker_id',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='dedupe_key',
-            field=models.CharField(blank=True, default='', max_length=240, verbose_name='dedupe key'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='error',
-            field=models.JSONField(blank=True, null=True, verbose_name='error'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='finished_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='finished at'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='kind',
-            field=models.CharField(max_length=32, verbose_name='kind'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='lease_expires_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='lease expires at'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='limited_token',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='identity_app.apitoken', verbose_name='limited token'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='payload',
-            field=models.JSONField(blank=True, default=dict, verbose_name='payload'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='result',
-            field=models.JSONField(blank=True, null=True, verbose_name='result'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='started_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='started at'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='status',
-            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=16, verbose_name='status'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='user'),
-        ),
-        migrations.AlterField(
-            model_name='backgroundjob',
-            name='worker_id',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='worker'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='conversation',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+            operations=[
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='no_memory',
+                    field=models.BooleanField(default=False, verbose_name="don't remember this chat"),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='owner',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to=settings.AUTH_USER_MODEL, verbose_name='owner'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='parent',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='memory_app.conversation', verbose_name='parent conversation'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='project',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversations', to='identity_app.project', verbose_name='project'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='session_key',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='session key'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='source',
+                    field=models.CharField(choices=[('chat', 'chat'), ('api', 'API'), ('agent_call', 'called by an agent'), ('agent_evaluation', 'agent evaluation'), ('subagent', 'helper task'), ('cron', 'scheduled')], default='chat', max_length=32, verbose_name='source'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='status',
+                    field=models.CharField(choices=[('active', 'active'), ('archived', 'archived'), ('deleted', 'deleted')], default='active', max_length=16, verbose_name='status'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='title',
+                    field=models.CharField(blank=True, max_length=300, verbose_name='title'),
+                ),
+                migrations.AlterField(
+                    model_name='conversation',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='no_memory',
-            field=models.BooleanField(default=False, verbose_name="don't remember this chat"),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='owner',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to=settings.AUTH_USER_MODEL, verbose_name='owner'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='parent',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='memory_app.conversation', verbose_name='parent conversation'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='project',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversations', to='identity_app.project', verbose_name='project'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='session_key',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='session key'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='source',
-            field=models.CharField(choices=[('chat', 'chat'), ('api', 'API'), ('agent_call', 'called by an agent'), ('agent_evaluation', 'agent evaluation'), ('subagent', 'helper task'), ('cron', 'scheduled')], default='chat', max_length=32, verbose_name='source'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='status',
-            field=models.CharField(choices=[('active', 'active'), ('archived', 'archived'), ('deleted', 'deleted')], default='active', max_length=16, verbose_name='status'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='title',
-            field=models.CharField(blank=True, max_length=300, verbose_name='title'),
-        ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='memory',
-            name='content',
-            field=models.TextField(max_length=4000, verbose_name='content'),
+            operations=[
+                migrations.AlterField(
+                    model_name='memory',
+                    name='content',
+                    field=models.TextField(max_length=4000, verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, db_index=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='created_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='evidence',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='evidence'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='expires_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='expires at'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='kind',
+                    field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='metadata',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='metadata'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='origin',
+                    field=models.CharField(choices=[('manual', 'Manual'), ('api', 'Api'), ('auto', 'Auto'), ('consolidation', 'Consolidation'), ('tool', 'Tool'), ('migration', 'Migration')], default='api', max_length=16, verbose_name='origin'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='owner',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memories', to=settings.AUTH_USER_MODEL, verbose_name='owner'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='project',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memories', to='identity_app.project', verbose_name='project'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='scope_id',
+                    field=models.CharField(max_length=200, verbose_name='scope ID'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='scope_type',
+                    field=models.CharField(choices=[('user', 'User'), ('project', 'Project'), ('chat', 'Chat'), ('global', 'Global')], max_length=16, verbose_name='tier'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='source_chat_key',
+                    field=models.CharField(blank=True, default='', max_length=200, verbose_name='source chat key'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='source_thread_id',
+                    field=models.CharField(blank=True, default='', max_length=64, verbose_name='source conversation ID'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='status',
+                    field=models.CharField(choices=[('active', 'Active'), ('superseded', 'Superseded'), ('archived', 'Archived')], default='active', max_length=16, verbose_name='status'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='superseded_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='memory_app.memory', verbose_name='superseded by'),
+                ),
+                migrations.AlterField(
+                    model_name='memory',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='memory',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, db_index=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='evidence',
-            field=models.JSONField(blank=True, default=dict, verbose_name='evidence'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='expires_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='expires at'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='kind',
-            field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='metadata',
-            field=models.JSONField(blank=True, default=dict, verbose_name='metadata'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='origin',
-            field=models.CharField(choices=[('manual', 'Manual'), ('api', 'Api'), ('auto', 'Auto'), ('consolidation', 'Consolidation'), ('tool', 'Tool'), ('migration', 'Migration')], default='api', max_length=16, verbose_name='origin'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='owner',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memories', to=settings.AUTH_USER_MODEL, verbose_name='owner'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='project',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memories', to='identity_app.project', verbose_name='project'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='scope_id',
-            field=models.CharField(max_length=200, verbose_name='scope ID'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='scope_type',
-            field=models.CharField(choices=[('user', 'User'), ('project', 'Project'), ('chat', 'Chat'), ('global', 'Global')], max_length=16, verbose_name='tier'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='source_chat_key',
-            field=models.CharField(blank=True, default='', max_length=200, verbose_name='source chat key'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='source_thread_id',
-            field=models.CharField(blank=True, default='', max_length=64, verbose_name='source conversation ID'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='status',
-            field=models.CharField(choices=[('active', 'Active'), ('superseded', 'Superseded'), ('archived', 'Archived')], default='active', max_length=16, verbose_name='status'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='superseded_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='memory_app.memory', verbose_name='superseded by'),
-        ),
-        migrations.AlterField(
-            model_name='memory',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='memorycandidate',
-            name='confidence',
-            field=models.FloatField(default=1.0, verbose_name='confidence'),
+            operations=[
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='confidence',
+                    field=models.FloatField(default=1.0, verbose_name='confidence'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='content',
+                    field=models.TextField(verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='decision',
+                    field=models.CharField(choices=[('pending', 'Pending'), ('created', 'Created an item'), ('duplicate', 'Duplicate'), ('superseded', 'Superseded'), ('rejected', 'Rejected')], max_length=16, verbose_name='decision'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='evidence',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='evidence'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='extractor',
+                    field=models.CharField(max_length=64, verbose_name='extractor'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='kind',
+                    field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='memory',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='candidates', to='memory_app.memory', verbose_name='memory'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='reason',
+                    field=models.CharField(blank=True, max_length=300, verbose_name='reason'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='reviewed_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='reviewed at'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='reviewed_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='reviewed by'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='scope_id',
+                    field=models.CharField(max_length=200, verbose_name='scope ID'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='scope_type',
+                    field=models.CharField(choices=[('user', 'User'), ('project', 'Project'), ('chat', 'Chat'), ('global', 'Global')], max_length=16, verbose_name='tier'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='session_id',
+                    field=models.CharField(max_length=200, verbose_name='session ID'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='source',
+                    field=models.CharField(max_length=16, verbose_name='source'),
+                ),
+                migrations.AlterField(
+                    model_name='memorycandidate',
+                    name='subject_key',
+                    field=models.CharField(blank=True, max_length=240, verbose_name='subject key'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='content',
-            field=models.TextField(verbose_name='content'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='decision',
-            field=models.CharField(choices=[('pending', 'Pending'), ('created', 'Created an item'), ('duplicate', 'Duplicate'), ('superseded', 'Superseded'), ('rejected', 'Rejected')], max_length=16, verbose_name='decision'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='evidence',
-            field=models.JSONField(blank=True, default=dict, verbose_name='evidence'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='extractor',
-            field=models.CharField(max_length=64, verbose_name='extractor'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='kind',
-            field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='memory',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='candidates', to='memory_app.memory', verbose_name='memory'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='reason',
-            field=models.CharField(blank=True, max_length=300, verbose_name='reason'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='reviewed_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='reviewed at'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='reviewed_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='reviewed by'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='scope_id',
-            field=models.CharField(max_length=200, verbose_name='scope ID'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='scope_type',
-            field=models.CharField(choices=[('user', 'User'), ('project', 'Project'), ('chat', 'Chat'), ('global', 'Global')], max_length=16, verbose_name='tier'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='session_id',
-            field=models.CharField(max_length=200, verbose_name='session ID'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='source',
-            field=models.CharField(max_length=16, verbose_name='source'),
-        ),
-        migrations.AlterField(
-            model_name='memorycandidate',
-            name='subject_key',
-            field=models.CharField(blank=True, max_length=240, verbose_name='subject key'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='message',
-            name='attachments',
-            field=models.JSONField(blank=True, default=list, verbose_name='attachments'),
+            operations=[
+                migrations.AlterField(
+                    model_name='message',
+                    name='attachments',
+                    field=models.JSONField(blank=True, default=list, verbose_name='attachments'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='content',
+                    field=models.TextField(blank=True, verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='conversation',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='memory_app.conversation', verbose_name='conversation'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='feedback',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='feedback'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='images',
+                    field=models.JSONField(blank=True, default=list, verbose_name='images'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='metadata',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='metadata'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='role',
+                    field=models.CharField(choices=[('user', 'you'), ('assistant', 'agent'), ('system', 'system'), ('tool', 'tool')], max_length=16, verbose_name='role'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='run',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='messages', to='memory_app.agentrun', verbose_name='run'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='sent_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='sent at'),
+                ),
+                migrations.AlterField(
+                    model_name='message',
+                    name='type',
+                    field=models.CharField(choices=[('text', 'text'), ('tool_call', 'tool call'), ('tool_result', 'tool result'), ('image', 'image'), ('file', 'file'), ('event', 'event'), ('inter_run', 'message from another task')], default='text', max_length=16, verbose_name='type'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='message',
-            name='content',
-            field=models.TextField(blank=True, verbose_name='content'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='conversation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='memory_app.conversation', verbose_name='conversation'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='feedback',
-            field=models.JSONField(blank=True, default=dict, verbose_name='feedback'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='images',
-            field=models.JSONField(blank=True, default=list, verbose_name='images'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='metadata',
-            field=models.JSONField(blank=True, default=dict, verbose_name='metadata'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='role',
-            field=models.CharField(choices=[('user', 'you'), ('assistant', 'agent'), ('system', 'system'), ('tool', 'tool')], max_length=16, verbose_name='role'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='run',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='messages', to='memory_app.agentrun', verbose_name='run'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='sent_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='sent at'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='type',
-            field=models.CharField(choices=[('text', 'text'), ('tool_call', 'tool call'), ('tool_result', 'tool result'), ('image', 'image'), ('file', 'file'), ('event', 'event'), ('inter_run', 'message from another task')], default='text', max_length=16, verbose_name='type'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='projectsummary',
-            name='content',
-            field=models.TextField(max_length=20000, verbose_name='content'),
+            operations=[
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='content',
+                    field=models.TextField(max_length=20000, verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='created_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
+                ),
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='project',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='identity_app.project', verbose_name='project'),
+                ),
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='title',
+                    field=models.CharField(blank=True, max_length=200, verbose_name='title'),
+                ),
+                migrations.AlterField(
+                    model_name='projectsummary',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='projectsummary',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='projectsummary',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
-        ),
-        migrations.AlterField(
-            model_name='projectsummary',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='identity_app.project', verbose_name='project'),
-        ),
-        migrations.AlterField(
-            model_name='projectsummary',
-            name='title',
-            field=models.CharField(blank=True, max_length=200, verbose_name='title'),
-        ),
-        migrations.AlterField(
-            model_name='projectsummary',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='scopemigrationentry',
-            name='approval',
-            field=models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='pending', max_length=16, verbose_name='approval'),
+            operations=[
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='approval',
+                    field=models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='pending', max_length=16, verbose_name='approval'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='candidate_scope_ids',
+                    field=models.JSONField(blank=True, default=list, verbose_name='candidate chats'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='content_preview',
+                    field=models.CharField(blank=True, max_length=300, verbose_name='content'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='decision',
+                    field=models.CharField(choices=[('migrate', 'Migrate'), ('keep', 'Keep'), ('manual_review', 'Manual Review')], max_length=16, verbose_name='decision'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='fingerprint',
+                    field=models.CharField(max_length=64, verbose_name='fingerprint'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='item_id',
+                    field=models.CharField(max_length=40, verbose_name='item ID'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='kind',
+                    field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='plan',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='memory_app.scopemigrationplan', verbose_name='plan'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='reasons',
+                    field=models.JSONField(blank=True, default=list, verbose_name='reasons'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='result',
+                    field=models.CharField(blank=True, max_length=32, verbose_name='result'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='result_detail',
+                    field=models.CharField(blank=True, max_length=300, verbose_name='result detail'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationentry',
+                    name='target_scope_id',
+                    field=models.CharField(blank=True, max_length=200, verbose_name='target chat'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='candidate_scope_ids',
-            field=models.JSONField(blank=True, default=list, verbose_name='candidate chats'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='content_preview',
-            field=models.CharField(blank=True, max_length=300, verbose_name='content'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='decision',
-            field=models.CharField(choices=[('migrate', 'Migrate'), ('keep', 'Keep'), ('manual_review', 'Manual Review')], max_length=16, verbose_name='decision'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='fingerprint',
-            field=models.CharField(max_length=64, verbose_name='fingerprint'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='item_id',
-            field=models.CharField(max_length=40, verbose_name='item ID'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='kind',
-            field=models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference'), ('decision', 'Decision'), ('convention', 'Convention'), ('task', 'Task'), ('procedure', 'Procedure'), ('warning', 'Warning'), ('summary', 'Summary')], max_length=16, verbose_name='kind'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='plan',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='memory_app.scopemigrationplan', verbose_name='plan'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='reasons',
-            field=models.JSONField(blank=True, default=list, verbose_name='reasons'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='result',
-            field=models.CharField(blank=True, max_length=32, verbose_name='result'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='result_detail',
-            field=models.CharField(blank=True, max_length=300, verbose_name='result detail'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationentry',
-            name='target_scope_id',
-            field=models.CharField(blank=True, max_length=200, verbose_name='target chat'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='scopemigrationplan',
-            name='applied_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='applied at'),
+            operations=[
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='applied_at',
+                    field=models.DateTimeField(blank=True, null=True, verbose_name='applied at'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='backup_name',
+                    field=models.CharField(blank=True, max_length=500, verbose_name='backup'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='created_by',
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='generated_at',
+                    field=models.CharField(blank=True, max_length=64, verbose_name='generated at'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='last_report',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='last report'),
+                ),
+                migrations.AlterField(
+                    model_name='scopemigrationplan',
+                    name='name',
+                    field=models.CharField(max_length=200, verbose_name='name'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='backup_name',
-            field=models.CharField(blank=True, max_length=500, verbose_name='backup'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='generated_at',
-            field=models.CharField(blank=True, max_length=64, verbose_name='generated at'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='last_report',
-            field=models.JSONField(blank=True, default=dict, verbose_name='last report'),
-        ),
-        migrations.AlterField(
-            model_name='scopemigrationplan',
-            name='name',
-            field=models.CharField(max_length=200, verbose_name='name'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='toolcall',
-            name='conversation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='memory_app.conversation', verbose_name='conversation'),
+            operations=[
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='conversation',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='memory_app.conversation', verbose_name='conversation'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='created_at',
+                    field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='error',
+                    field=models.TextField(blank=True, verbose_name='error'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='input',
+                    field=models.JSONField(blank=True, default=dict, verbose_name='input'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='message',
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='memory_app.message', verbose_name='message'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='name',
+                    field=models.CharField(max_length=200, verbose_name='name'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='output',
+                    field=models.TextField(blank=True, verbose_name='output'),
+                ),
+                migrations.AlterField(
+                    model_name='toolcall',
+                    name='status',
+                    field=models.CharField(blank=True, default='', max_length=32, verbose_name='status'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='created_at',
-            field=models.DateTimeField(auto_now_add=True, verbose_name='created at'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='error',
-            field=models.TextField(blank=True, verbose_name='error'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='input',
-            field=models.JSONField(blank=True, default=dict, verbose_name='input'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='message',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='memory_app.message', verbose_name='message'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='name',
-            field=models.CharField(max_length=200, verbose_name='name'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='output',
-            field=models.TextField(blank=True, verbose_name='output'),
-        ),
-        migrations.AlterField(
-            model_name='toolcall',
-            name='status',
-            field=models.CharField(blank=True, default='', max_length=32, verbose_name='status'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='usersettings',
-            name='enable_memory',
-            field=models.BooleanField(default=True, verbose_name='memory (the notes file)'),
+            operations=[
+                migrations.AlterField(
+                    model_name='usersettings',
+                    name='enable_memory',
+                    field=models.BooleanField(default=True, verbose_name='memory (the notes file)'),
+                ),
+                migrations.AlterField(
+                    model_name='usersettings',
+                    name='updated_at',
+                    field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
+                ),
+                migrations.AlterField(
+                    model_name='usersettings',
+                    name='user',
+                    field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='memory_settings', to=settings.AUTH_USER_MODEL, verbose_name='user'),
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name='usersettings',
-            name='updated_at',
-            field=models.DateTimeField(auto_now=True, verbose_name='updated at'),
-        ),
-        migrations.AlterField(
-            model_name='usersettings',
-            name='user',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='memory_settings', to=settings.AUTH_USER_MODEL, verbose_name='user'),
-        ),
-        migrations.AlterField(
+        AlterFieldsOfOneModel(
             model_name='workerheartbeat',
-            name='beat_at',
-            field=models.DateTimeField(db_index=True, verbose_name='last beat at'),
-        ),
-        migrations.AlterField(
-            model_name='workerheartbeat',
-            name='started_at',
-            field=models.DateTimeField(verbose_name='started at'),
-        ),
-        migrations.AlterField(
-            model_name='workerheartbeat',
-            name='worker_id',
-            field=models.CharField(max_length=200, primary_key=True, serialize=False, verbose_name='worker'),
+            operations=[
+                migrations.AlterField(
+                    model_name='workerheartbeat',
+                    name='beat_at',
+                    field=models.DateTimeField(db_index=True, verbose_name='last beat at'),
+                ),
+                migrations.AlterField(
+                    model_name='workerheartbeat',
+                    name='started_at',
+                    field=models.DateTimeField(verbose_name='started at'),
+                ),
+                migrations.AlterField(
+                    model_name='workerheartbeat',
+                    name='worker_id',
+                    field=models.CharField(max_length=200, primary_key=True, serialize=False, verbose_name='worker'),
+                ),
+            ],
         ),
     ]
