@@ -12,7 +12,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
+
+from tests.databases import own_postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUESTS = 150
@@ -26,29 +27,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def with_database(url: str, name: str) -> str:
-    conninfo = psycopg.conninfo.conninfo_to_dict(url)
-    conninfo["dbname"] = name
-    return psycopg.conninfo.make_conninfo(**conninfo)
-
-
-def postgres_url(conninfo: str) -> str:
-    parts = psycopg.conninfo.conninfo_to_dict(conninfo)
-    auth = parts.get("user", "postgres") + (f":{parts['password']}" if parts.get("password") else "")
-    return f"postgresql://{auth}@{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{parts['dbname']}"
-
-
 @pytest.fixture
 def server_database():
     """A database of its own on the PostgreSQL server of the suite, dropped afterwards."""
-    admin_url = os.environ["DATABASE_URL"]
-    name = (os.environ.get("DATABASE_TEST_NAME") or "test_memsvc") + "_runserver"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield name, postgres_url(with_database(admin_url, name))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with own_postgres_database("_runserver") as database:
+        yield database
 
 
 def connection_count(name: str) -> int:
