@@ -215,10 +215,28 @@ def translate(text: str) -> str:
     return " ".join(seen)
 
 
+class _CombiningMarks(dict):
+    """``str.translate``'s table that drops combining marks: each character seen is looked up
+    once (``unicodedata.combining``), then the table answers in C."""
+
+    def __missing__(self, code: int) -> int | None:
+        kept = None if unicodedata.combining(chr(code)) else code
+        self[code] = kept
+        return kept
+
+
+_WITHOUT_COMBINING_MARKS = _CombiningMarks()
+
+
 def _fold(text: str) -> str:
     """Case and accents folded ("Café" is "cafe", "Straße" "strasse"): a letter with an accent is
     not outside the alphabet."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+    if text.isascii():  # most of the common words: nothing to decompose, no combining mark
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    if decomposed.isascii():
+        return decomposed
+    return decomposed.translate(_WITHOUT_COMBINING_MARKS)
 
 
 @functools.cache
@@ -228,18 +246,18 @@ def _common_words() -> tuple[np.ndarray, frozenset[str], frozenset[str]]:
     ones; and the Chinese words of the dictionary and of wordfreq's Chinese list, but of single
     characters only those common as words of their own."""
     lists = wordfreq.available_languages("small")
-    hashes: set[int] = set()
+    hashes: list[int] = []
     english: set[str] = set()
     for language in WORD_LANGUAGES:
         for words in wordfreq.read_cBpack(lists[language]):
             for word in words:
                 folded = _fold(word)
-                hashes.add(hash(folded))
+                hashes.append(hash(folded))
                 if language == "en" and folded.isascii():
                     english.add(folded)
     chinese = {word for words in wordfreq.read_cBpack(lists["zh"]) for word in words if _CJK.fullmatch(word)}
     chinese |= {word for word in tables()[0] if len(word) > 1}
-    return np.array(sorted(hashes), dtype=np.int64), frozenset(english), frozenset(chinese)
+    return np.unique(np.array(hashes, dtype=np.int64)), frozenset(english), frozenset(chinese)
 
 
 def _is_common(word: str, common: np.ndarray) -> bool:

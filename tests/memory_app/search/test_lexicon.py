@@ -2,6 +2,8 @@
 its English ones, or common words of the languages of ``WORD_LANGUAGES``), the signal that gates
 a query of made-up words more strictly (``lexicon.mostly_unread``, ``dense.UNKNOWN_GATE_QUANTILE``)."""
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -85,3 +87,19 @@ def test_whatever_text_words_added_to_it_are_read_and_never_make_it_less_read(te
     assert more[0] >= known + len(words) and more[1] == unknown and more[2] == function
     if not lexicon.mostly_unread(text):
         assert not lexicon.mostly_unread(f"{text} {' '.join(words)}")
+
+
+def _fold_by_definition(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+
+
+@given(st.text(max_size=40) | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40))
+def test_folding_is_casefold_then_decomposition_without_combining_marks_whatever_the_text(text):
+    """``_fold`` skips the decomposition where it changes nothing (ASCII, or text that decomposes to
+    ASCII): the same result as the definition, for any text."""
+    assert lexicon._fold(text) == _fold_by_definition(text)
+
+
+@pytest.mark.parametrize("word", ["Straße", "CAFÉ", "İstanbul", "ǅemal", "ﬁne", "Ёлка", "Ωmega", "K"])
+def test_folding_the_letters_where_case_and_decomposition_are_not_one_to_one(word):
+    assert lexicon._fold(word) == _fold_by_definition(word)
