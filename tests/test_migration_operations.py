@@ -26,11 +26,15 @@ def described(state):
     models_ = {}
     for key, model_state in sorted(state.models.items()):
         model = apps.get_model(*key)
-        relations = {}
-        for field in model._meta.get_fields(include_hidden=True):
-            if field.is_relation and field.related_model is not None:
-                target = field.related_model
-                relations[field.name] = (target._meta.label, target is apps.get_model(target._meta.label))
+        relations = sorted(  # a list: hidden reverse relations share the name "+"
+            (
+                field.name,
+                field.related_model._meta.label,
+                field.related_model is apps.get_model(field.related_model._meta.label),
+            )
+            for field in model._meta.get_fields(include_hidden=True)
+            if field.is_relation and field.related_model is not None
+        )
         models_[key] = (
             sorted(model_state.options.items(), key=str),
             {name: field.deconstruct()[1:] for name, field in model_state.fields.items()},
