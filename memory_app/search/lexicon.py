@@ -215,13 +215,18 @@ def translate(text: str) -> str:
     return " ".join(seen)
 
 
+COMBINING_TABLE_SIZE = 4096  # characters remembered: the common words use a few hundred
+
+
 class _CombiningMarks(dict):
     """``str.translate``'s table that drops combining marks: each character seen is looked up
-    once (``unicodedata.combining``), then the table answers in C."""
+    once (``unicodedata.combining``), then the table answers in C. Queries can bring any
+    character: past ``COMBINING_TABLE_SIZE`` a new one is looked up each time, not kept."""
 
     def __missing__(self, code: int) -> int | None:
         kept = None if unicodedata.combining(chr(code)) else code
-        self[code] = kept
+        if len(self) < COMBINING_TABLE_SIZE:
+            self[code] = kept
         return kept
 
 

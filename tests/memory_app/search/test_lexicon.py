@@ -103,3 +103,13 @@ def test_folding_is_casefold_then_decomposition_without_combining_marks_whatever
 @pytest.mark.parametrize("word", ["Straße", "CAFÉ", "İstanbul", "ǅemal", "ﬁne", "Ёлка", "Ωmega", "K"])
 def test_folding_the_letters_where_case_and_decomposition_are_not_one_to_one(word):
     assert lexicon._fold(word) == _fold_by_definition(word)
+
+
+def test_the_folding_table_keeps_at_most_its_size_whatever_the_queries_bring():
+    """Every character a query brings is folded right, but the table of characters seen stays
+    bounded (a process serves anyone's queries)."""
+    text = "".join(
+        chr(code) for code in range(0x0300, 0x0300 + 3 * lexicon.COMBINING_TABLE_SIZE) if chr(code).isprintable()
+    )
+    assert lexicon._fold(text) == _fold_by_definition(text)
+    assert len(lexicon._WITHOUT_COMBINING_MARKS) <= lexicon.COMBINING_TABLE_SIZE
