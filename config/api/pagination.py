@@ -1,15 +1,32 @@
 """The page parameters of every API list (``DEFAULT_PAGINATION_CLASS``)."""
 
 from django.core.paginator import Page, Paginator
+from django.db.models import Count, QuerySet, Window
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
+# The count of a list's rows carried on each of them (``counted_on_rows``).
+ROW_COUNT = "list_row_count"
+
+
+def counted_on_rows(queryset: QuerySet) -> QuerySet:
+    """``queryset`` with the count of its rows on each row (``COUNT(*) OVER ()``): its first
+    page, when full, is counted by the statement that reads it, not by a ``COUNT`` statement of
+    its own (one round trip and one compiled statement less). For lists that are few rows by
+    construction, such as a search's ranked rows: the database reads every row of the list
+    before it cuts the page. A ``DISTINCT`` queryset is returned as it is (the window would
+    count the rows before they are made distinct)."""
+    if queryset.query.distinct:
+        return queryset
+    return queryset.annotate(**{ROW_COUNT: Window(Count("pk"))})
+
 
 class FirstPageCounts(Paginator):
     """The first page is read before anything is counted: if it is not full it holds every row
-    there is, and no ``COUNT`` statement is sent (a search's list, a short list); if it is, the
-    rows are counted as Django does. Other pages as Django does."""
+    there is, and no ``COUNT`` statement is sent (a search's list, a short list); if it is full
+    and its rows carry their count (``counted_on_rows``), that is the count; else the rows are
+    counted as Django does. Other pages as Django does."""
 
     def page(self, number) -> Page:
         if number != 1 or self.orphans or not self.allow_empty_first_page:
@@ -17,6 +34,8 @@ class FirstPageCounts(Paginator):
         rows = list(self.object_list[: self.per_page])
         if len(rows) < self.per_page:
             self.__dict__.setdefault("count", len(rows))  # ``count`` is a cached_property
+        elif (carried := getattr(rows[0], ROW_COUNT, None)) is not None:
+            self.__dict__.setdefault("count", carried)
         return Page(rows, 1, self)
 
 

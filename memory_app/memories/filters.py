@@ -14,6 +14,7 @@ import django_filters
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, NullIf, StrIndex
 
+from config.api.pagination import counted_on_rows
 from memory_app.memories.derived import scope_key
 from memory_app.memories.models import Kind, Memory, Origin, Status, expired_q, live_q
 from memory_app.search import engine
@@ -75,7 +76,10 @@ class MemoryFilter(django_filters.FilterSet):
             for word in value.split()[:8]:
                 words &= Q(content__icontains=word)
             ranked |= ~live & words
-        return queryset.filter(ranked).order_by(ranked_first(found.refs), "-created_at", "-id")
+        # The first page carries the count (no ``COUNT`` statement after it): a hundred ranked
+        # rows at most, and the rows of other statuses that hold every word, which the ranked
+        # order sorts whole anyway.
+        return counted_on_rows(queryset.filter(ranked)).order_by(ranked_first(found.refs), "-created_at", "-id")
 
 
 def ranked_first(refs: list[str]):
