@@ -25,7 +25,9 @@ engine's per-process vector cache of the scope is rebuilt.
 client calls ``GET /api/users/me/memories?q=`` ``--calls`` times per mode, each time with a
 question never asked before (two or three words of the pool's sentences, so with e5 the model
 embeds it in the request), after 10 warm-up calls with other questions, and prints p50/p95
-beside the target (p95 ≤ 30 ms at 1,000 memories, hybrid).
+beside the target (p95 ≤ 30 ms at 1,000 memories, hybrid), then the model's time alone on the
+texts it embedded for the hybrid calls (how fast this machine is, and how much of a call is the
+model's).
 
 Vectors exist before timing: the hashed provider embeds while indexing; for e5,
 ``--vectors pool`` (default) embeds the pool once (kept in a file in the temporary directory
@@ -252,10 +254,13 @@ def through_server(args, phases, url):
     asked = questions(english, random.Random(5), (10 + args.calls) * len(MODES))
     provider = get_provider()
 
-    def translated(query: str) -> bool:  # the model embeds the question with its words in Chinese
-        return engine.meaning_text(query, query, FLOORED, provider)[3] != query
+    def embedded(query: str) -> str:  # what the model embeds: the question, or with its words in Chinese
+        return engine.meaning_text(query, query, FLOORED, provider)[3]
 
-    figures, split = {}, {}
+    def translated(query: str) -> bool:
+        return embedded(query) != query
+
+    figures, split, hybrid_texts = {}, {}, []
     try:
         for mode in MODES:
             env = server_env(url, temp, workspace, args.provider, metrics_dir=f"prometheus-{mode}")
@@ -275,6 +280,8 @@ def through_server(args, phases, url):
                     if i >= 10:
                         latencies.append((time.perf_counter() - started) * 1000)
                         by_kind[translated(query)].append(latencies[-1])
+                        if mode == "hybrid":
+                            hybrid_texts.append(embedded(query))
                         errors += status != 200
                         hits += status == 200 and bool(json.loads(payload)["results"])
                 client.close()
@@ -308,6 +315,19 @@ def through_server(args, phases, url):
                     f"    {label:22} {len(part):4} calls  p50 {percentile(part, 50):6.1f} ms"
                     f"  p95 {percentile(part, 95):6.1f} ms"
                 )
+        # How much of a call is the model's, on this machine: the same texts, embedded here alone.
+        from memory_app.search.embeddings import E5Embedding
+
+        model, alone = E5Embedding._model(), []
+        for text in hybrid_texts:
+            t0 = time.perf_counter()
+            model.query(text)
+            alone.append((time.perf_counter() - t0) * 1000)
+        if alone:
+            print(
+                f"  the model alone on the hybrid calls' texts (in this process, the servers stopped): "
+                f"p50 {percentile(alone, 50):.1f} ms, p95 {percentile(alone, 95):.1f} ms"
+            )
 
 
 def run(args, phases):
