@@ -2,6 +2,7 @@
 document vectors, exactly from the vector cache or by pgvector's index, and what matches at all
 in a search that filters: the floors calibrated per document against background queries."""
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from memory_app.search.embeddings import (
     without_language,
 )
 from memory_app.search.vectorcache import CacheEntry, exact_vector_limit, vector_cache
+
+logger = logging.getLogger(__name__)
 
 # Searches that filter (a list's ``q``, the memory home, ``/api/memory/search``): what matches at
 # all (docs/search.md, "Nothing matches"). A document matches by meaning when its similarity to
@@ -95,24 +98,42 @@ LANGUAGE_OUT_OF_MEAN = True
 
 
 def _ranking_vector(
-    query_vector: np.ndarray, mean: Callable[[], np.ndarray | None], provider: EmbeddingProvider
+    query_vector: np.ndarray,
+    mean: Callable[[], np.ndarray | None],
+    provider: EmbeddingProvider,
+    common: np.ndarray | None = None,
 ) -> np.ndarray:
     """What the meaning ranking orders documents by: the query vector less ``hub_weight`` times
     the mean vector of the documents ranked (``mean()``, asked only when the provider has a
     weight). The dot product of a document with it is its similarity to the query less its share
     of what all the searched documents have in common: a turn like "Mia, that's huge!" is close to
     any question about Mia's life, and to every other turn of the chat, and no longer outranks
-    the one turn that says what was asked (docs/search.md, "Hubs")."""
+    the one turn that says what was asked (docs/search.md, "Hubs").
+
+    ``common``: the vectors of the query's words that many of the searched documents hold
+    (``engine.COMMON_TERM_SHARE``), one a row: first the query loses ``common_term_weight`` of its
+    share along each, and is made unit length again. In a chat's extracted statements, nearly
+    every one names Mia; the question's "Mia" then no longer outweighs what it asks about her,
+    while the rest of her share still tells her statements from the other person's
+    (docs/search.md, "Common words")."""
+    vector = query_vector
+    term_weight = getattr(provider, "common_term_weight", 0.0)
+    if common is not None and len(common) and term_weight:
+        vector = query_vector.astype(np.float32)
+        for term in common:
+            vector = vector - term_weight * float(vector @ term) * term
+        norm = float(np.linalg.norm(vector))
+        vector = (vector / norm).astype(DTYPE) if norm > 1e-6 else query_vector
     weight = getattr(provider, "hub_weight", 0.0)
     if not weight:
-        return query_vector
+        return vector
     centre = mean()
     if centre is None:
-        return query_vector
+        return vector
     if LANGUAGE_OUT_OF_MEAN:
         direction = language_direction(provider)
         centre = centre - float(centre @ direction) * direction
-    return (query_vector - weight * centre).astype(DTYPE)
+    return (vector - weight * centre).astype(DTYPE)
 
 
 def dense_rank(
@@ -128,6 +149,7 @@ def dense_rank(
     asked_in_chinese: bool | None = None,
     gate: float | None = None,
     gated: set[int] | None = None,
+    common: Future | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """``(document id, score)`` best first, and how many documents have no vector (-1: too many
     documents to compare exactly). The score is the dot product with ``_ranking_vector``: the
@@ -148,7 +170,9 @@ def dense_rank(
     not gated; the engine: ``GATE_QUANTILE`` for a question, ``question_like``,
     ``UNKNOWN_GATE_QUANTILE`` for a query of no known word).
     ``pending``: the query's embedding already under way (``embed_query_soon``, with the
-    same ``across_languages``), else it is embedded here."""
+    same ``across_languages``), else it is embedded here. ``common``: the vectors of the query's
+    common words under way (``embeddings.term_vectors_soon``), for the ranking only
+    (``_ranking_vector``)."""
     across = floor if across is None else across
     n_docs = sum(s[1] for s in scopes)
     if not n_docs or not query.strip():
@@ -158,7 +182,10 @@ def dense_rank(
     if vectorstore.use_pgvector(n_docs, provider, fits_in_memory=n_docs <= exact_vector_limit(provider.dim)):
         query_vector = pending.result()
         ranking_vector = _ranking_vector(
-            query_vector, lambda: vectorstore.mean_vector(scopes, provider.model, provider.dim), provider
+            query_vector,
+            lambda: vectorstore.mean_vector(scopes, provider.model, provider.dim),
+            provider,
+            _common_vectors(common),
         )
         ranked = vectorstore.rank(
             [s[0] for s in scopes],
@@ -187,7 +214,10 @@ def dense_rank(
         if across:
             query_vector = without_language(provider, query_vector)
     ranking_vector = _ranking_vector(
-        query_vector, lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids), provider
+        query_vector,
+        lambda: np.sum([entry.total for entry in entries], axis=0) / len(ids),
+        provider,
+        _common_vectors(common),
     )
     sims = np.concatenate([entry.matrix @ ranking_vector for entry in entries])  # no copy of the matrices
     similar = sims
@@ -220,6 +250,19 @@ def dense_rank(
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top], missing
+
+
+def _common_vectors(common: Future | None) -> np.ndarray | None:
+    """The common words' vectors, or none where the model could not embed them: the ranking then
+    takes the query as it is, rather than failing a search for a refinement."""
+    if common is None:
+        return None
+    try:
+        vectors: np.ndarray = common.result()
+    except Exception:  # the provider's error is the query's too, and reported there
+        logger.warning("search: the common words of a query could not be embedded", exc_info=True)
+        return None
+    return vectors
 
 
 def _gated_out(

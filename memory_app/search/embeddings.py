@@ -62,6 +62,11 @@ class EmbeddingProvider(Protocol):
     # vector (``dense._ranking_vector``; 0: none): measured per model on the evaluation sets
     # (docs/search.md, "Hubs").
     hub_weight: float
+    # How much of the query vector's share along a word that many of the searched documents hold
+    # (a name every statement of a chat's extraction carries) the meaning ranking takes away:
+    # ``dense._ranking_vector``, ``engine.COMMON_TERM_SHARE``; 0: none (docs/search.md, "Common
+    # words").
+    common_term_weight: float
     # In a search that filters, by how much a question's similarity to a document must exceed
     # the mean similarity to it of the question's nearest background questions (``dense``,
     # ``NEAREST_QUESTIONS_APART``): measured per model on the evaluation sets (docs/search.md).
@@ -95,6 +100,7 @@ class HashedNgramEmbedding:
     calibrated = False  # shared n-grams, not meaning: its fixed floor already lets no nonsense through
     apart_margin = 0.0  # not calibrated: not used
     hub_weight = 0.0  # measured at 0.5: history hit@10 0.154 → 0.152 on the dialogue set (docs/search.md)
+    common_term_weight = 0.0  # shared n-grams: a word's share is its own n-grams, not a meaning
 
     def __init__(self, dim: int = 512) -> None:
         if dim < 16 or dim > 4096:
@@ -137,6 +143,7 @@ class E5Embedding:
     min_score = 0.0
     match_floor = 0.03  # bench/similarity_floor.py --provider e5 (docs/search.md)
     hub_weight = 0.5  # bench/dialogue_eval.py --levers (docs/search.md, "Hubs")
+    common_term_weight = 0.2  # bench/dialogue_eval.py --part memory (docs/search.md, "Common words")
     apart_margin = 0.01  # crosslang_eval.py and retrieval_eval.py: the most that loses no question (docs/search.md)
     # Searches that filter calibrate against what unrelated queries score for the searched items
     # (``background_queries``; docs/search.md, "Nothing matches").
@@ -243,6 +250,43 @@ def _forget(key: tuple, future: Future) -> None:
             del _started[key]
 
 
+TERM_VECTORS_KEPT = 1024  # per process: the common words of the searched scopes (names) recur
+_term_vectors: OrderedDict[tuple[str, str], bytes] = OrderedDict()  # (model, text) -> vector
+_term_vectors_lock = threading.Lock()
+
+
+def _term_matrix(provider: EmbeddingProvider, texts: list[str]) -> np.ndarray:
+    with _term_vectors_lock:
+        kept = {text: found for text in texts if (found := _term_vectors.get((provider.model, text))) is not None}
+    missing = [text for text in dict.fromkeys(texts) if text not in kept]
+    if missing:
+        for text, row in zip(missing, provider.embed(missing), strict=True):
+            kept[text] = np.asarray(row, dtype=DTYPE).tobytes()
+        with _term_vectors_lock:
+            for text in missing:
+                _term_vectors[(provider.model, text)] = kept[text]
+            while len(_term_vectors) > TERM_VECTORS_KEPT:
+                _term_vectors.popitem(last=False)
+    return np.stack([np.frombuffer(kept[text], dtype=DTYPE) for text in texts])
+
+
+def term_vectors_soon(provider: EmbeddingProvider, texts: list[str]) -> Future:
+    """The document vectors of a few short texts (a query's common words: ``engine.rank``), an
+    ``(n, dim)`` matrix, from the process's kept ones or embedded on a helper thread as
+    ``embed_query_soon`` does. ``.result()`` raises what the provider raised."""
+    with _term_vectors_lock:
+        kept = all((provider.model, text) in _term_vectors for text in texts)
+    if kept or provider.in_process:
+        done: Future = Future()
+        try:
+            done.set_result(_term_matrix(provider, texts))
+        except Exception as error:  # raised by ``.result()``, as from a helper thread
+            done.set_exception(error)
+        return done
+    context = contextvars.copy_context()
+    return _helper_pool().submit(context.run, _term_matrix, provider, texts)
+
+
 class OpenAICompatibleEmbedding:
     in_process = False
     min_score = 0.0
@@ -250,6 +294,7 @@ class OpenAICompatibleEmbedding:
     calibrated = False  # each background query would be a request: not until a model is measured
     apart_margin = 0.0  # not calibrated: not used
     hub_weight = 0.0  # not measured: off until a model is
+    common_term_weight = 0.0  # not measured: off until a model is
 
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str = "", timeout: float = 20.0) -> None:
         self.base_url = http_base_url(base_url)

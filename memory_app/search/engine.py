@@ -36,13 +36,14 @@ from django.conf import settings
 from config.metrics import observe_search
 from memory_app.search import dense as dense_module
 from memory_app.search import lexicon, vectorstore
-from memory_app.search.analysis import MAX_QUERY_TERMS, query_terms
+from memory_app.search.analysis import MAX_QUERY_TERMS, match_spans, query_terms
 from memory_app.search.background import is_chinese
 from memory_app.search.dense import dense_rank, question_like
 from memory_app.search.embeddings import (
     EmbeddingProvider,
     embed_query_soon,
     get_provider,
+    term_vectors_soon,
 )
 from memory_app.search.lexical import lexical_rank, scopes_and_postings
 from memory_app.search.models import SearchDocument
@@ -78,6 +79,16 @@ DENSE_TRANSLATION_WORDS = 2
 # blur the vector (two were better than four on the development set, docs/search.md), and the
 # word ranking searches them all anyway.
 DENSE_TRANSLATIONS = 2
+# A word of the query that at least this share of the searched documents holds (and at least
+# ``COMMON_TERM_MIN_DOCS`` of them) is common there: the meaning ranking takes the model's
+# ``common_term_weight`` of the query's share along it (``dense._ranking_vector``; at most
+# ``COMMON_TERMS`` such words, in the text the model embeds). In a chat's extracted statements
+# nearly every one names its two people, and a question's "Mia" weighs as much as what it asks
+# about her. The words' own ranking already weighs such a word little (idf); this is the same
+# for the meaning (docs/search.md, "Common words"). Only where the words are read (hybrid).
+COMMON_TERM_SHARE = 0.2
+COMMON_TERM_MIN_DOCS = 10
+COMMON_TERMS = 3
 
 
 @dataclass
@@ -227,6 +238,13 @@ def rank(
     dense_wanted = mode != "lexical" and dense_query.strip()
     pending = embed_query_soon(provider, dense_query, across_languages=across is True) if dense_wanted else None
     rows, postings, df = scopes_and_postings(scopes, wanted_terms + extra_terms)
+    common_weight: float = getattr(provider, "common_term_weight", 0.0)
+    common = (
+        common_words(dense_query, wanted_terms, df, sum(row[1] for row in rows))
+        if dense_wanted and common_weight
+        else []
+    )
+    common_pending = term_vectors_soon(provider, common) if common else None
     coverage: dict[int, float] = {}
     lexical = (
         lexical_rank(rows, wanted_terms, depth, postings, df, coverage, result.absent) if rows and wanted_terms else []
@@ -255,6 +273,7 @@ def rank(
             asked_in_chinese=is_chinese(query),
             gate=_gate(query, floor, postings),
             gated=gated,
+            common=common_pending,
         )
         if margins:
             lexical = [(d, score) for d, score in lexical if _kept_by_words(coverage.get(d, 0.0), d, margins, gated)]
@@ -273,6 +292,18 @@ def rank(
     result.dense = [(refs[d], score) for d, score in dense if d in refs]
     result.coverage = {refs[d]: share for d, share in coverage.items() if d in refs}
     return result
+
+
+def common_words(text: str, terms: list[str], df: dict[str, int], n_docs: int) -> list[str]:
+    """The words of ``text`` (as written there: "Mia", 林芳) whose terms among ``terms`` are common in
+    the searched documents (``COMMON_TERM_SHARE`` of ``n_docs``, ``COMMON_TERM_MIN_DOCS``), at most
+    ``COMMON_TERMS``. Adjacent CJK bigrams that are each common make one word (林小芳)."""
+    floor = max(COMMON_TERM_MIN_DOCS, COMMON_TERM_SHARE * n_docs)
+    common = [term for term in terms if df.get(term, 0) >= floor]
+    if not common:
+        return []
+    words = dict.fromkeys(text[start:end] for start, end in match_spans(text, common))
+    return [word for word in words if word.strip()][:COMMON_TERMS]
 
 
 def _kept_by_words(share: float, doc: int, margins: dict[int, float], gated: set[int]) -> bool:

@@ -275,6 +275,31 @@ def test_the_hub_correction_ranks_in_postgresql_as_in_memory(pgvector, settings,
         assert [s for _, s in dense(query)] != pytest.approx([s for _, s in in_postgresql], abs=2e-3)
         monkeypatch.setattr(type(pgvector), "hub_weight", 0.5)
 
+    # A common word of the query (``engine.common_words``): PostgreSQL takes it out as the
+    # in-memory path does, and the scores move with it.
+    monkeypatch.setattr(type(pgvector), "common_term_weight", 0.5, raising=False)
+    word = (centres[0] / np.linalg.norm(centres[0])).astype(np.float32)
+    query = _clustered(rng, 1, dim, centres)[0]
+
+    def with_word():
+        pending: Future = Future()
+        pending.set_result(query)
+        common: Future = Future()
+        common.set_result(word[None, :])
+        ranked, _ = engine.dense_rank(
+            _scope_rows("global:__global__"), "q", 10, provider=pgvector, pending=pending, common=common
+        )
+        return ranked
+
+    settings.MEMORY_VECTOR_BACKEND = "numpy"
+    in_memory = with_word()
+    settings.MEMORY_VECTOR_BACKEND = "pgvector"
+    engine.vector_cache.clear()
+    in_postgresql = with_word()
+    assert [d for d, _ in in_postgresql[:5]] == [d for d, _ in in_memory[:5]]
+    assert [s for _, s in in_postgresql] == pytest.approx([s for _, s in in_memory], abs=2e-3)
+    assert [s for _, s in dense(query)] != pytest.approx([s for _, s in in_postgresql], abs=2e-3)
+
     # New documents: within COUNT_MAX_AGE the mean read before stands for the new version.
     more = _index("global:__global__", [f"more {i}" for i in range(80)], "m")
     _store(more, -matrix, pgvector.model)
