@@ -85,7 +85,8 @@ DENSE_TRANSLATIONS = 2
 # ``COMMON_TERMS`` such words, in the text the model embeds). In a chat's extracted statements
 # nearly every one names its two people, and a question's "Mia" weighs as much as what it asks
 # about her. The words' own ranking already weighs such a word little (idf); this is the same
-# for the meaning (docs/search.md, "Common words"). Only where the words are read (hybrid).
+# for the meaning (docs/search.md, "Common words"). A search by meaning only counts the
+# query's words for it.
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_MIN_DOCS = 10
 COMMON_TERMS = 3
@@ -237,13 +238,10 @@ def rank(
     )
     dense_wanted = mode != "lexical" and dense_query.strip()
     pending = embed_query_soon(provider, dense_query, across_languages=across is True) if dense_wanted else None
-    rows, postings, df = scopes_and_postings(scopes, wanted_terms + extra_terms)
     common_weight: float = getattr(provider, "common_term_weight", 0.0)
-    common = (
-        common_words(dense_query, wanted_terms, df, sum(row[1] for row in rows))
-        if dense_wanted and common_weight
-        else []
-    )
+    counted = terms if dense_wanted and common_weight and not wanted_terms else []  # meaning only
+    rows, postings, df = scopes_and_postings(scopes, wanted_terms + extra_terms, counted=counted)
+    common = common_words(dense_query, terms, df, sum(row[1] for row in rows)) if dense_wanted and common_weight else []
     common_pending = term_vectors_soon(provider, common) if common else None
     coverage: dict[int, float] = {}
     lexical = (

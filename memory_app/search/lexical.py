@@ -39,16 +39,19 @@ def _df_cap(terms: list[str]) -> int:
 
 
 def scopes_and_postings(
-    keys: list[str], terms: list[str]
+    keys: list[str], terms: list[str], *, counted: list[str] | None = None
 ) -> tuple[list[tuple[int, int, int, int]], dict[str, list[tuple]], dict[str, int]]:
     """The scopes among ``keys`` (``(id, docs, total_length, version)``), the postings
     ``(document id, tf, length)`` of each term in them (at most ``_per_term`` per term, the
-    newest first) and each term's document frequency (exact up to ``_df_cap``): one statement."""
+    newest first) and each term's document frequency (exact up to ``_df_cap``): one statement.
+    ``counted``: more terms whose document frequency alone is wanted (a search by meaning only:
+    ``engine.common_words``)."""
     keys = sorted(set(keys))
     found: dict[str, list[tuple]] = {term: [] for term in terms}
+    only_counted = [term for term in dict.fromkeys(counted or []) if term not in found]
     if not keys:
-        return [], found, dict.fromkeys(terms, 0)
-    per_term, df_cap = _per_term(terms), _df_cap(terms)
+        return [], found, dict.fromkeys([*terms, *only_counted], 0)
+    per_term, df_cap = _per_term(terms), _df_cap([*terms, *only_counted])
     postings, scope_table = _table(SearchPosting), _table(SearchScope)
     in_scopes = "scope_id IN (SELECT id FROM s)"
     parts = ["SELECT -1 AS t, id AS a, docs AS b, total_length AS c, version AS d FROM s"]
@@ -78,6 +81,8 @@ def scopes_and_postings(
                 f"WHERE {in_scopes} AND term = %s ORDER BY document_id DESC LIMIT %s) AS p{i}"
             )
             params += [term, per_term]
+    every = [*terms, *only_counted]
+    for i, term in enumerate(every):
         # The document frequency, counted only as far as the cap (a common term counts as that).
         parts.append(
             f"SELECT -2, {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM {postings} WHERE {in_scopes} AND term = %s "
@@ -88,14 +93,14 @@ def scopes_and_postings(
     sql = f"WITH s AS (SELECT id, key, docs, total_length, version FROM {scope_table} WHERE key IN ({marks})) " + (
         " UNION ALL ".join(parts)
     )
-    scopes, df = [], dict.fromkeys(terms, 0)
+    scopes, df = [], dict.fromkeys(every, 0)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for t, a, b, c, d in cursor.fetchall():
             if t == -1:
                 scopes.append((a, b, c, d))
             elif t == -2:
-                df[terms[a]] = b
+                df[every[a]] = b
             else:
                 found[terms[t]].append((a, b, c))
     scopes.sort()

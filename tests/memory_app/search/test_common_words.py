@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memory_app.search import dense, embeddings, engine
+from memory_app.search import dense, embeddings, engine, lexical
 from memory_app.search.embeddings import HashedNgramEmbedding, to_bytes
 from memory_app.search.index import Row, documents_sync, vectors_store
 
@@ -150,11 +150,26 @@ def test_a_word_the_model_cannot_embed_leaves_the_query_as_it_is(scripted, monke
     assert "common words of a query could not be embedded" in caplog.text
 
 
-def test_a_dense_only_search_reads_no_words_and_takes_the_query_as_it_is(scripted):
+def test_a_search_by_meaning_only_counts_the_words_for_it(scripted, django_assert_max_num_queries):
+    """A ``dense`` search (``/api/memory/search``'s ``vector``) reads no postings, but counts the
+    query's words in the same one statement that reads the scopes."""
     _store("chat:a", STATEMENTS, scripted)
-    ranked = engine.rank(scopes=["chat:a"], query=QUESTION_TEXT, depth=20, mode="dense")
-    assert [ref for ref, _ in ranked.dense].index("chat:a/mia-answer") == 10
-    assert "Mia" not in scripted.embedded
+    engine.rank(scopes=["chat:a"], query="something else", depth=20, mode="dense")  # loads the scope's vectors
+    with django_assert_max_num_queries(1) as captured:
+        ranked = engine.rank(scopes=["chat:a"], query=QUESTION_TEXT, depth=20, mode="dense")
+    assert ranked.dense[0][0] == "chat:a/mia-answer"
+    assert ranked.lexical == []
+    assert "ORDER BY document_id DESC" not in captured.captured_queries[0]["sql"]  # no postings read
+    assert "Mia" in scripted.embedded
+
+
+def test_counted_terms_give_their_document_frequency_and_no_postings(scripted):
+    _store("chat:a", STATEMENTS, scripted)
+    scopes, postings, df = lexical.scopes_and_postings(["chat:a"], ["adopt"], counted=["mia", "adopt", "parrot"])
+    assert df == {"adopt": 2, "mia": 11, "parrot": 1}
+    assert set(postings) == {"adopt"} and len(postings["adopt"]) == 2
+    assert scopes[0][1] == len(STATEMENTS)
+    assert lexical.scopes_and_postings(["chat:none"], [], counted=["mia"])[2] == {"mia": 0}
 
 
 @pytest.mark.parametrize(
