@@ -230,7 +230,8 @@ def main() -> None:
         "bench/data/crosslang/unrelated_later.json: 100 written after the question gates were chosen; "
         "unrelated_third.json: 100 more, written before the stand-out gate took more background questions; "
         "unrelated_fourth.json: 100 more, written before any change that followed the third set; "
-        "unrelated_fifth.json: 100 more, written before any change that followed the fourth set)",
+        "unrelated_fifth.json: 100 more, written before any change that followed the fourth set; "
+        "unrelated_sixth.json: 100 more, written before any change that followed the fifth set)",
     )
     parser.add_argument(
         "--set",
