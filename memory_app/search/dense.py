@@ -3,6 +3,7 @@ document vectors, exactly from the vector cache or by pgvector's index, and what
 in a search that filters: the floors calibrated per document against background queries."""
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -89,6 +90,14 @@ QUESTION_NEIGHBOURS = 10
 # (docs/search.md, "Nearer the question than its nearest background questions"). False: no such
 # test.
 NEAREST_QUESTIONS_APART = True
+# ... and a question that refers to no one (``refers_to_someone``: no personal pronoun, no name)
+# by at least this margin, not the model's: a question about the world ("How does a heat pump
+# work?", 地毯上的红酒渍怎么去除) asked of a person's memories is answered by a memory only if
+# that memory is clearly nearer to it than to its kind of question, while the questions a person
+# asks about their own life ("what's my major", "how sweet do I like my bubble tea") keep the
+# model's margin, which they clear by less (docs/search.md, "Questions about the world"). For e5;
+# None: the model's margin for every question.
+IMPERSONAL_APART_MARGIN: float | None = 0.03
 
 
 # The mean's share along the model's language direction (``language_direction``) stays in the
@@ -236,7 +245,10 @@ def dense_rank(
             margins.update(zip(ids.tolist(), margin.tolist(), strict=True))
         shut = _gated_out(entries, margin, similar - level, gates, stands, together)
         if gate is not None and near is not None and NEAREST_QUESTIONS_APART:
-            shut |= similar - np.concatenate([entry.matrix @ near for entry in entries]) <= provider.apart_margin
+            apart = provider.apart_margin
+            if IMPERSONAL_APART_MARGIN is not None and not refers_to_someone(query):
+                apart = max(apart, IMPERSONAL_APART_MARGIN)
+            shut |= similar - np.concatenate([entry.matrix @ near for entry in entries]) <= apart
         needed[shut] += 1.0
         if gated is not None:
             gated.update(ids[shut].tolist())
@@ -289,6 +301,20 @@ def _gated_out(
         if part.stop > part.start and (margin[part].max() <= scope_gate or stand[part].max() <= scope_stand):
             shut[part] = True
     return shut
+
+
+_SOMEONE = re.compile(
+    r"(?i:\b(?:i|me|my|mine|myself|you|your|yours|he|him|his|she|her|hers|they|them|their|we|us|our|ours)\b)"
+    r"|[我你您他她咱俺]|(?<=[\w,;:] )[A-Z][a-z]+"
+)
+
+
+def refers_to_someone(query: str) -> bool:
+    """Whether ``query`` names or points at a person: a personal pronoun of English or Chinese
+    ("my", "she", 我, 她), or a word in title case after a word, comma or colon ("Grace",
+    "Carmen": a name, or a title, counted as one). "How does a heat pump work?" and
+    地毯上的红酒渍怎么去除 do not; "what is my major" and "Where does Grace live" do."""
+    return _SOMEONE.search(query) is not None
 
 
 def question_like(query: str) -> bool:
