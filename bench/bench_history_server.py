@@ -164,7 +164,7 @@ def profile(args, runs, asked):
         else:
             setattr(owner, name, wrapper)
 
-    clocked(engine, "_scopes_and_postings", "statement: scopes + postings + df")
+    clocked(engine, "scopes_and_postings", "statement: scopes + postings + df")
     clocked(engine, "lexical_rank", "BM25 scoring (numpy)")
     clocked(engine, "dense_rank", "dense ranking (query embedding included)")
     clocked(embeddings.E5Embedding, "embed_query", "  of which the query embedding")

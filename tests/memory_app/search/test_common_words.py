@@ -218,3 +218,17 @@ def test_the_ranking_vector_loses_share_along_each_word_and_stays_a_unit(query, 
     # With one word, the query's share along it never grows.
     single = dense._ranking_vector(q, lambda: None, provider, common[:1])
     assert abs(float(single @ common[0])) <= abs(float(q @ common[0])) + 1e-5
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=120), share=st.floats(0.0, 1.0), n_docs=st.integers(0, 10_000))
+def test_common_words_of_any_text_are_at_most_three_of_its_own_substrings(text, share, n_docs):
+    from memory_app.search.analysis import query_terms
+
+    terms = query_terms(text)
+    df = {term: int(share * n_docs) for term in terms}
+    words = engine.common_words(text, terms, df, n_docs)
+    assert len(words) <= engine.COMMON_TERMS and len(set(words)) == len(words)
+    assert all(word.strip() and word in text for word in words)
+    if int(share * n_docs) < max(engine.COMMON_TERM_MIN_DOCS, engine.COMMON_TERM_SHARE * n_docs):
+        assert words == []
