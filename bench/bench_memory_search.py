@@ -4,7 +4,7 @@
                                                   [--provider e5|hashed] [--vectors pool|pending]
                                                   [--pool 2000] [--embedding-threads N]
                                                   [--database-url postgresql://…] [--keep]
-                                                  [--server] [--calls 150]
+                                                  [--server] [--calls 150] [--timeline]
 
 Creates a throwaway database (dropped at the end) and one user with ``--memories`` active
 user-tier memories (English and Chinese statements drawn from ``--pool`` distinct sentences,
@@ -28,6 +28,12 @@ embeds it in the request), after 10 warm-up calls with other questions, and prin
 beside the target (p95 ≤ 30 ms at 1,000 memories, hybrid), then the model's time alone on the
 texts it embedded for the hybrid calls (how fast this machine is, and how much of a call is the
 model's).
+
+``--timeline`` instead times, in this process (the test client, production settings), where a
+hybrid list search with a new question spends its time: when the question goes to the model and
+when the model's call begins and ends, how long the request waits for the vector, and what comes
+after the meaning ranking (the page's rows, their serialization, the JSON), p50 and p95 over
+``--calls`` calls.
 
 Vectors exist before timing: the hashed provider embeds while indexing; for e5,
 ``--vectors pool`` (default) embeds the pool once (kept in a file in the temporary directory
@@ -163,7 +169,8 @@ def main():
     parser.add_argument("--pool", type=int, default=2_000, help="distinct sentences (embedded once)")
     parser.add_argument("--vectors", choices=("pool", "pending"), default="pool")
     parser.add_argument("--server", action="store_true", help="through gunicorn, a new question per call")
-    parser.add_argument("--calls", type=int, default=150, help="calls per mode with --server")
+    parser.add_argument("--calls", type=int, default=150, help="calls per mode with --server or --timeline")
+    parser.add_argument("--timeline", action="store_true", help="in process: where a hybrid search's time goes")
     add_common_arguments(parser)
     args = parser.parse_args()
 
@@ -173,6 +180,8 @@ def main():
         django_setup(url, provider=args.provider, embedding_threads=args.embedding_threads)
         if args.server:
             through_server(args, phases, url)
+        elif args.timeline:
+            timeline(args, phases)
         else:
             run(args, phases)
     phases.total()
@@ -328,6 +337,91 @@ def through_server(args, phases, url):
                 f"  the model alone on the hybrid calls' texts (in this process, the servers stopped): "
                 f"p50 {percentile(alone, 50):.1f} ms, p95 {percentile(alone, 95):.1f} ms"
             )
+
+
+def timeline(args, phases):
+    """``--timeline``: the stages of a hybrid list search with a new question, in this process."""
+    from django.test import Client
+    from django.test.utils import override_settings
+    from rest_framework.renderers import JSONRenderer
+
+    from config.api import output, pagination
+    from memory_app.search import engine
+    from memory_app.search.embeddings import E5Embedding, get_provider
+
+    _, key, pool = load(args, phases)
+    if get_provider().in_process:
+        raise SystemExit("--timeline: the model must embed on its helper thread (--provider e5)")
+    stamps: dict[str, float] = {}  # ms from the request's start, or (a "took" entry) ms in all
+    started = [0.0]
+
+    def now() -> float:
+        return (time.perf_counter() - started[0]) * 1000
+
+    def around(owner, name, before=None, after=None, took=None):
+        plain = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            t0 = now()
+            if before:
+                stamps.setdefault(before, t0)
+            try:
+                return plain(*a, **k)
+            finally:
+                if after:
+                    stamps[after] = now()
+                if took:
+                    stamps[took] = stamps.get(took, 0.0) + now() - t0
+
+        setattr(owner, name, wrapper)
+
+    around(engine, "embed_query_soon", before="handed to the model")
+    around(E5Embedding._model(), "query", before="the model's call begins", after="the model's call ends")
+    plain_dense = engine.dense_rank
+
+    def dense_rank(*a, **k):
+        stamps["the words done, the meaning ranking starts"] = now()
+        if k.get("pending") is not None:
+            k["pending"].result()
+            stamps["the vector in hand"] = now()
+        try:
+            return plain_dense(*a, **k)
+        finally:
+            stamps["the meaning ranking done"] = now()
+
+    engine.dense_rank = dense_rank
+    around(pagination.FirstPageCounts, "page", took="the page's rows")
+    around(output.PlannedListSerializer, "to_representation", took="their serialization")
+    around(JSONRenderer, "render", took="the JSON")
+    spans = {
+        "the model's call": ("the model's call begins", "the model's call ends"),
+        "the request waits for the vector": ("the words done, the meaning ranking starts", "the vector in hand"),
+        "after the meaning ranking": ("the meaning ranking done", "the whole request"),
+    }
+    totals = {"the page's rows", "their serialization", "the JSON", *spans}
+    english = [text for text in pool if text.isascii()]
+    asked = questions(english, random.Random(5), 20 + args.calls)
+    client = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    rows = []
+    with override_settings(MEMORY_SEARCH_MODE="hybrid"), phases(f"{args.calls} searches"):
+        for i, query in enumerate(asked):
+            stamps.clear()
+            started[0] = time.perf_counter()
+            response = client.get("/api/users/me/memories?" + urlencode({"q": query}))
+            if response.status_code != 200:
+                raise SystemExit(f"{response.status_code} {response.content[:300]!r}")
+            stamps["the whole request"] = now()
+            # The first 20 warm the process up; a search the model did not run for is left out.
+            if i >= 20 and all(stamp in stamps for pair in spans.values() for stamp in pair):
+                rows.append(dict(stamps))
+    print(f"\nhybrid GET /api/users/me/memories?q=, in process, {len(rows)} new questions; p50 / p95 ms")
+    for label in [*rows[0], *spans] if rows else []:
+        if label in spans:
+            values = [row[spans[label][1]] - row[spans[label][0]] for row in rows]
+        else:
+            values = [row[label] for row in rows if label in row]
+        kind = "took" if label in totals else "at"
+        print(f"  {kind:4} {label:44} {percentile(values, 50):6.2f} {percentile(values, 95):6.2f}")
 
 
 def run(args, phases):

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/dialogue_eval.py                  # development set (6 conversations)
     .venv/bin/python bench/dialogue_eval.py --split heldout  # the held-out third: final figures only
-    options: --split dev|heldout|all  --part history|memory|all  --json out.json  --provider e5|hashed
+    options: --split dev|heldout|all  --part dialogue|memory|all  --json out.json  --provider e5|hashed
              --speaker-key name|speaker|none|content (how each turn's speaker is sent; default name)
              --observations plain|extracted (the memory part's observations; default plain)
 
@@ -22,7 +22,9 @@ Asked:
 - memory: ``POST /api/memory/search`` (limit 5, modes fts / vector / hybrid) → hit@5.
 
 Beside them a plain Okapi BM25 (``retrieval_eval.OkapiBM25``) over the same turns or
-observations. Figures per kind (single, multi, temporal, open) and per language.
+observations. Figures per kind (single, multi, temporal, open) and per language. ``--json``
+writes them, and, for history, every question's ``[hit, recall]`` per mode and for BM25
+(``history_questions``: which questions one mode finds and another misses).
 
 e5 vectors are kept in ``var/dialogue-vectors/`` (by model and text), so a second run embeds
 nothing new.
@@ -447,7 +449,7 @@ def run(args) -> dict:
             conversations, users, positions, names, tuple(args.lever_modes.split(",")), service, item_turns
         )
     elif args.part in ("dialogue", "all"):
-        _, report["history"] = ask_history(conversations, users, positions, args.split)
+        report["history_questions"], report["history"] = ask_history(conversations, users, positions, args.split)
     if args.part in ("memory", "all"):
         label = f"{args.split}, {args.observations} observations"
         report["memory"] = ask_memory(conversations, service, item_turns, label, OBSERVATIONS[args.observations])
