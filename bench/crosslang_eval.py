@@ -1,7 +1,8 @@
 """Search across languages, and searches that should find nothing, on the set of bench/crosslang_gen.py.
 
     .venv/bin/python bench/crosslang_eval.py [--split dev|heldout|all] [--part quality|empty|all]
-                                             [--nonsense-seed N] [--unrelated FILE] [--json out.json]
+                                             [--nonsense-seed N] [--nonsense-kinds set|wide]
+                                             [--unrelated FILE] [--json out.json]
 
 On a throwaway database (SQLite in memory unless DATABASE_URL is set) each of the set's nine
 users gets their 44 memories twice: as user memories (``memory_create``) and as items of a chat
@@ -18,7 +19,9 @@ Printed: hit@1 / hit@3 / hit@5 of each search over the questions of the split, b
 question (a single word or a question), across languages (EN→ZH, ZH→EN) and within one, beside a
 plain BM25 over the user's memories (bench/retrieval_eval.py's); the targets: cross-language
 hit@3 ≥ 0.90. Then the share of the 500 nonsense queries and of the 200 unrelated questions that
-each search answers with nothing (targets ≥ 0.99 and ≥ 0.95), each query given to one user in turn.
+each search answers with nothing (targets ≥ 0.99 and ≥ 0.95), each query given to one user in turn. ``--nonsense-kinds wide`` asks 560 nonsense queries of other
+makers instead (``crosslang_gen.WIDE_MAKERS``: hashes, numbers, emoji, lorem ipsum, gibberish in a
+question's frame, …, and salads of real words, reported apart as well).
 """
 
 import argparse
@@ -171,6 +174,8 @@ def quality(worlds: list[dict], split: str, report: dict) -> None:
 
 
 def empty(worlds: list[dict], data: dict, report: dict) -> None:
+    from crosslang_gen import SALADS, WIDE_MAKERS
+
     for part, queries, target in (
         ("nonsense", data["nonsense"], NONSENSE_TARGET),
         ("unrelated", data["unrelated"], UNRELATED_TARGET),
@@ -181,8 +186,11 @@ def empty(worlds: list[dict], data: dict, report: dict) -> None:
             world = worlds[n % len(worlds)]
             answered = searches_without_bm25(world, query["q"])
             group = query.get("kind") or query.get("lang")
+            groups = ("all", group)
+            if part == "nonsense" and query.get("kind") in WIDE_MAKERS and group not in SALADS:
+                groups += ("no salads",)
             for name, keys in answered.items():
-                for key in ("all", group):
+                for key in groups:
                     counts[key][name][0] += not keys
                     counts[key][name][1] += 1
             if any(answered.values()):
@@ -215,6 +223,13 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
     parser.add_argument("--part", choices=("quality", "empty", "all"), default="all")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--nonsense-kinds",
+        choices=("set", "wide"),
+        default="set",
+        help="wide: 560 nonsense queries of other makers than the set's (crosslang_gen.WIDE_MAKERS), written after "
+        "the gates were chosen; with --nonsense-seed, drawn with that seed",
+    )
     parser.add_argument(
         "--nonsense-seed",
         type=int,
@@ -269,6 +284,12 @@ def main() -> None:
 
         crosslang_gen.SEED = args.nonsense_seed
         data["nonsense"] = crosslang_gen.nonsense()
+    if args.nonsense_kinds == "wide":
+        import crosslang_gen
+
+        data["nonsense"] = crosslang_gen.nonsense_wide(
+            seed=crosslang_gen.SEED if args.nonsense_seed is None else args.nonsense_seed
+        )
     if args.unrelated is not None:
         data["unrelated"] = json.loads(args.unrelated.read_text(encoding="utf-8"))
     report: dict = {"split": args.split}

@@ -719,6 +719,69 @@ def nonsense(n: int = 500) -> list[dict]:
     return made
 
 
+# Nonsense of other makers than the set's (``crosslang_eval.py --nonsense-kinds wide``), written
+# after every gate was chosen: what a search box also receives (a name-like word in title case,
+# letters and digits, a hash, numbers, one long run, spaced letters, one letter repeated, random
+# CJK characters, emoji, lorem ipsum, gibberish in a question's frame) and real words that say
+# nothing together (``en_salad``, ``zh_salad``: a salad that holds "thunder" may rightly find "I'm
+# afraid of thunder", so these two are reported apart from the rest). Not a set to tune on: a check
+# that the "nothing matches" figures are not the set's own makers'.
+SALAD_EN = (
+    "apple river quantum purple seven window basket thunder velvet orbit candle mirror glacier pencil "
+    "violin harbor lantern marble saddle whisper copper falcon meadow tunnel"
+).split()
+SALAD_ZH = "苹果 河流 量子 紫色 窗户 篮子 雷声 轨道 蜡烛 镜子 冰川 铅笔 港口 灯笼 大理石 马鞍 铜 猎鹰 草地 隧道".split()
+LOREM = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et "
+    "dolore magna aliqua"
+).split()
+
+
+def _letters(rng: random.Random, low: int, high: int) -> str:
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(low, high)))
+
+
+def _cjk(rng: random.Random, low: int, high: int) -> str:
+    return "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(low, high)))
+
+
+WIDE_MAKERS = {
+    "capitalised": lambda rng: " ".join(_letters(rng, 4, 8).capitalize() for _ in range(rng.randint(1, 3))),
+    "alnum": lambda rng: " ".join(
+        "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(rng.randint(5, 10)))
+        for _ in range(rng.randint(1, 2))
+    ),
+    "hex": lambda rng: "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice((8, 12, 32)))),
+    "digits": lambda rng: " ".join(str(rng.randint(10, 999999)) for _ in range(rng.randint(1, 3))),
+    "long": lambda rng: _letters(rng, 14, 30),
+    "spaced": lambda rng: " ".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 6))),
+    "repeat": lambda rng: rng.choice(string.ascii_lowercase) * rng.randint(3, 10),
+    "cjk": lambda rng: _cjk(rng, 2, 8),
+    "emoji": lambda rng: "".join(chr(rng.randint(0x1F300, 0x1F5FF)) for _ in range(rng.randint(1, 5))),
+    "lorem": lambda rng: " ".join(rng.sample(LOREM, rng.randint(2, 6))),
+    "framed": lambda rng: f"What is the {_letters(rng, 5, 9)} of {_letters(rng, 4, 8)}?",
+    "framed_zh": lambda rng: f"{_cjk(rng, 3, 3)}是什么？",
+    "en_salad": lambda rng: " ".join(rng.sample(SALAD_EN, rng.randint(3, 5))),
+    "zh_salad": lambda rng: "".join(rng.sample(SALAD_ZH, rng.randint(3, 4))),
+}
+SALADS = ("en_salad", "zh_salad")
+
+
+def nonsense_wide(n: int = 560, seed: int = SEED) -> list[dict]:
+    """``n`` queries of ``WIDE_MAKERS`` in turn, distinct, seeded."""
+    rng = random.Random(seed)
+    makers = list(WIDE_MAKERS.items())
+    made: list[dict] = []
+    seen: set[str] = set()
+    while len(made) < n:
+        kind, maker = makers[len(made) % len(makers)]
+        q = maker(rng)
+        if q not in seen:
+            seen.add(q)
+            made.append({"q": q, "kind": kind})
+    return made
+
+
 def unrelated() -> list[dict]:
     en = list(UNRELATED_EN) + [t.format(x) for t, xs in EN_TEMPLATES for x in xs]
     zh = list(UNRELATED_ZH) + [t.format(x) for t, xs in ZH_TEMPLATES for x in xs]
