@@ -85,7 +85,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.logs.RequestIdMiddleware",  # first: every response and log line gets the request id
+    "config.api.routes.CompatDoubledSlashMiddleware",  # before anything reads the path
+    "config.logs.RequestIdMiddleware",  # every response and log line gets the request id
     "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -26,3 +26,22 @@ def api_route(pattern: str, view, name: str):
 def compat_route(pattern: str, view, name: str):
     """A path of the mem0-compatible API, trailing slash optional as everywhere in the API."""
     return api_route(pattern, view, name)
+
+
+class CompatDoubledSlashMiddleware:
+    """mem0's ``AsyncMemoryClient`` checks its key at ``f"{host}/v1/ping/"``, so a host given
+    with a trailing slash ("https://memory.example.com/") asks for "//v1/ping/" (its other calls,
+    and every call of the sync client, join the paths properly). A path of the mem0-compatible
+    API at the root that starts with more than one slash is taken as that path with one."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        path = request.path_info
+        if path.startswith("//"):
+            single = "/" + path.lstrip("/")
+            if single.startswith(COMPAT_ROOT_PREFIXES):
+                request.path = request.path[: len(request.path) - len(path)] + single
+                request.path_info = single
+        return self.get_response(request)

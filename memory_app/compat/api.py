@@ -438,13 +438,13 @@ urlpatterns = [
     compat_route(rf"v1/memories/{MEM}", MemoryView.as_view(), "mem0-memory"),
     compat_route(rf"v1/memories/{MEM}/history", HistoryView.as_view(), "mem0-history"),
     compat_route(r"v1/entities", EntitiesView.as_view(), "mem0-entities"),
-    compat_route(
-        r"v2/entities/(?P<entity_type>[a-z]{1,10})/(?P<name>[^/]{1,200})", EntityView.as_view(), "mem0-entity"
-    ),
+    compat_route(r"v2/(?:profiles/.*|entities/user/[^/]+/profile)", UnsupportedView.as_view(), "mem0-unsupported-v2"),
+    # A name may hold "/" (a run id "chat/42"): mem0's client sends it encoded, and the path
+    # arrives decoded. The shortest name that leaves at most the trailing slash.
+    compat_route(r"v2/entities/(?P<entity_type>[a-z]{1,10})/(?P<name>.{1,200}?)", EntityView.as_view(), "mem0-entity"),
     compat_route(r"v1/batch", BatchView.as_view(), "mem0-batch"),
     compat_route(
         r"v1/(?:exports(?:/get)?|summary|feedback|events?(?:/[^/]+)?)", UnsupportedView.as_view(), "mem0-unsupported-v1"
     ),
-    compat_route(r"v2/(?:profiles/.*|entities/user/[^/]+/profile)", UnsupportedView.as_view(), "mem0-unsupported-v2"),
     compat_route(r"api/v1/(?:orgs|webhooks)/.*", UnsupportedView.as_view(), "mem0-unsupported-orgs"),
 ]

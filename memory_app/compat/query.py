@@ -10,7 +10,11 @@ value present) or an object of operators, all of which hold. Fields and their op
   absent), ``in``; ``"*"``;
 - ``created_at``, ``updated_at``: ``eq``, ``ne``, ``gt``, ``gte``, ``lt``, ``lte`` with an ISO 8601
   date or date-time (a date is midnight UTC; a date-time without a zone is UTC);
-- ``metadata``: an object of top-level keys, each equal to the value given (any JSON);
+- ``metadata``: an object of top-level keys, each equal to the value given (any JSON), or an
+  object of operators: ``eq``, ``ne`` (also true where the key is absent), ``in``, ``nin`` (not
+  in the list, or absent), with any JSON values (an object is operators when each of its keys is
+  one of mem0's operator names; ``gt``, ``gte``, ``lt``, ``lte``, ``contains``, ``icontains`` there are
+  a 400 like any other unsupported operator);
 - ``keywords``: ``contains`` (case-sensitive), ``icontains``, on the memory's text;
 - ``memory_ids``: a list of ids (or ``in``).
 
@@ -39,6 +43,10 @@ FIELDS = (*ENTITY_FIELDS, *TIME_FIELDS, "metadata", "keywords", "memory_ids")
 ENTITY_OPS = ("eq", "ne", "in")
 TIME_OPS = {"eq": "exact", "ne": "exact", "gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte"}
 TEXT_OPS = ("contains", "icontains")
+METADATA_OPS = ("eq", "ne", "in", "nin")
+# An object given for a metadata key whose every key is one of these is mem0's operators, not a
+# literal object to compare with.
+OPERATOR_NAMES = frozenset(("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains"))
 WILDCARD = "*"
 MAX_DEPTH = 8
 MAX_CONDITIONS = 100
@@ -203,11 +211,34 @@ def _metadata(value) -> Q:
     for key, expected in value.items():
         if not key or len(key) > MAX_VALUE_CHARS:
             raise unsupported(f"metadata keys are 1 to {MAX_VALUE_CHARS} characters")
-        # The key as a key, whatever it says ("contains", "a__b"), never as a lookup name.
-        transform = KeyTransform(key, "metadata")
-        exact = KeyTransformExact(transform, Value(expected, output_field=JSONField()))
-        condition &= Q(exact)
+        if isinstance(expected, dict) and expected and set(expected) <= OPERATOR_NAMES:
+            where = f"metadata {key!r}"
+            condition &= _all(
+                [_metadata_op(key, op, operand) for op, operand in _operators(where, expected, METADATA_OPS)]
+            )
+        else:
+            condition &= _metadata_equal(key, expected)
     return condition
+
+
+def _metadata_equal(key: str, expected) -> Q:
+    # The key as a key, whatever it says ("contains", "a__b"), never as a lookup name.
+    return Q(KeyTransformExact(KeyTransform(key, "metadata"), Value(expected, output_field=JSONField())))
+
+
+def _metadata_op(key: str, op: str, operand) -> Q:
+    if op in ("in", "nin"):
+        if not isinstance(operand, list) or not operand or len(operand) > MAX_LIST:
+            raise unsupported(f"metadata {key!r} {op!r} takes a list of 1 to {MAX_LIST} values")
+        matched = Q(pk__in=[])
+        for item in operand:
+            matched |= _metadata_equal(key, item)
+    else:
+        matched = _metadata_equal(key, operand)
+    if op in ("eq", "in"):
+        return matched
+    # mem0's ne and nin: not equal (not among them), or absent.
+    return ~matched | ~Q(metadata__has_key=key)
 
 
 def _keywords(op: str, operand) -> Q:

@@ -34,14 +34,18 @@ class Hit:
     score: float
 
 
-def _similarity(mode: str, score: float, top: float) -> float:
-    """A hit's score on mem0's scale, 0 to 1: in hybrid mode the fused score over the best a
-    document can get (first in both rankings); else the score over the best hit's."""
+def _similarity(mode: str, score: float, top: float, coverage: float) -> float:
+    """A hit's score on mem0's scale, 0 to 1, which ``threshold`` compares with: in hybrid mode
+    the fused score over the best a document can get (first in both rankings); by words alone
+    the share of the query's word weight (idf) the memory holds (``coverage``: 1 when it holds
+    every word, whichever hit is first); by meaning alone the score over the best hit's."""
     if mode == "hybrid":
-        best = 2.0 / (engine.RRF_K + 1)
+        value = score / (2.0 / (engine.RRF_K + 1))
+    elif mode == "lexical":
+        value = coverage
     else:
-        best = top if top > 0 else 1.0
-    return round(max(0.0, min(1.0, score / best)), 6)
+        value = score / (top if top > 0 else 1.0)
+    return round(max(0.0, min(1.0, value)), 6)
 
 
 def memories_searched(
@@ -60,24 +64,23 @@ def memories_searched(
     nothing does). A filter that narrows the memories ranks deeper first (``engine.MAX_DEPTH``
     hits), then keeps what it allows."""
     depth = engine.MAX_DEPTH if narrowed else max(SEARCH_DEPTH, top_k)
-    found = engine.search(
+    rankings = engine.rank(
         scopes=[scope_key(Tier.USER, str(user.pk)) for user in subjects],
         query=query,
-        limit=depth,
         depth=depth,
         mode=mode,
         floor=True,
     )
-    if not found.hits:
+    ranked = engine.fuse(rankings)
+    if not ranked:
         return []
-    top = found.hits[0].score
-    scores = {hit.ref: _similarity(found.mode, hit.score, top) for hit in found.hits}
+    top = ranked[0][1]
+    scores = {ref: _similarity(rankings.mode, score, top, rankings.coverage.get(ref, 0.0)) for ref, score in ranked}
     # The rows the filter keeps, put in the ranking's order here (a CASE over every ref costs
     # Django more to build than the statement takes to run).
-    rows = {
-        m.pk: m for m in memories_listed(actor=actor, subjects=subjects, condition=condition).filter(pk__in=found.refs)
-    }
-    hits = [Hit(memory=rows[ref], score=scores[ref]) for ref in found.refs if ref in rows][:top_k]
+    refs = [ref for ref, _ in ranked]
+    rows = {m.pk: m for m in memories_listed(actor=actor, subjects=subjects, condition=condition).filter(pk__in=refs)}
+    hits = [Hit(memory=rows[ref], score=scores[ref]) for ref in refs if ref in rows][:top_k]
     return [hit for hit in hits if threshold is None or hit.score >= threshold]
 
 

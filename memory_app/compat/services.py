@@ -301,7 +301,9 @@ def memories_delete_all(*, actor: User, subjects: list[User], tags: dict[str, st
 
 def entity_delete(*, actor: User, kind: str, name: str) -> tuple[list[str], int]:
     """mem0's entity delete: a user's memories, or the memories tagged with an agent, run or
-    app across every user this key may act for."""
+    app across every user this key may act for. A tag that no memory in reach holds (any more)
+    deletes nothing and is no error: mem0's ``delete_users()`` and ``reset()`` delete every entity
+    ``users()`` listed, the user first, which takes its agents' and runs' memories along."""
     if kind == "user":
         return memories_delete_all(actor=actor, subjects=subjects_for(actor=actor, named=[name]), tags={})
     tag = {"agent": "agent_id", "run": "run_id", "app": "app_id"}.get(kind)
@@ -312,8 +314,6 @@ def entity_delete(*, actor: User, kind: str, name: str) -> tuple[list[str], int]
         scope_type=Tier.USER,
         **{f"evidence__{EVIDENCE_KEY}__{tag}": tag_text(tag, name)},
     )
-    if not rows.exists():
-        raise NotFound("Entity not found.")
     return memories_forget_matching(actor=actor, rows=rows)
 
 

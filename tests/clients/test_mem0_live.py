@@ -182,3 +182,41 @@ def test_an_authentication_failure_after_start_is_mems0s_authentication_error(in
     client.client.headers["Authorization"] = "Token revoked-or-forged"
     with pytest.raises(AuthenticationError):
         client.get_all()
+
+
+# --- found by running every public call of mem0's clients -------------------------------------
+def test_reset_and_delete_users_with_agents_and_runs(integrations):
+    """``reset()`` deletes every entity ``users()`` lists, the user first: the agents and runs
+    after it hold nothing by then, and their deletes must not fail the call."""
+    client = MemoryClient(api_key=integrations.keys["carol"], host=integrations.base)
+    client.add(unique("carol keeps bees"), user_id="carol", agent_id="garden", run_id="chat/42", infer=False)
+    client.add(unique("carol brews mead"), user_id="carol", run_id="a/b c?d", infer=False)
+    assert {("run", "chat/42"), ("run", "a/b c?d")} <= {(e["type"], e["name"]) for e in client.users()["results"]}
+    client.delete_users(run_id="a/b c?d")
+    assert len(client.get_all()["results"]) == 1
+    client.reset()
+    assert client.get_all()["results"] == [] and client.users()["results"] == []
+
+
+def test_the_async_client_with_a_host_that_ends_in_a_slash(integrations):
+    async def scenario():
+        async with AsyncMemoryClient(api_key=integrations.keys["alice"], host=integrations.base + "/") as client:
+            added = await client.add(unique("I sail a dinghy"), user_id="alice", infer=False)
+            await client.delete(added["results"][0]["id"])
+
+    asyncio.run(scenario())
+
+
+def test_metadata_operators_and_a_keyword_searchs_threshold(mem0):
+    alice = mem0("alice")
+    tag = uuid.uuid4().hex[:6]
+    chat = alice.add(f"I read novels {tag}", user_id="alice", metadata={"source": "chat", "tag": tag}, infer=False)
+    alice.add(f"I read comics {tag}", user_id="alice", metadata={"source": "email", "tag": tag}, infer=False)
+    only = {"AND": [{"user_id": "alice"}, {"metadata": {"tag": tag, "source": {"in": ["chat", "voice"]}}}]}
+    assert [m["id"] for m in alice.get_all(filters=only)["results"]] == [chat["results"][0]["id"]]
+    with pytest.raises(ValidationError):
+        alice.get_all(filters={"AND": [{"user_id": "alice"}, {"metadata": {"source": {"gt": "a"}}}]})
+    found = alice.search(f"novels {tag} tomes", filters={"user_id": "alice"}, keyword_search=True)["results"]
+    assert found and all(m["score"] < 1 for m in found)  # "tomes" is in none of them
+    strict = alice.search(f"novels {tag} tomes", filters={"user_id": "alice"}, keyword_search=True, threshold=0.99)
+    assert strict["results"] == []

@@ -2,8 +2,13 @@
 write stores and where, filters that narrow and never widen, and errors mem0's client reads.
 The real ``mem0ai`` client is driven against a live server in tests/clients/test_mem0_live.py."""
 
+from urllib.parse import quote
+
 import pytest
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from identity_app.services import token_issue
 from memory_app.memories.models import Memory, Status, Tier
@@ -384,6 +389,36 @@ def test_search_top_k_threshold_and_keyword_mode(api, alice, alices):
     assert client.post("/v3/memories/search/", {"query": "x", "threshold": 2}, format="json").status_code == 400
 
 
+def test_a_keyword_searchs_score_is_the_share_of_the_words_a_memory_holds(api, alice, alices):
+    """Not the score over the first hit's: a memory holding one word of three is no 1.0, and a
+    threshold drops it whatever else matched."""
+    client = api(alice)
+
+    def scored(query, **body):
+        response = client.post("/v3/memories/search/", {"query": query, "keyword_search": True, **body}, format="json")
+        return {m["id"]: m["score"] for m in response.json()["results"]}
+
+    partial = scored("pizza anchovies capers")
+    assert set(partial) == {alices["pizza"]} and 0 < partial[alices["pizza"]] < 0.6
+    assert scored("pizza anchovies capers", threshold=0.6) == {}
+    whole = scored("pizza olives")
+    assert whole[alices["pizza"]] == 1.0
+    assert scored("pizza olives", threshold=0.95) == {alices["pizza"]: 1.0}
+
+
+def test_a_doubled_slash_before_a_mem0_path_is_that_path(api, alice):
+    """mem0's AsyncMemoryClient given a host with a trailing slash pings "//v1/ping/"."""
+    client = api(alice)
+
+    def get(client, path):  # as the server receives it: a client's URL parser reads "//v1" as a host
+        return client.get("/", PATH_INFO=path)
+
+    assert get(client, "//v1/ping/").json()["user_id"] == "alice"
+    assert get(client, "///v1/ping/").json()["user_id"] == "alice"
+    assert get(api(None), "//v1/ping/").status_code == 401
+    assert get(client, "//api/users/me/memories").status_code == 404  # only the mem0 paths at the root
+
+
 def test_search_and_lists_refuse_expired_ones_and_never_show_them(api, alice, alices):
     client = api(alice)
     Memory.objects.filter(pk=alices["pizza"]).update(expires_at=timezone.now() - timezone.timedelta(minutes=1))
@@ -485,8 +520,37 @@ def test_entities_and_deleting_one(api, alice, alices):
     entities = {(e["type"], e["name"]): e["total_memories"] for e in client.get("/v1/entities/").json()["results"]}
     assert entities == {("user", "alice"): 4, ("agent", "food"): 2, ("agent", "travel"): 1, ("run", "r9"): 1}
     assert client.delete("/v2/entities/agent/food/").json()["deleted"] == 2
-    assert client.delete("/v2/entities/agent/food/").status_code == 404
     assert client.delete("/v2/entities/planet/mars/").status_code == 400
+
+
+def test_deleting_an_entity_again_or_one_of_nobody_deletes_nothing_and_is_no_error(api, alice, bob, alices):
+    """mem0's ``reset()`` deletes every entity ``users()`` listed, the user first: by then its
+    agents' and runs' memories are gone, and their deletes must not fail the call."""
+    assert api(alice).delete("/v2/entities/user/alice/").json()["deleted"] == 4
+    for path in ("/v2/entities/agent/food/", "/v2/entities/run/r9/", "/v2/entities/app/never/"):
+        response = api(alice).delete(path)
+        assert response.status_code == 200 and response.json()["deleted"] == 0
+
+
+def test_another_users_tag_is_out_of_reach_of_an_entity_delete(api, alice, bob, alices):
+    before = snapshot()
+    response = api(bob).delete("/v2/entities/agent/food/")
+    assert response.status_code == 200 and response.json()["deleted"] == 0
+    assert snapshot() == before
+    assert api(bob).delete("/v2/entities/user/alice/").status_code == 404
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("run_id", ["chat/42", "a/b/c", "ends/", "50% off?", "chat#1"])
+def test_an_entity_whose_name_holds_a_slash_or_reserved_characters_can_be_deleted(api, alice, alices, run_id):
+    client = api(alice)
+    made = add(client, messages=f"I keep notes for {run_id}", infer=False, run_id=run_id).json()["results"][0]["id"]
+    listed = {(e["type"], e["name"]) for e in client.get("/v1/entities/").json()["results"]}
+    assert ("run", run_id) in listed
+    response = client.delete(f"/v2/entities/run/{quote(run_id, safe='')}/")
+    assert response.status_code == 200 and response.json()["deleted"] == 1
+    assert not Memory.objects.filter(pk=made).exists()
+    assert Memory.objects.filter(owner=alice).count() == 4  # the others stay
 
 
 def test_batch_update_and_delete_are_all_or_nothing(api, alice, bob, alices):
@@ -535,3 +599,96 @@ def test_the_schema_describes_it_once_under_api_mem0(api, alice):
     schema = api(alice).get("/api/schema/?format=json").json()
     assert "/api/mem0/v3/memories/search/" in schema["paths"]
     assert not [path for path in schema["paths"] if path.startswith(("/v1/", "/v2/", "/v3/"))]
+
+
+# --- metadata operators ------------------------------------------------------------------
+def listed(client, filters) -> tuple[int, set[str]]:
+    response = client.post("/v3/memories/?page_size=200", {"filters": filters}, format="json")
+    return response.status_code, {m["id"] for m in response.json().get("results", [])}
+
+
+def test_metadata_operators_narrow_as_mem0s_do(api, alice, alices):
+    client = api(alice)
+    everyone = set(alices.values())
+    assert listed(client, {"metadata": {"topic": {"in": ["food", "music"]}}}) == (
+        200,
+        {alices["pizza"], alices["sushi"]},
+    )
+    assert listed(client, {"metadata": {"topic": {"eq": "food"}}}) == (200, {alices["pizza"], alices["sushi"]})
+    assert listed(client, {"metadata": {"n": {"ne": 3}}}) == (200, everyone - {alices["pizza"]})
+    assert listed(client, {"metadata": {"topic": {"nin": ["food"]}}}) == (200, {alices["berlin"], alices["jazz"]})
+    assert listed(client, {"metadata": {"n": {"in": [3], "ne": 4}}}) == (200, {alices["pizza"]})
+    # Not a 200 that ignores them: an operator it does not offer is named in a 400.
+    for op, operand in (("gt", 1), ("contains", "fo"), ("lte", 3)):
+        response = client.post("/v3/memories/", {"filters": {"metadata": {"n": {op: operand}}}}, format="json")
+        assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported_filter"
+        assert repr(op) in response.json()["detail"]
+    for bad in ({"in": []}, {"in": "food"}, {"nin": list(range(101))}):
+        assert listed(client, {"metadata": {"topic": bad}})[0] == 400
+    # An object that is not all operators is still a value to equal.
+    add(client, messages="I file receipts monthly", infer=False, metadata={"rule": {"in": "inbox", "every": "month"}})
+    (filed,) = listed(client, {"metadata": {"rule": {"in": "inbox", "every": "month"}}})[1]
+    assert Memory.objects.get(pk=filed).content == "I file receipts monthly"
+
+
+SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from(["x", "y", "food", ""]), st.booleans())
+STORED = [{"a": 1}, {"a": "x", "b": True}, {"b": 2, "c": "food"}, {}, {"a": True}, {"a": 0, "c": ""}]
+
+
+def json_equal(left, right) -> bool:
+    return type(left) is type(right) and left == right  # JSON: true is not 1
+
+
+def reference(stored: dict, key: str, spec) -> bool | None:
+    """What mem0's metadata filter means for one memory's metadata; None: a 400."""
+    from memory_app.compat.query import OPERATOR_NAMES
+
+    present = key in stored
+    if not (isinstance(spec, dict) and spec and set(spec) <= OPERATOR_NAMES):
+        return present and json_equal(stored[key], spec)
+    verdict = True
+    for op, operand in spec.items():
+        if op not in ("eq", "ne", "in", "nin"):
+            return None
+        if op in ("in", "nin") and (not isinstance(operand, list) or not operand):
+            return None
+        hit = present and (
+            any(json_equal(stored[key], item) for item in operand)
+            if op in ("in", "nin")
+            else json_equal(stored[key], operand)
+        )
+        verdict &= hit if op in ("eq", "in") else not hit
+    return verdict
+
+
+def test_metadata_filters_agree_with_their_meaning_on_generated_filters(api, alice):
+    client = api(alice)
+    made = [
+        add(client, messages=f"generated fact number {i}", infer=False, metadata=meta).json()["results"][0]["id"]
+        for i, meta in enumerate(STORED)
+    ]
+    stored = dict(zip(made, STORED, strict=True))
+    before = snapshot()
+
+    @hypothesis_settings(max_examples=150, deadline=None)
+    @given(
+        key=st.sampled_from(["a", "b", "c", "in"]),
+        spec=st.one_of(
+            SCALARS,
+            st.dictionaries(
+                st.sampled_from(["eq", "ne", "in", "nin", "gt", "icontains", "other"]),
+                st.one_of(SCALARS, st.lists(SCALARS, max_size=3)),
+                max_size=3,
+            ),
+        ),
+    )
+    def agrees(key, spec):
+        status, found = listed(client, {"metadata": {key: spec}})
+        verdicts = {pk: reference(meta, key, spec) for pk, meta in stored.items()}
+        if None in verdicts.values():
+            assert status == 400
+        else:
+            assert status == 200 and found == {pk for pk, keep in verdicts.items() if keep}
+
+    agrees()
+    assert snapshot() == before
