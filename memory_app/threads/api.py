@@ -285,12 +285,15 @@ class MessageListView(generics.ListAPIView):
 
     @extend_schema(
         operation_id="conversations_messages_forget_all",
-        responses=inline_serializer("MessagesForgotten", {"forgotten": serializers.IntegerField()}),
+        responses=inline_serializer(
+            "MessagesForgotten", {"forgotten": serializers.IntegerField(), "remaining": serializers.IntegerField()}
+        ),
     )
     def delete(self, request: AuthenticatedRequest, conversation_id):
-        """Forget every message of the conversation (with their index entries and reads)."""
-        forgotten = services.messages_forget(actor=request.user, conversation_id=conversation_id)
-        return Response({"forgotten": len(forgotten)})
+        """Forget the conversation's messages (with their index entries and reads), at most
+        10,000 a call, oldest first; ``remaining``: how many are left (call again)."""
+        forgotten, remaining = services.messages_forget(actor=request.user, conversation_id=conversation_id)
+        return Response({"forgotten": len(forgotten), "remaining": remaining})
 
     @extend_schema(request=MessageCreateInput, responses={201: MessageOutput})
     def post(self, request: AuthenticatedRequest, conversation_id):

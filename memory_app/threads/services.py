@@ -128,10 +128,12 @@ def conversation_for_external_id(
         return found, False
 
 
-def messages_forget(*, actor: User, conversation_id: str, message_id: int | None = None) -> list[int]:
-    """Forget one message of a conversation, or (``message_id`` None) all of them: deleted with
-    their tool calls, index entries, vectors and reads; the turn after a forgotten one is
-    indexed again. Service principals within reach, and the conversation's owner."""
+def messages_forget(*, actor: User, conversation_id: str, message_id: int | None = None) -> tuple[list[int], int]:
+    """Forget one message of a conversation, or (``message_id`` None) all of them, at most
+    ``MAX_FORGET_MESSAGES`` a call, oldest first: deleted with their tool calls, index entries,
+    vectors and reads; the turn after a forgotten one is indexed again. Returns the forgotten
+    ids and how many messages are left to forget (0 for one message). Service principals
+    within reach, and the conversation's owner."""
     with transaction.atomic(durable=True):
         conversation = (
             conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
@@ -146,14 +148,18 @@ def messages_forget(*, actor: User, conversation_id: str, message_id: int | None
         ids = list(doomed.order_by("created_at", "id").values_list("pk", flat=True)[: MAX_FORGET_MESSAGES + 1])
         if message_id is not None and not ids:
             raise NotFound("Message not found.")
-        if len(ids) > MAX_FORGET_MESSAGES:
-            raise TooLarge(f"At most {MAX_FORGET_MESSAGES} messages are forgotten at once; call again.")
-        followers = [] if message_id is None else _follower(conversation, ids)
+        more = len(ids) > MAX_FORGET_MESSAGES
+        ids = ids[:MAX_FORGET_MESSAGES]
+        if message_id is not None:
+            followers = _follower(conversation, ids)
+        else:  # the oldest went: the first one left is indexed again without them
+            followers = _follower(conversation, ids[-1:]) if more else []
         indexing.on_messages_deleted(ids, followers)
         reads_forget(item_kind=ItemKind.MESSAGE, refs=[str(pk) for pk in ids])
         Message.objects.filter(pk__in=ids).delete()
         conversation.save(update_fields=["updated_at"])
-    return ids
+        remaining = conversation.messages.count() if more else 0
+    return ids, remaining
 
 
 def _follower(conversation: Conversation, ids: list[int]) -> list[Message]:

@@ -97,3 +97,12 @@ def test_bad_arguments(integrations):
         MemoryRetriever(base_url=integrations.base, token="x").invoke("q")
     with pytest.raises(ValueError, match="k is an integer"):
         MemoryRetriever(base_url=integrations.base, token=integrations.keys["bob"], user="bob", k=0).invoke("q")
+
+
+def test_the_retriever_works_from_one_event_loop_after_another(integrations):
+    retriever = MemoryRetriever(base_url=integrations.base, token=integrations.keys["bob"], user="bob", k=2)
+    first = asyncio.run(retriever.ainvoke("coffee"))
+    second = asyncio.run(retriever.ainvoke("coffee"))
+    assert [d.page_content for d in first] == [d.page_content for d in second]
+    assert first[0].page_content == "Bob likes strong black coffee"
+    assert len(asyncio.run(retriever.abatch(["cello", "hiking"]))) == 2

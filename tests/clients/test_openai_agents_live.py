@@ -192,3 +192,95 @@ def test_pop_and_clear_forget_the_messages(integrations):
         assert svc.list_messages(conversation)["count"] == 0
         with svc.run(conversation, user="alice", worker_id="w2") as agent_run:
             assert agent_run.search_history("learning the oboe")["results"] == []
+
+
+# --- found by running the SDK's own session beside ours ----------------------------------------
+UNSTORABLE = [
+    {"role": "user", "content": "a NUL \x00 inside"},
+    {"type": "function_call_output", "call_id": "c9", "output": "half a pair \ud800 here"},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "nul\x00", "annotations": []}]},
+]
+
+
+@pytest.mark.parametrize("item", UNSTORABLE)
+def test_an_item_of_text_no_service_stores_as_it_is_comes_back_exactly(item):
+    encoded = encode(item)
+    assert "\x00" not in encoded["content"]
+    encoded["content"].encode("utf-8")  # storable
+    assert decode({"role": "x", "content": "", **encoded}) == item
+
+
+def test_those_items_go_through_the_service_too(session):
+    async def scenario():
+        await session.add_items(UNSTORABLE)
+        assert await session.get_items() == UNSTORABLE
+
+    run(scenario())
+
+
+def test_an_item_too_large_is_refused_before_anything_of_the_call_is_stored(integrations):
+    session = MemorySession(
+        f"s-{uuid.uuid4().hex[:8]}", user="alice", base_url=integrations.base, token=integrations.keys["svc"]
+    )
+    huge = {"type": "function_call_output", "call_id": "c1", "output": "<html>" + "p" * 300_000}
+
+    async def scenario():
+        with pytest.raises(ValueError, match="Nothing of this call was stored"):
+            await session.add_items([{"role": "user", "content": "fetch it"}, huge])
+        return await session.get_items()
+
+    assert run(scenario()) == []
+
+
+def test_a_session_works_from_one_event_loop_after_another(session):
+    run(session.add_items(ITEMS[:2]))
+    assert run(session.get_items()) == ITEMS[:2]
+    assert run(session.pop_item()) == ITEMS[1]
+
+
+def test_session_settings_may_be_a_dict_as_for_the_sdks_own_sessions(integrations):
+    model = EchoModel()
+    agent = Agent(name="Helper", model=model)
+    settings = {"limit": 2}
+    ours = MemorySession(
+        f"s-{uuid.uuid4().hex[:8]}",
+        user="alice",
+        base_url=integrations.base,
+        token=integrations.keys["svc"],
+        session_settings=settings,
+    )
+    theirs = SQLiteSession(f"s-{uuid.uuid4().hex[:8]}", session_settings=settings)
+    for session in (ours, theirs):
+        for text in ("one", "two", "three"):
+            run(Runner.run(agent, text, session=session))
+    assert ours.session_settings.limit == 2
+
+    def said(given):
+        return [
+            (i.get("role"), i["content"] if isinstance(i["content"], str) else i["content"][0]["text"]) for i in given
+        ]
+
+    # The third turn saw the same two items before it with either session (ids apart).
+    assert (
+        said(model.inputs[2])
+        == said(model.inputs[5])
+        == [("user", "two"), ("assistant", "You said: two"), ("user", "three")]
+    )
+
+
+def test_pop_item_is_none_only_when_the_session_is_empty_while_others_pop(integrations):
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+
+    def made():
+        return MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+    items = [{"role": "user", "content": f"i{n}"} for n in range(12)]
+
+    async def scenario():
+        await made().add_items(items)
+        popped = await asyncio.gather(*(made().pop_item() for _ in range(6)))
+        return popped, await made().get_items()
+
+    popped, left = run(scenario())
+    assert None not in popped and left == items[:6]
+    assert sorted(p["content"] for p in popped) == sorted(i["content"] for i in items[6:])

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -58,16 +59,38 @@ class AsyncClient:
         self.token = token
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
-        self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT})
+        self._timeout = timeout
+        self._given_http = http
+        # An httpx connection belongs to the event loop it was opened in, so a client used from
+        # several loops (``asyncio.run`` twice, a test per loop, a store kept across runs of a
+        # graph) holds one httpx client for each loop, forgotten with its loop.
+        self._loop_http: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The httpx client of the running event loop (the one given, if one was)."""
+        if self._given_http is not None:
+            return self._given_http
+        loop = asyncio.get_running_loop()
+        http = self._loop_http.get(loop)
+        if http is None:
+            http = httpx.AsyncClient(timeout=self._timeout, headers={"User-Agent": USER_AGENT})
+            self._loop_http[loop] = http
+        return http
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> AsyncClient:
         return cls(os.environ["MEMSVC_URL"], os.environ["MEMSVC_TOKEN"], **kwargs)
 
     async def close(self) -> None:
-        if self._own_http:
-            await self._http.aclose()
+        """Close the running loop's connections (those of a loop that has ended went with it);
+        an httpx client that was given is the giver's to close."""
+        if self._given_http is None:
+            http = self._loop_http.pop(asyncio.get_running_loop(), None)
+            if http is not None:
+                await http.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -337,8 +360,14 @@ class AsyncClient:
         await self.send(_api.message_forget(conversation_id, message_id))
 
     async def forget_messages(self, conversation_id: str) -> int:
-        """Forget every message of the conversation; returns how many."""
-        return (await self.send(_api.messages_forget(conversation_id)))["forgotten"]
+        """Forget every message of the conversation; returns how many. The service forgets at most
+        10,000 a call (oldest first) and says how many are left: called again until none is."""
+        forgotten = 0
+        while True:
+            done = await self.send(_api.messages_forget(conversation_id))
+            forgotten += done["forgotten"]
+            if not done.get("remaining") or not done["forgotten"]:
+                return forgotten
 
     async def store_batch(self, ops: list[dict[str, Any]]) -> list[Any]:
         """Run store operations (docs/integrations.md, "The store") in one request and one

@@ -344,8 +344,14 @@ class Client:
         self.send(_api.message_forget(conversation_id, message_id))
 
     def forget_messages(self, conversation_id: str) -> int:
-        """Forget every message of the conversation; returns how many."""
-        return (self.send(_api.messages_forget(conversation_id)))["forgotten"]
+        """Forget every message of the conversation; returns how many. The service forgets at most
+        10,000 a call (oldest first) and says how many are left: called again until none is."""
+        forgotten = 0
+        while True:
+            done = self.send(_api.messages_forget(conversation_id))
+            forgotten += done["forgotten"]
+            if not done.get("remaining") or not done["forgotten"]:
+                return forgotten
 
     def store_batch(self, ops: list[dict[str, Any]]) -> list[Any]:
         """Run store operations (docs/integrations.md, "The store") in one request and one

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from agents.memory.session import SessionABC
-from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from memsvc.aio import AsyncClient
 from memsvc.client import PAGE_SIZE
@@ -31,8 +31,10 @@ ITEM = "openai_agents_item"  # metadata key: the item, its text left out (it is 
 TEXT_AT = "openai_agents_text_at"  # where in the item its text goes back
 WHOLE = "openai_agents_item_json"  # the item too large for metadata: its JSON is the content
 METADATA_ITEM_BYTES = 12 * 1024
+# The service's limit on a message's content (docs/API.md): an item whose text is larger is
+# refused before any item of the same ``add_items`` is written.
+MESSAGE_CONTENT_BYTES = 256 * 1024
 TEXT_PARTS = ("input_text", "output_text", "text")
-POP_ATTEMPTS = 5
 
 
 def _text_path(item: dict[str, Any]) -> list[Any] | None:
@@ -80,9 +82,27 @@ def _role_and_type(item: dict[str, Any]) -> tuple[str, str]:
     return "assistant", "event"  # reasoning, compaction …
 
 
+def _storable(whole: str) -> bool:
+    """Whether an item's JSON (``ensure_ascii=False``) holds only text the service stores as it
+    is: no NUL character (JSON writes it ``\\u0000``; an item that holds those six characters
+    as text is taken for one, and kept whole all the same) and no lone surrogate."""
+    if "\\u0000" in whole:
+        return False
+    try:
+        whole.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def encode(item: dict[str, Any]) -> dict[str, Any]:
-    """An item as a message: role, type, content and what is needed to give it back whole."""
+    """An item as a message: role, type, content and what is needed to give it back whole. An
+    item holding text the service does not store as it is (a NUL, a lone surrogate) is kept as
+    its JSON with every such character escaped, and comes back the same."""
     role, kind = _role_and_type(item)
+    whole = json.dumps(item, ensure_ascii=False)
+    if not _storable(whole):
+        return {"role": role, "type": kind, "content": json.dumps(item), "metadata": {WHOLE: True}}
     path = _text_path(item)
     text = _get(item, path) if path else ""
     if set(item) == {"role", "content"} and path == ["content"] and role == item["role"]:
@@ -92,7 +112,7 @@ def encode(item: dict[str, Any]) -> dict[str, Any]:
         _set(skeleton, path, None)
     metadata = {ITEM: skeleton, TEXT_AT: path}
     if len(json.dumps(metadata, ensure_ascii=False).encode()) > METADATA_ITEM_BYTES:
-        return {"role": role, "type": kind, "content": json.dumps(item, ensure_ascii=False), "metadata": {WHOLE: True}}
+        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
     return {"role": role, "type": kind, "content": text, "metadata": metadata}
 
 
@@ -122,7 +142,7 @@ class MemorySession(SessionABC):
         token: str | None = None,
         client: AsyncClient | None = None,
         title: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         timeout: float = 30.0,
     ):
         if client is None and base_url is None:
@@ -130,7 +150,10 @@ class MemorySession(SessionABC):
         self.session_id = session_id
         self.user = user
         self.title = title
-        self.session_settings = session_settings or SessionSettings()
+        # The SDK's own sessions take a dict too ({"limit": 20}).
+        self.session_settings = (
+            SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
+        )
         self._client = client or AsyncClient(base_url or "", token, timeout=timeout)
         self._conversation_id: str | None = None
 
@@ -175,9 +198,18 @@ class MemorySession(SessionABC):
         return [decode(message) for message in found]
 
     async def add_items(self, items: list[Any]) -> None:
+        if not items:
+            return
+        messages = [encode(dict(item)) for item in items]
+        for n, encoded in enumerate(messages):
+            size = len(encoded["content"].encode())
+            if size > MESSAGE_CONTENT_BYTES:
+                raise ValueError(
+                    f"Item {n} of {len(items)} is {size} bytes of text; the service keeps at most "
+                    f"{MESSAGE_CONTENT_BYTES} a message. Nothing of this call was stored."
+                )
         conversation = await self.conversation_id()
-        for item in items:
-            encoded = encode(dict(item))
+        for encoded in messages:
             await self._client.add_message(
                 conversation,
                 encoded["role"],
@@ -187,7 +219,10 @@ class MemorySession(SessionABC):
             )
 
     async def pop_item(self) -> Any | None:
-        for _attempt in range(POP_ATTEMPTS):
+        """The newest item, removed; None only when the session is empty. A newest item that
+        another session object popped meanwhile is gone: the next newest is taken (each such
+        round is an item fewer, so this ends)."""
+        while True:
             data = await self._page(1, 1, "-created_at")
             if not data["results"]:
                 return None
@@ -197,7 +232,6 @@ class MemorySession(SessionABC):
             except NotFound:
                 continue  # popped by someone else meanwhile: take the next newest
             return decode(newest)
-        return None
 
     async def clear_session(self) -> None:
         await self._client.forget_messages(await self.conversation_id())
