@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Left
+from django.db.models.lookups import Exact
 
 from config.errors import InvalidInput, NotFound
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
@@ -97,7 +99,11 @@ def item_value(memory: Memory) -> dict:
     data = store_data(memory)
     value = dict(memory.metadata)
     if data.get("content", True):
-        value["content"] = memory.content
+        around = data.get("around")
+        if isinstance(around, list) and len(around) == 2 and all(isinstance(part, str) for part in around):
+            value["content"] = f"{around[0]}{memory.content}{around[1]}"
+        else:
+            value["content"] = memory.content
     if data.get("kind", False):
         value["kind"] = memory.kind
     return value
@@ -125,7 +131,12 @@ def _in_namespace(rest: tuple[str, ...], *, prefix: bool) -> Q:
     encoded = store_namespace_encode(rest)
     if not prefix:
         return Q(store_namespace=encoded)
-    return Q(store_namespace__startswith=encoded) if encoded else Q()
+    if not encoded:
+        return Q()
+    # LIKE finds the rows by the index; SQLite's LIKE ignores the case of ASCII letters, so the
+    # prefix is also compared exactly ("Docs" is not "docs", as in LangGraph's own stores).
+    exact: Exact = Exact(Left("store_namespace", len(encoded)), Value(encoded))
+    return Q(store_namespace__startswith=encoded) & Q(exact)
 
 
 def item_get(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> Memory | None:

@@ -70,14 +70,21 @@ def item_put(
         for name, item in value.items()
         if not (name == "content" and content_given) and not (name == "kind" and kind_given)
     }
+    around: list[str] = []
     if content_given:
         content = str(given_content)
+        # A memory's text is kept stripped; the white space around it comes back with the value.
+        lead, trail = content[: len(content) - len(content.lstrip())], content[len(content.rstrip()) :]
+        if lead or trail:
+            around = [lead, trail]
     else:
         # Found by: what the caller chose to index, else its fields (cut to what a memory holds).
         chosen = text if isinstance(text, str) and text.strip() else _value_text(value)
         content = chosen[:MAX_CONTENT_CHARS].strip() or key
     minutes = _ttl(ttl)
     data: dict = {"content": content_given, "kind": kind_given}
+    if around:
+        data["around"] = around
     if minutes is not None:
         data["ttl"] = minutes
     if index is False:

@@ -330,3 +330,97 @@ def test_values_the_service_refuses(service_store):
     with pytest.raises(InvalidNamespaceError):
         service_store.put(("documents", "x"), "k", {"content": "v"})
     assert [i.key for i in service_store.search(root)] == ["first"]
+
+
+# --- found by running LangGraph programs against both stores ---------------------------------
+def test_the_async_methods_work_from_one_event_loop_after_another(store):
+    """``asyncio.run`` twice on one store (a script, a test per loop, a graph run per request):
+    an httpx connection belongs to the loop it was opened in."""
+    store, root = store
+    asyncio.run(store.aput(root, "a", {"content": "loops apart"}))
+    assert asyncio.run(store.aget(root, "a")).value == {"content": "loops apart"}
+    assert [i.key for i in asyncio.run(store.asearch(root, query="loops apart"))] == ["a"]
+
+
+def test_a_graph_with_the_store_runs_twice_with_asyncio_run(service_store):
+    from langgraph.config import get_store
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    root = ("users", "alice", f"g{uuid.uuid4().hex[:8]}")
+
+    class State(TypedDict):
+        seen: int
+
+    async def remember(state: State) -> State:
+        store = get_store()
+        await store.aput(root, f"k{state['seen']}", {"content": f"run number {state['seen']}"})
+        return {"seen": len(await store.asearch(root, limit=50))}
+
+    graph = StateGraph(State)
+    graph.add_node("remember", remember)
+    graph.add_edge(START, "remember")
+    graph.add_edge("remember", END)
+    compiled = graph.compile(store=service_store)
+    assert asyncio.run(compiled.ainvoke({"seen": 0})) == {"seen": 1}
+    assert asyncio.run(compiled.ainvoke({"seen": 1})) == {"seen": 2}
+
+
+def test_content_comes_back_with_the_white_space_around_it(store):
+    store, root = store
+    for key, content in (("nl", "Alice likes pizza\n"), ("pad", "  padded  "), ("tab", "\tx")):
+        store.put(root, key, {"content": content})
+        assert store.get(root, key).value == {"content": content}
+        assert store.search(root, filter={"content": content})[0].key == key
+
+
+def test_putting_the_same_value_again_with_other_flags_takes_them(store):
+    store, root = store
+    store.put(root, "k", {"content": "a kindless value"})
+    store.put(root, "k", {"content": "a kindless value", "kind": "fact"})
+    assert store.get(root, "k").value == {"content": "a kindless value", "kind": "fact"}
+    store.put(root, "k", {"content": "a kindless value"})
+    assert store.get(root, "k").value == {"content": "a kindless value"}
+    store.put(root, "q", {"content": "hidden then found"}, index=False)
+    store.put(root, "q", {"content": "hidden then found"})
+    (found,) = [i for i in store.search(root, query="hidden then found") if i.key == "q"]
+    assert found.score is not None
+
+
+def test_a_time_to_live_put_again_is_the_one_that_holds(service_store):
+    root = ("users", "alice", f"ttl2{uuid.uuid4().hex[:8]}")
+    store = service_store
+    store.put(root, "cleared", {"content": "ttl then none"}, ttl=3 / 60)
+    store.put(root, "cleared", {"content": "ttl then none"})
+    store.put(root, "longer", {"content": "short then long"}, ttl=3 / 60)
+    store.put(root, "longer", {"content": "short then long"}, ttl=60)
+    store.put(root, "added", {"content": "none then ttl"})
+    store.put(root, "added", {"content": "none then ttl"}, ttl=3 / 60)
+    for _ in range(3):
+        time.sleep(1.5)
+        for key in ("cleared", "longer", "added"):
+            assert store.get(root, key) is not None  # each read refreshes "added" by its 3 seconds
+    time.sleep(3.5)
+    assert store.get(root, "cleared") is not None and store.get(root, "longer") is not None
+    assert store.get(root, "added", refresh_ttl=False) is None
+
+
+def test_a_prefix_matches_letter_case_exactly(store):
+    store, root = store
+    store.put((*root, "Docs"), "upper", {"content": "in Docs"})
+    store.put((*root, "docs"), "lower", {"content": "in docs"})
+    assert [i.key for i in store.search((*root, "docs"))] == ["lower"]
+    assert [i.key for i in store.search((*root, "Docs"))] == ["upper"]
+
+
+def test_a_langgraph_index_config_is_taken_for_its_fields(integrations):
+    root = ("users", "alice", f"ix{uuid.uuid4().hex[:8]}")
+    config = {"dims": DIMS, "embed": character_embeddings, "fields": ["title"]}
+    with MemoryStore(integrations.base, integrations.keys["alice"], index=config) as store:
+        store.put(root, "t", {"title": "glacier hiking", "body": "unrelated words entirely"})
+        (item,) = store.search(root)
+    with memsvc.Client(integrations.base, integrations.keys["alice"]) as client:
+        ((found,),) = client.store_batch([{"op": "search", "namespace_prefix": list(root), "limit": 1}])
+    assert item.key == "t" and found["text"] == "glacier hiking"  # found by its title alone
+    with pytest.raises(TypeError):
+        MemoryStore(integrations.base, integrations.keys["alice"], index="title")

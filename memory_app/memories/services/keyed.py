@@ -47,6 +47,14 @@ def _store_evidence(evidence: dict, *, first: Memory | None) -> dict:
     return {**evidence, STORE_EVIDENCE: kept} if kept else evidence
 
 
+def _without_since(evidence) -> object:
+    """Evidence without the key's first write time, which ``_store_evidence`` carries along."""
+    if not isinstance(evidence, dict) or not isinstance(evidence.get(STORE_EVIDENCE), dict):
+        return evidence
+    store = {name: value for name, value in evidence[STORE_EVIDENCE].items() if name != "created_at"}
+    return {**evidence, STORE_EVIDENCE: store}
+
+
 def memory_put_keyed(
     *,
     actor: User,
@@ -159,12 +167,15 @@ def _put_keyed_locked(
         return KeyedWrite(memory=memory, outcome=KEYED_CREATED)
     require_write(actor=actor, memory=existing, action="supersede", for_user=for_user)
     same = all(getattr(existing, name) == values[name] for name in ("content", "kind", "metadata"))
-    if same and existing.expires_at == values["expires_at"]:
+    kept = _store_evidence(evidence, first=existing)
+    same_evidence = _without_since(existing.evidence) == _without_since(kept)
+    if same and same_evidence and existing.expires_at == values["expires_at"]:
         return KeyedWrite(memory=existing, outcome=KEYED_UNCHANGED)
     if same:
-        # Only the expiry moved (a time to live written again): the same version, in place.
-        Memory.objects.filter(pk=existing.pk).update(expires_at=values["expires_at"], updated_at=now)
-        existing.expires_at, existing.updated_at = values["expires_at"], now
+        # Only the expiry or what the store keeps of the key moved (a time to live, or whether
+        # the value held a kind or is indexed, written again): the same version, in place.
+        Memory.objects.filter(pk=existing.pk).update(expires_at=values["expires_at"], evidence=kept, updated_at=now)
+        existing.expires_at, existing.evidence, existing.updated_at = values["expires_at"], kept, now
         return KeyedWrite(memory=existing, outcome=KEYED_REFRESHED)
     new = supersede_locked(
         actor=actor,

@@ -56,7 +56,7 @@ class MemoryStore(BaseStore):
         client: Client | None = None,
         aclient: AsyncClient | None = None,
         ttl: TTLConfig | None = None,
-        index: list[str] | None = None,
+        index: list[str] | dict[str, Any] | None = None,
         timeout: float = 30.0,
     ):
         if client is None and base_url is None:
@@ -65,8 +65,14 @@ class MemoryStore(BaseStore):
         self._aclient = aclient or AsyncClient(self._client.base_url, self._client.token, timeout=timeout)
         self.ttl_config = ttl
         # The fields a value without a "content" string is found by (LangGraph's IndexConfig
-        # "fields", e.g. ["text", "items[*].title"]); None: all of its fields.
-        self.index_fields = index
+        # "fields", e.g. ["text", "items[*].title"]); None: all of its fields. A whole IndexConfig
+        # ({"dims", "embed", "fields"}) is taken for its fields: the service embeds with its own
+        # model, so "dims" and "embed" have nothing to do here.
+        if isinstance(index, dict):
+            index = index.get("fields")
+        if index is not None and (isinstance(index, str) or not all(isinstance(path, str) for path in index)):
+            raise TypeError('index is a list of field paths (e.g. ["text"]) or a LangGraph IndexConfig.')
+        self.index_fields = list(index) if index is not None else None
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> MemoryStore:
