@@ -21,7 +21,9 @@ value present) or an object of operators, all of which hold. Fields and their op
 Anything else — another field, operator or shape — is a 400 ``unsupported_filter`` that names
 it: a filter is never ignored. Every ``user_id`` the filter names with ``eq`` or ``in`` is
 collected (``Parsed.user_ids``): the caller must be allowed each of them, and the query only
-ever runs over their memories (``services.subjects_for``).
+ever runs over their memories (``services.subjects_for``). A ``user_id`` under a ``NOT`` names no
+one to search: ``{"NOT": [{"user_id": "bob"}]}`` is every searched user but bob (a user's own key:
+its own memories; a service key still names whose memories it searches).
 """
 
 from dataclasses import dataclass, field
@@ -70,6 +72,7 @@ class Parsed:
     q: Q
     user_ids: set[str] = field(default_factory=set)
     conditions: int = 0
+    negated: int = 0  # how many NOTs the condition being read is under
 
 
 def parse(filters) -> Parsed:
@@ -115,7 +118,13 @@ def _logical(name: str, value, parsed: Parsed, *, depth: int) -> Q:
     items = value if isinstance(value, list) else [value] if name == "NOT" else None
     if not items:
         raise unsupported(f"{name} takes a non-empty list of conditions")
-    children = [_node(item, parsed, depth=depth + 1) for item in items]
+    if name == "NOT":
+        parsed.negated += 1
+    try:
+        children = [_node(item, parsed, depth=depth + 1) for item in items]
+    finally:
+        if name == "NOT":
+            parsed.negated -= 1
     if name == "AND":
         return _all(children)
     if name == "OR":
@@ -171,12 +180,12 @@ def _entity(name: str, op: str, operand, parsed: Parsed) -> Q:
         return Q(**{f"{path}__isnull": False})
     if op == "in":
         values = _strings(name, operand)
-        if name == "user_id":
+        if name == "user_id" and not parsed.negated:
             parsed.user_ids.update(values)
         return Q(**{f"{path}__in": values})
     value = _text(name, operand)
     if op == "eq":
-        if name == "user_id":
+        if name == "user_id" and not parsed.negated:
             parsed.user_ids.add(value)
         return Q(**{path: value})
     # mem0's ne: not equal, or absent.

@@ -284,3 +284,9 @@ def test_pop_item_is_none_only_when_the_session_is_empty_while_others_pop(integr
     popped, left = run(scenario())
     assert None not in popped and left == items[:6]
     assert sorted(p["content"] for p in popped) == sorted(i["content"] for i in items[6:])
+
+
+@pytest.mark.parametrize("session_id", ["", "   "])
+def test_an_empty_session_id_is_refused_rather_than_a_new_conversation_each_time(integrations, session_id):
+    with pytest.raises(ValueError, match="session_id"):
+        MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])

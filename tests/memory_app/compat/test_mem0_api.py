@@ -460,6 +460,27 @@ def test_a_service_can_search_several_users_it_acts_for_and_only_them(client_of,
     assert only_bob.status_code == 404  # naming alice is naming a user out of reach
 
 
+def test_a_user_under_not_names_no_one_to_search(client_of, api, alice, bob):
+    """``NOT user_id`` excludes; it does not name whose memories a search reads (mem0's
+    meaning), and never reaches past the key."""
+    mine = UserMemoryFactory(owner=alice, content="alice drinks oolong")
+    theirs = UserMemoryFactory(owner=bob, content="bob drinks oolong")
+    not_bob = {"NOT": [{"user_id": "bob"}]}
+    found = api(alice).post("/v3/memories/", {"filters": not_bob}, format="json")
+    assert found.status_code == 200 and [m["id"] for m in found.json()["results"]] == [mine.pk]
+    not_me = api(alice).post("/v3/memories/", {"filters": {"NOT": [{"user_id": "alice"}]}}, format="json")
+    assert not_me.status_code == 200 and not_me.json()["results"] == []
+    mixed = {"AND": [{"user_id": {"in": ["alice", "bob"]}}, not_bob]}
+    searched = client_of("svc").post("/v3/memories/search/", {"query": "oolong", "filters": mixed}, format="json")
+    assert [m["id"] for m in searched.json()["results"]] == [mine.pk]
+    # A service key still names whose memories it searches; a limited one reaches no one else.
+    assert client_of("svc").post("/v3/memories/", {"filters": not_bob}, format="json").status_code == 400
+    limited = client_of("lsvc").post(
+        "/v3/memories/", {"filters": {"AND": [{"user_id": "bob"}, {"NOT": [{"user_id": "alice"}]}]}}, format="json"
+    )
+    assert [m["id"] for m in limited.json()["results"]] == [theirs.pk]
+
+
 def test_reads_through_this_api_are_recorded_for_the_owner(client_of, alice, svc):
     memory = UserMemoryFactory(owner=alice, content="alice plays chess")
     client = client_of("svc")

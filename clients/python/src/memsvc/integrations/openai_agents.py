@@ -147,6 +147,10 @@ class MemorySession(SessionABC):
     ):
         if client is None and base_url is None:
             raise ValueError("MemorySession needs the service's base_url (or a client).")
+        if not isinstance(session_id, str) or not session_id.strip():
+            # The conversation is found again by this id: an empty one would find nothing and
+            # start a new conversation each time.
+            raise ValueError("A session_id is a non-empty string.")
         self.session_id = session_id
         self.user = user
         self.title = title
