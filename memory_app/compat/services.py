@@ -114,7 +114,7 @@ class Event:
 
 def messages_text(messages) -> list[tuple[str, str]]:
     """mem0's ``messages`` (a string, one message or a list of them) as (role, text) pairs; a
-    message's content is a string or a list of text parts."""
+    message's content is a string or a list of text parts, or null (no text: left out)."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     elif isinstance(messages, dict):
@@ -130,6 +130,8 @@ def messages_text(messages) -> list[tuple[str, str]]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise InvalidInput("Each message is an object with a role and a content.", code=ErrorCode.INVALID)
         content = message.get("content")
+        if content is None:
+            continue  # a turn without text (an assistant's tool calls, in OpenAI's format)
         if isinstance(content, list):
             parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
             texts = [part for part in parts if isinstance(part, str)]

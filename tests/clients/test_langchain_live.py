@@ -3,6 +3,7 @@
 documents that carry their memory, and the rules of whose memories a key reaches)."""
 
 import asyncio
+import copy
 import uuid
 
 import memsvc
@@ -106,3 +107,13 @@ def test_the_retriever_works_from_one_event_loop_after_another(integrations):
     assert [d.page_content for d in first] == [d.page_content for d in second]
     assert first[0].page_content == "Bob likes strong black coffee"
     assert len(asyncio.run(retriever.abatch(["cello", "hiking"]))) == 2
+
+
+def test_a_used_retriever_can_be_deep_copied(integrations):
+    retriever = MemoryRetriever(base_url=integrations.base, token=integrations.keys["bob"], user="bob", k=1)
+    asyncio.run(retriever.ainvoke("coffee"))
+    found = retriever.invoke("coffee")
+    copied = copy.deepcopy(retriever)
+    assert copied.k == 1 and copied.user == "bob" and copied is not retriever
+    assert copied.invoke("coffee") == found
+    assert retriever.invoke("coffee") == found  # the original keeps its own connections

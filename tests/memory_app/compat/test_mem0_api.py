@@ -125,6 +125,20 @@ def test_add_as_given_stores_user_and_assistant_messages_not_system_ones(api, al
     assert [e["memory"] for e in events] == ["My cat is called Miso", "Miso is a lovely name."]
 
 
+@pytest.mark.parametrize("infer", [False, True])
+def test_a_turn_without_text_is_left_out_of_an_add(api, alice, infer):
+    """An agent's chat history holds its tool-call turns as {"role": "assistant", "content": null}."""
+    messages = [
+        {"role": "user", "content": "I'm allergic to shellfish"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "content": "ok", "tool_call_id": "c1"},
+    ]
+    response = add(api(alice), messages=messages, infer=infer)
+    assert response.status_code == 200, response.content
+    assert [e["memory"] for e in response.json()["results"]] == ["I'm allergic to shellfish"]
+    assert add(api(alice), messages=[{"role": "user", "content": 7}], infer=infer).status_code == 400
+
+
 @pytest.mark.parametrize(
     ("text", "code"),
     [

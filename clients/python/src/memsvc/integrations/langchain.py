@@ -67,6 +67,14 @@ class MemoryRetriever(BaseRetriever):
             raise ValueError(f"k is an integer from 1 to {MAX_K}.")
         return [{"op": "search", "namespace_prefix": self._namespace(), "query": query, "limit": k}]
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> MemoryRetriever:
+        """A copy with the same settings and connections of its own (made when first used):
+        open connections and their locks cannot be copied, and LangChain copies retrievers."""
+        copied = self.model_copy()
+        copied._client = None
+        copied._aclient = None
+        return copied
+
     def _sync_client(self) -> Client:
         if self._client is None:
             self._client = Client(self.base_url, self.token, timeout=self.timeout)
