@@ -424,3 +424,11 @@ def test_a_langgraph_index_config_is_taken_for_its_fields(integrations):
     assert item.key == "t" and found["text"] == "glacier hiking"  # found by its title alone
     with pytest.raises(TypeError):
         MemoryStore(integrations.base, integrations.keys["alice"], index="title")
+
+
+def test_a_batch_longer_than_one_request_takes_is_sent_in_turn(store):
+    store, root = store
+    puts = [PutOp(root, f"k{n}", {"content": f"item number {n}"}) for n in range(130)]
+    assert store.batch(puts) == [None] * 130
+    gets = store.batch([GetOp(root, f"k{n}") for n in range(130)])
+    assert [item.value["content"] for item in gets] == [f"item number {n}" for n in range(130)]

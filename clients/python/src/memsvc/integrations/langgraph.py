@@ -4,7 +4,8 @@ A namespace names where its memories live: ``("users", <username>, …)`` that u
 memories, ``("projects", <project id>, …)`` a project's, ``("chats", <chat key>, …)`` a chat's
 items; the labels after those two are kept with each item. A value is a dict whose ``"content"``
 (a string) is the memory and whose optional ``"kind"`` its kind; its other fields come back as
-given. Every operation of a ``batch`` goes in one request and one transaction.
+given. The operations of a ``batch`` go in one request and one transaction (a batch of more
+than ``MAX_OPS``: in requests of that many, in order).
 
     store = MemoryStore.from_env()            # MEMSVC_URL, MEMSVC_TOKEN
     store.put(("users", "alice", "prefs"), "food", {"content": "Alice likes pizza"})
@@ -38,6 +39,10 @@ from memsvc.client import Client
 from memsvc.errors import ValidationError
 
 __all__ = ["MemoryStore"]
+
+# Operations the service takes in one request (and one transaction); a longer batch goes in
+# requests of this many, in order.
+MAX_OPS = 100
 
 
 class MemoryStore(BaseStore):
@@ -94,22 +99,22 @@ class MemoryStore(BaseStore):
     # --- the two methods every other one calls ------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if not ops:
-            return []
         encoded = [_encode(op, self.index_fields) for op in ops]
+        results: list[Any] = []
         try:
-            results = self._client.store_batch(encoded)
+            for start in range(0, len(encoded), MAX_OPS):
+                results += self._client.store_batch(encoded[start : start + MAX_OPS])
         except ValidationError as error:
             raise _namespace_error(error) from error
         return [_decode(op, result) for op, result in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if not ops:
-            return []
         encoded = [_encode(op, self.index_fields) for op in ops]
+        results: list[Any] = []
         try:
-            results = await self._aclient.store_batch(encoded)
+            for start in range(0, len(encoded), MAX_OPS):
+                results += await self._aclient.store_batch(encoded[start : start + MAX_OPS])
         except ValidationError as error:
             raise _namespace_error(error) from error
         return [_decode(op, result) for op, result in zip(ops, results, strict=True)]
