@@ -432,3 +432,9 @@ def test_a_batch_longer_than_one_request_takes_is_sent_in_turn(store):
     assert store.batch(puts) == [None] * 130
     gets = store.batch([GetOp(root, f"k{n}") for n in range(130)])
     assert [item.value["content"] for item in gets] == [f"item number {n}" for n in range(130)]
+
+
+def test_a_label_of_text_that_cannot_be_sent_is_an_invalid_namespace(service_store):
+    """LangGraph's own stores take any string; a lone surrogate has no UTF-8 form to send."""
+    with pytest.raises(InvalidNamespaceError):
+        service_store.put(("users", "alice", "half \ud800 pair"), "k", {"content": "x"})

@@ -130,9 +130,18 @@ def _namespace_error(error: ValidationError) -> Exception:
 
 def _labels(namespace: tuple[str, ...]) -> list[str]:
     for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label or not _text_ok(label):
             raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace!r}.")
     return list(namespace)
+
+
+def _text_ok(label: str) -> bool:
+    """Text that can be sent at all (a lone surrogate has no UTF-8 form)."""
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text(value: dict[str, Any], index: list[str] | None) -> str | None:
