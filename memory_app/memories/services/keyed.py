@@ -174,8 +174,12 @@ def _put_keyed_locked(
     if same:
         # Only the expiry or what the store keeps of the key moved (a time to live, or whether
         # the value held a kind or is indexed, written again): the same version, in place.
-        Memory.objects.filter(pk=existing.pk).update(expires_at=values["expires_at"], evidence=kept, updated_at=now)
+        # An adopted memory (written without a key, put to by its id) takes the key here too.
+        Memory.objects.filter(pk=existing.pk).update(
+            expires_at=values["expires_at"], evidence=kept, updated_at=now, store_namespace=encoded, store_key=key
+        )
         existing.expires_at, existing.evidence, existing.updated_at = values["expires_at"], kept, now
+        existing.store_namespace, existing.store_key = encoded, key
         return KeyedWrite(memory=existing, outcome=KEYED_REFRESHED)
     new = supersede_locked(
         actor=actor,

@@ -108,6 +108,33 @@ def test_a_memory_written_elsewhere_is_in_its_scopes_namespace_under_its_id(api,
     assert item["value"] == {"content": "Alice rides a red bike"} and item["id"] == memory.superseded_by_id
 
 
+def test_putting_its_own_value_to_a_memory_written_elsewhere_gives_it_the_key_in_place(api, alice):
+    client = api(alice)
+    memory = UserMemoryFactory(owner=alice, kind="fact", content="Alice rides a blue bike")
+    batch(client, put(("users", "alice"), memory.pk, {"content": "Alice rides a blue bike"}))
+    memory.refresh_from_db()
+    assert memory.status == Status.ACTIVE and memory.store_key == memory.pk  # the same version
+    (item,) = batch(client, get(("users", "alice"), memory.pk))
+    assert item["value"] == {"content": "Alice rides a blue bike"} and item["id"] == memory.pk
+
+
+def test_the_same_value_put_again_with_other_flags_changes_them_in_place(api, alice):
+    client = api(alice)
+    ns = ("users", "alice", "flags")
+    batch(client, put(ns, "k", {"content": "  Alice likes tea\n"}, ttl=5))
+    first = Memory.objects.get(store_key="k")
+    batch(client, put(ns, "k", {"content": "  Alice likes tea\n", "kind": "fact"}, index=False))
+    again = Memory.objects.get(store_key="k", status=Status.ACTIVE)
+    assert again.pk == first.pk and again.expires_at is None  # no new version; the ttl cleared
+    (item,) = batch(client, get(ns, "k"))
+    assert item["value"] == {"content": "  Alice likes tea\n", "kind": "fact"}
+    (found,) = batch(client, search(ns, query="Alice likes tea"))
+    assert [i["score"] for i in found] == [None]  # index: false now
+    before = snapshot()
+    batch(client, put(ns, "k", {"content": "  Alice likes tea\n", "kind": "fact"}, index=False))
+    assert snapshot() == before  # the very same put changes nothing
+
+
 def test_search_filters_like_langgraph_and_pages(api, alice):
     client = api(alice)
     ns = ("users", "alice", "test")
