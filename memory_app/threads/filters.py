@@ -24,6 +24,9 @@ class ConversationFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(
         field_name="owner__username", max_length=150, help_text="Conversations of the user with this username."
     )
+    external_id = django_filters.CharFilter(
+        max_length=200, help_text="The conversation a runtime calls by this id (`external_id`, exact)."
+    )
     no_memory = django_filters.ChoiceFilter(
         method="filter_no_memory",
         choices=BOOLEAN_CHOICES,

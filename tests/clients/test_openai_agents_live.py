@@ -152,19 +152,24 @@ def test_only_a_service_key_for_a_user_in_its_reach(integrations):
     async def scenario():
         alices = MemorySession(f"s-{uuid.uuid4().hex[:8]}", user="alice", base_url=integrations.base, token=keys["svc"])
         await alices.add_items([{"role": "user", "content": "alice's quokka"}])
-        for token, user, error in (
-            (keys["alice"], "alice", memsvc.PermissionDenied),  # a user's own key writes no conversations
-            (keys["lsvc"], "alice", memsvc.NotFound),  # limited to bob: alice does not exist for it
-            (keys["svc"], "nobody", memsvc.NotFound),
-            ("forged", "alice", memsvc.AuthenticationFailed),
-        ):
+        # Limited to bob, alice does not exist for the key; nor does nobody for any key. Their
+        # sessions read as sessions nothing was added to (empty: a reader learns nothing), and
+        # adding to them is refused.
+        for token, user in ((keys["lsvc"], "alice"), (keys["svc"], "nobody")):
             other = MemorySession(alices.session_id, user=user, base_url=integrations.base, token=token)
-            with pytest.raises(error):
-                await other.get_items()
-            with pytest.raises(error):
+            assert await other.get_items() == [] and await other.pop_item() is None
+            await other.clear_session()
+            with pytest.raises(memsvc.NotFound):
                 await other.add_items([{"role": "user", "content": "mine now"}])
-            with pytest.raises(error):
-                await other.clear_session()
+        forged = MemorySession(alices.session_id, user="alice", base_url=integrations.base, token="forged")
+        for call in (forged.get_items(), forged.add_items([{"role": "user", "content": "x"}]), forged.clear_session()):
+            with pytest.raises(memsvc.AuthenticationFailed):
+                await call
+        # A user's own key writes no conversations; it reads its own, as the API lets it.
+        own = MemorySession(alices.session_id, user="alice", base_url=integrations.base, token=keys["alice"])
+        with pytest.raises(memsvc.PermissionDenied):
+            await own.add_items([{"role": "user", "content": "mine now"}])
+        assert await own.get_items() == [{"role": "user", "content": "alice's quokka"}]
         assert await alices.get_items() == [{"role": "user", "content": "alice's quokka"}]
         # the limited key's own user: a session of bob's with the same id is another conversation
         bobs = MemorySession(alices.session_id, user="bob", base_url=integrations.base, token=keys["lsvc"])
@@ -290,3 +295,22 @@ def test_pop_item_is_none_only_when_the_session_is_empty_while_others_pop(integr
 def test_an_empty_session_id_is_refused_rather_than_a_new_conversation_each_time(integrations, session_id):
     with pytest.raises(ValueError, match="session_id"):
         MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+
+def test_reading_a_session_nothing_was_added_to_makes_no_conversation(integrations):
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+    session = MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+    async def reads():
+        assert await session.get_items() == []
+        assert await session.pop_item() is None
+        await session.clear_session()
+
+    run(reads())
+    with Client(integrations.base, integrations.keys["svc"]) as svc:
+        assert svc.list_conversations(user="alice", external_id=session_id)["count"] == 0
+    run(session.add_items([{"role": "user", "content": "now there is one"}]))
+    again = MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+    assert run(again.get_items()) == [{"role": "user", "content": "now there is one"}]
+    with Client(integrations.base, integrations.keys["svc"]) as svc:
+        assert svc.list_conversations(user="alice", external_id=session_id)["count"] == 1

@@ -178,21 +178,31 @@ class MemorySession(SessionABC):
             self._conversation_id = conversation["id"]
         return self._conversation_id
 
-    async def _page(self, page: int, size: int, ordering: str) -> dict[str, Any]:
+    async def _found(self) -> str | None:
+        """The conversation this session is, if it was made already: reads of a session nothing
+        was added to make no empty conversation in the user's list."""
+        if self._conversation_id is None:
+            found = await self._client.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
+            if found["results"]:
+                self._conversation_id = found["results"][0]["id"]
+        return self._conversation_id
+
+    async def _page(self, conversation: str, page: int, size: int, ordering: str) -> dict[str, Any]:
         return await self._client.list_messages(
-            await self.conversation_id(), fields="full", ordering=ordering, page=page, page_size=size
+            conversation, fields="full", ordering=ordering, page=page, page_size=size
         )
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         limit = resolve_session_limit(limit, self.session_settings)
-        if limit == 0:
+        conversation = await self._found()
+        if limit == 0 or conversation is None:
             return []
         newest_first = limit is not None and limit > 0
         size = min(PAGE_SIZE, limit) if newest_first else PAGE_SIZE  # type: ignore[type-var]
         found: list[dict[str, Any]] = []
         page = 1
         while True:
-            data = await self._page(page, size, "-created_at" if newest_first else "created_at")
+            data = await self._page(conversation, page, size, "-created_at" if newest_first else "created_at")
             found.extend(data["results"])
             if not data.get("next") or (newest_first and len(found) >= limit):  # type: ignore[operator]
                 break
@@ -226,16 +236,21 @@ class MemorySession(SessionABC):
         """The newest item, removed; None only when the session is empty. A newest item that
         another session object popped meanwhile is gone: the next newest is taken (each such
         round is an item fewer, so this ends)."""
+        conversation = await self._found()
+        if conversation is None:
+            return None
         while True:
-            data = await self._page(1, 1, "-created_at")
+            data = await self._page(conversation, 1, 1, "-created_at")
             if not data["results"]:
                 return None
             newest = data["results"][0]
             try:
-                await self._client.forget_message(await self.conversation_id(), newest["id"])
+                await self._client.forget_message(conversation, newest["id"])
             except NotFound:
                 continue  # popped by someone else meanwhile: take the next newest
             return decode(newest)
 
     async def clear_session(self) -> None:
-        await self._client.forget_messages(await self.conversation_id())
+        conversation = await self._found()
+        if conversation is not None:
+            await self._client.forget_messages(conversation)
