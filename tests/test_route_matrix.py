@@ -178,6 +178,7 @@ conversation-detail       PATCH  -       401  401    401  401 401  200   404 404
 conversation-detail       PATCH  session 401  401    401  401 401  400   400 400     400  400 400
 conversation-messages     GET    -       401  401    401  401 401  200   404 404     404  200 404
 conversation-messages     POST   -       401  401    401  401 401  403   403 403     403  201 404
+conversation-messages-batch POST -       401  401    401  401 401  403   403 403     403  201 404
 conversation-message      GET    -       401  401    401  401 401  200   404 404     404  200 404
 # forgetting messages: the conversation's owner, or a service principal within reach
 conversation-messages     DELETE -       401  401    401  401 401  200   404 404     404  200 404
@@ -713,6 +714,7 @@ TARGETS: dict[tuple[str, str], Target] = {
     ("web:project_invitation_cancel", "-"): Target(lambda w: {**_project(w), "invitation_id": w.invitation.pk}),
     ("conversation-detail", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
     ("conversation-messages", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
+    ("conversation-messages-batch", "-"): Target(lambda w: {"conversation_id": w.conversation.pk}),
     ("conversation-message", "-"): Target(lambda w: {"conversation_id": w.conversation.pk, "message_id": w.message.pk}),
     ("run-detail", "-"): Target(_main_run),
     ("run-claim", "-"): Target(_main_run),
@@ -824,6 +826,7 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
     ("conversations", "POST"): {"user": "alice", "title": "new"},
     ("conversation-detail", "PATCH"): {"title": "renamed"},
     ("conversation-messages", "POST"): {"role": "user", "content": "hello"},
+    ("conversation-messages-batch", "POST"): {"messages": [{"role": "user", "content": "hello"}]},
     ("runs", "POST"): lambda w: {
         "user": "alice",
         "conversation_id": w.conversation.pk,

@@ -303,6 +303,27 @@ class MessageListView(generics.ListAPIView):
         return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
 
 
+class MessagesCreateInput(StrictInputMixin, serializers.Serializer):
+    messages = serializers.ListField(child=MessageCreateInput(), min_length=1, max_length=services.MAX_MESSAGES_AT_ONCE)
+
+
+class MessageBatchView(APIView):
+    @extend_schema(
+        operation_id="conversations_messages_create_many",
+        request=MessagesCreateInput,
+        responses={201: inline_serializer("MessagesCreated", {"results": MessageOutput(many=True)})},
+    )
+    def post(self, request: AuthenticatedRequest, conversation_id):
+        """Several messages, in order, all or none, with no other writer's between them (at most
+        100: an agent's turn)."""
+        messages = services.messages_create(
+            actor=request.user,
+            conversation_id=conversation_id,
+            messages=validated(MessagesCreateInput, request)["messages"],
+        )
+        return Response({"results": MessageOutput(messages, many=True).data}, status=status.HTTP_201_CREATED)
+
+
 class MessageDetailView(APIView):
     @extend_schema(responses=MessageOutput)
     def get(self, request: AuthenticatedRequest, conversation_id, message_id):
@@ -324,6 +345,7 @@ urlpatterns = [
     api_route(r"conversations", ConversationListView.as_view(), "conversations"),
     api_route(rf"conversations/{CONV}", ConversationDetailView.as_view(), "conversation-detail"),
     api_route(rf"conversations/{CONV}/messages", MessageListView.as_view(), "conversation-messages"),
+    api_route(rf"conversations/{CONV}/messages/batch", MessageBatchView.as_view(), "conversation-messages-batch"),
     api_route(
         rf"conversations/{CONV}/messages/(?P<message_id>[0-9]{{1,18}})",
         MessageDetailView.as_view(),

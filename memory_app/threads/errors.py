@@ -12,6 +12,7 @@ class ErrorCode(StrEnum):
     INVALID_EXTERNAL_ID = "invalid_external_id"
     INVALID_FEEDBACK = "invalid_feedback"
     INVALID_IMAGES = "invalid_images"
+    INVALID_MESSAGES = "invalid_messages"
     INVALID_METADATA = "invalid_metadata"
     INVALID_NO_MEMORY = "invalid_no_memory"
     INVALID_QUERY = "invalid_query"

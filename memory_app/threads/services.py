@@ -5,6 +5,7 @@ Every write owns its transaction; a new history message is indexed in it (``inde
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -170,10 +171,55 @@ def _follower(conversation: Conversation, ids: list[int]) -> list[Message]:
     return [following] if following is not None else []
 
 
-def message_create(
+MAX_MESSAGES_AT_ONCE = 100  # ``messages_create``: one transaction, the turns together
+
+
+def message_create(*, actor: User, conversation_id: str, **fields: Any) -> Message:
+    """A message of a conversation, its fields as ``_new_message`` takes them (``role``,
+    ``type``, ``content``, ``metadata``, …); ``sent_at`` is when it was said (default: now), at
+    most ``SENT_AT_MAX_AHEAD`` ahead of the server's clock."""
+    return messages_create(actor=actor, conversation_id=conversation_id, messages=[fields])[0]
+
+
+def messages_create(*, actor: User, conversation_id: str, messages: list[dict]) -> list[Message]:
+    """Messages of a conversation, in order, all or none (at most ``MAX_MESSAGES_AT_ONCE``): each
+    as ``message_create`` takes it, every one checked before any is written, and written under
+    the conversation's lock, so another writer's messages come before or after them, never
+    between (an agent's turn: its call, the call's output, the answer)."""
+    require_service_principal(actor)
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput("messages must be a non-empty list.", code=ErrorCode.INVALID_MESSAGES)
+    if len(messages) > MAX_MESSAGES_AT_ONCE:
+        raise TooLarge(f"At most {MAX_MESSAGES_AT_ONCE} messages at once.")
+    made = [_new_message(**fields) for fields in messages]
+    with transaction.atomic(durable=True):
+        conversation = (
+            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
+        )
+        if conversation is None:
+            raise NotFound("Conversation not found.")
+        runs: dict[str, Any] = {}  # id → the conversation's run, or None
+        for message, _calls, run_id in made:
+            if run_id:
+                if run_id not in runs:
+                    runs[run_id] = conversation.runs.filter(pk=run_id).first()
+                if runs[run_id] is None:
+                    raise NotFound("Run not found in this conversation.")
+                message.run = runs[run_id]
+        for message, calls, _run_id in made:
+            message.conversation = conversation
+            message.save(force_insert=True)
+            ToolCall.objects.bulk_create(
+                [ToolCall(message=message, conversation=conversation, **fields) for fields in calls]
+            )
+        conversation.save(update_fields=["updated_at"])
+        for message, _calls, _run_id in made:
+            indexing.on_message_created(message, conversation)
+    return [message for message, _calls, _run_id in made]
+
+
+def _new_message(
     *,
-    actor: User,
-    conversation_id: str,
     role: str,
     type: str = MessageType.TEXT,
     content: str = "",
@@ -184,10 +230,8 @@ def message_create(
     run_id: str | None = None,
     tool_calls: list | None = None,
     sent_at: datetime | None = None,
-) -> Message:
-    """A message of a conversation; ``sent_at`` is when it was said (default: now), at most
-    ``SENT_AT_MAX_AHEAD`` ahead of the server's clock."""
-    require_service_principal(actor)
+) -> tuple[Message, list[dict], str | None]:
+    """A message checked and built (not saved), its tool calls' fields, and its run's id."""
     if sent_at is not None and (
         not isinstance(sent_at, datetime) or timezone.is_naive(sent_at) or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
     ):
@@ -235,25 +279,7 @@ def message_create(
         ),
         sent_at=sent_at,
     )
-    with transaction.atomic(durable=True):
-        conversation = (
-            conversations_visible(user=actor).select_for_update(of=("self",)).filter(pk=conversation_id).first()
-        )
-        if conversation is None:
-            raise NotFound("Conversation not found.")
-        if run_id:
-            run = conversation.runs.filter(pk=run_id).first()
-            if run is None:
-                raise NotFound("Run not found in this conversation.")
-            message.run = run
-        message.conversation = conversation
-        message.save(force_insert=True)
-        ToolCall.objects.bulk_create(
-            [ToolCall(message=message, conversation=conversation, **fields) for fields in calls]
-        )
-        conversation.save(update_fields=["updated_at"])
-        indexing.on_message_created(message, conversation)
-    return message
+    return message, calls, run_id
 
 
 def _require_bool(value, name: str, *, code: ErrorCode) -> None:

@@ -314,3 +314,23 @@ def test_reading_a_session_nothing_was_added_to_makes_no_conversation(integratio
     assert run(again.get_items()) == [{"role": "user", "content": "now there is one"}]
     with Client(integrations.base, integrations.keys["svc"]) as svc:
         assert svc.list_conversations(user="alice", external_id=session_id)["count"] == 1
+
+
+def test_items_added_at_once_by_several_writers_stay_together(integrations):
+    """As ``SQLiteSession`` keeps each ``add_items`` together: a reasoning item is followed by
+    its own next item, whoever else writes to the session meanwhile."""
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+
+    def made():
+        return MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+    async def scenario():
+        await made().add_items([{"role": "user", "content": "start"}])
+        await asyncio.gather(
+            *(made().add_items([{"role": "user", "content": f"{w} {n}"} for n in range(4)]) for w in "abcdefgh")
+        )
+        return await made().get_items()
+
+    names = [item["content"].split()[0] for item in run(scenario())[1:]]
+    runs = [name for i, name in enumerate(names) if i == 0 or names[i - 1] != name]
+    assert sorted(runs) == list("abcdefgh")

@@ -44,6 +44,7 @@ BUILDS = {
     "store_batch": lambda: _api.store_batch([{"op": "get", "namespace": ["users", ANY], "key": ANY}]),
     "message_add": lambda: _api.message_add(ANY, "user", ANY, "text", {}, [], ANY, []),
     "message_get": lambda: _api.message_get(ANY, 1),
+    "messages_add": lambda: _api.messages_add(ANY, [{"role": "user", "content": ANY}]),
     "runs_list": lambda: _api.runs_list({"conversation": ANY, "user": ANY, "page": 1, "page_size": 1}),
     "run_create": lambda: _api.run_create(ANY, ANY, ANY, "chat", ANY, 60, ANY, ANY, ANY, ANY),
     "run_get": lambda: _api.run_get(ANY),
@@ -144,6 +145,7 @@ def test_responses_of_the_methods_follow_their_models(schema):
         ("POST", "/api/memory/search/"): "SearchOutput",
         ("POST", "/api/conversations/"): "ConversationOutput",
         ("POST", "/api/conversations/{conversation_id}/messages/"): "MessageOutput",
+        ("POST", "/api/conversations/{conversation_id}/messages/batch/"): "MessagesCreated",
         ("GET", "/api/runs/{run_id}/"): "RunOutput",
     }
     for (method, path), component in expected.items():

@@ -209,6 +209,12 @@ def message_add(conversation_id, role, content, type, metadata, attachments, run
     return Call("POST", MESSAGES, {"conversation_id": _id(conversation_id)}, json=body)
 
 
+def messages_add(conversation_id, messages: list[dict[str, Any]]) -> Call:
+    """Several messages, in order, all or none (each as ``message_add`` takes it)."""
+    body = {"messages": [_body(**message) for message in messages]}
+    return Call("POST", MESSAGES + "batch/", {"conversation_id": _id(conversation_id)}, json=body)
+
+
 def message_get(conversation_id, message_id) -> Call:
     ids = {"conversation_id": _id(conversation_id), "message_id": _id(message_id)}
     return Call("GET", "/api/conversations/{conversation_id}/messages/{message_id}/", ids)

@@ -355,6 +355,12 @@ class AsyncClient:
             _api.message_add(conversation_id, role, content, type, metadata, attachments, run_id, tool_calls)
         )
 
+    async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+        """Several messages (each a dict of ``add_message``'s fields: ``role``, ``content``,
+        ``type``, ``metadata``, …) in order, all or none, with no other writer's between them;
+        at most 100 a call."""
+        return (await self.send(_api.messages_add(conversation_id, messages)))["results"]
+
     async def forget_message(self, conversation_id: str, message_id: int) -> None:
         """Forget one message (the turn after it is indexed again without it)."""
         await self.send(_api.message_forget(conversation_id, message_id))

@@ -34,6 +34,8 @@ METADATA_ITEM_BYTES = 12 * 1024
 # The service's limit on a message's content (docs/API.md): an item whose text is larger is
 # refused before any item of the same ``add_items`` is written.
 MESSAGE_CONTENT_BYTES = 256 * 1024
+MESSAGES_AT_ONCE = 100  # messages the service writes in one call (POST …/messages/batch)
+CALL_BYTES = 768 * 1024  # a call's JSON, below the service's 1 MiB for a request body
 TEXT_PARTS = ("input_text", "output_text", "text")
 
 
@@ -127,6 +129,22 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
             _set(item, metadata[TEXT_AT], message["content"])
         return item
     return {"role": message["role"], "content": message["content"]}
+
+
+def _calls_of(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The messages in order, cut into calls of at most ``MESSAGES_AT_ONCE`` and about
+    ``CALL_BYTES`` of JSON as it is sent (ASCII, as httpx writes it); one larger message is a
+    call of its own."""
+    calls: list[list[dict[str, Any]]] = []
+    size = 0
+    for message in messages:
+        n = len(json.dumps(message))
+        if not calls or len(calls[-1]) == MESSAGES_AT_ONCE or size + n > CALL_BYTES:
+            calls.append([])
+            size = 0
+        calls[-1].append(message)
+        size += n
+    return calls
 
 
 class MemorySession(SessionABC):
@@ -223,14 +241,10 @@ class MemorySession(SessionABC):
                     f"{MESSAGE_CONTENT_BYTES} a message. Nothing of this call was stored."
                 )
         conversation = await self.conversation_id()
-        for encoded in messages:
-            await self._client.add_message(
-                conversation,
-                encoded["role"],
-                encoded["content"],
-                type=encoded["type"],
-                metadata=encoded["metadata"] or None,
-            )
+        # As few calls as the service's limits allow (a call all or none, and no other writer's
+        # items between its own: a reasoning item and the one after it stay together).
+        for group in _calls_of([{**m, "metadata": m["metadata"] or None} for m in messages]):
+            await self._client.add_messages(conversation, group)
 
     async def pop_item(self) -> Any | None:
         """The newest item, removed; None only when the session is empty. A newest item that
