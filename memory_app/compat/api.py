@@ -353,19 +353,30 @@ class DeleteAllView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         operation_id="mem0_memories_delete_all",
-        parameters=[OpenApiParameter(name, str) for name in query.ENTITY_FIELDS],
+        parameters=[
+            *(OpenApiParameter(name, str) for name in query.ENTITY_FIELDS),
+            OpenApiParameter(
+                "filters",
+                str,
+                description="The entity fields as one object, as mem0's client sends delete_all(filters={...}).",
+            ),
+        ],
         responses=OpenApiTypes.OBJECT,
     )
     def delete(self, request: AuthenticatedRequest):
         params = request.query_params
-        unknown = sorted(set(params) - set(query.ENTITY_FIELDS))
+        unknown = sorted(set(params) - {*query.ENTITY_FIELDS, "filters"})
         if unknown:
             raise InvalidInput(
                 f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
                 code=ErrorCode.UNSUPPORTED,
             )
-        subjects = services.subjects_for(actor=request.user, named=[params["user_id"]] if params.get("user_id") else [])
-        tags = {name: services.tag_text(name, params.get(name)) for name in services.ENTITY_TAGS}
+        wanted = {name: params[name] for name in query.ENTITY_FIELDS if params.get(name)}
+        for name, value in query.entities_param(params["filters"]).items() if "filters" in params else ():
+            if wanted.setdefault(name, value) != value:
+                raise query.unsupported(f"{name} is given twice, as {wanted[name]!r} and {value!r}")
+        subjects = services.subjects_for(actor=request.user, named=[wanted["user_id"]] if "user_id" in wanted else [])
+        tags = {name: services.tag_text(name, wanted.get(name)) for name in services.ENTITY_TAGS}
         forgotten, left = services.memories_delete_all(actor=request.user, subjects=subjects, tags=tags)
         return Response({"message": "Memories deleted successfully!", "deleted": len(forgotten), "remaining": left})
 

@@ -26,6 +26,8 @@ one to search: ``{"NOT": [{"user_id": "bob"}]}`` is every searched user but bob 
 its own memories; a service key still names whose memories it searches).
 """
 
+import ast
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 
@@ -54,6 +56,7 @@ MAX_DEPTH = 8
 MAX_CONDITIONS = 100
 MAX_LIST = 100
 MAX_VALUE_CHARS = 200
+MAX_PARAM_CHARS = 2000
 # Where the entity tags of a memory written through this API live (``services.mem0_evidence``).
 EVIDENCE_KEY = "mem0"
 
@@ -65,6 +68,31 @@ def entity_path(name: str) -> str:
 
 def unsupported(what: str) -> InvalidInput:
     return InvalidInput(f"filters: {what} (docs/integrations.md, Filters).", code=ErrorCode.UNSUPPORTED_FILTER)
+
+
+def entities_param(text: str) -> dict[str, str]:
+    """The ``filters`` query parameter of ``delete_all``: an object of entity fields, each equal
+    to a string. mem0's client writes ``delete_all(filters={...})`` into the query string as
+    Python prints the dict (``{'user_id': 'alice'}``); JSON is taken too. Read as a literal only
+    (``ast.literal_eval`` evaluates no names, calls or operators), bounded in length, and then
+    held to the same shape whatever it held: anything else is a 400."""
+    if len(text) > MAX_PARAM_CHARS:
+        raise unsupported(f"the filters parameter is over {MAX_PARAM_CHARS} characters")
+    try:
+        given = json.loads(text)
+    except ValueError:
+        try:
+            given = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            given = None
+    if not isinstance(given, dict):
+        raise unsupported('the filters parameter of a delete is an object such as {"user_id": "alice"}')
+    for name, value in given.items():
+        if name not in ENTITY_FIELDS:
+            raise unsupported(f"a delete's filters name {', '.join(ENTITY_FIELDS)} only, not {str(name)[:40]!r}")
+        if not isinstance(value, str):
+            raise unsupported(f"{name} in a delete's filters is one string")
+    return given
 
 
 @dataclass

@@ -3,7 +3,7 @@ the own memories of the users a key may act for (``memories_of_users``), and not
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 
 from identity_app.models import User
 from identity_app.permissions import acting_for_users_q
@@ -86,19 +86,31 @@ def memories_searched(
 
 def entities(*, actor: User) -> list[dict]:
     """mem0's entities: the users whose memories this key reaches (with how many live ones), and
-    the agents, runs and apps those memories were written with."""
+    the agents, runs and apps those memories were written with; each with when its first live
+    memory was written and when its memories last changed."""
     mine = Memory.objects.filter(acting_for_users_q(actor, user_field="owner"), live_q(), scope_type=Tier.USER)
+    counted = {"n": Count("pk"), "first": Min("created_at"), "last": Max("updated_at")}
+
+    def entity(kind: str, name: str, row: dict) -> dict:
+        return {
+            "type": kind,
+            "name": name,
+            "total_memories": row["n"],
+            "created_at": row["first"].isoformat(),
+            "updated_at": row["last"].isoformat(),
+        }
+
     found = [
-        {"type": "user", "name": row["owner__username"], "total_memories": row["n"]}
-        for row in mine.values("owner__username").annotate(n=Count("pk")).order_by("owner__username")[:MAX_ENTITIES]
+        entity("user", row["owner__username"], row)
+        for row in mine.values("owner__username").annotate(**counted).order_by("owner__username")[:MAX_ENTITIES]
     ]
     for kind, tag in (("agent", "agent_id"), ("run", "run_id"), ("app", "app_id")):
         path = f"evidence__{EVIDENCE_KEY}__{tag}"
         rows = (
             mine.filter(**{f"{path}__isnull": False})
             .values(path)
-            .annotate(n=Count("pk"))
+            .annotate(**counted)
             .order_by(path)[: MAX_ENTITIES - len(found)]
         )
-        found.extend({"type": kind, "name": row[path], "total_memories": row["n"]} for row in rows)
+        found.extend(entity(kind, row[path], row) for row in rows)
     return found

@@ -151,6 +151,25 @@ def test_entities_batch_and_delete_all(mem0):
     assert carol.get_all()["results"] == []
 
 
+def test_delete_all_with_filters_as_mem0s_types_ask(mem0):
+    """``DeleteAllMemoryOptions`` says the entity ids go inside ``filters``; the client then puts
+    the dict in the query string as Python prints it."""
+    carol = mem0("carol")
+    kept = carol.add(unique("carol keeps this"), user_id="carol", agent_id="keeper", infer=False)["results"][0]["id"]
+    for i in range(2):
+        carol.add(unique(f"carol drops {i}"), user_id="carol", agent_id="dropper", infer=False)
+    done = carol.delete_all(filters={"user_id": "carol", "agent_id": "dropper"})
+    assert done["deleted"] == 2
+    assert [m["id"] for m in carol.get_all(filters={"user_id": "carol"})["results"]] == [kept]
+    with pytest.raises(ValidationError):
+        carol.delete_all(filters={"user_id": "carol", "agent_id": {"in": ["keeper"]}})
+    assert [m["id"] for m in carol.get_all(filters={"user_id": "carol"})["results"]] == [kept]
+    with pytest.raises(MemoryNotFoundError):
+        carol.delete_all(filters={"user_id": "alice"})  # a key of carol's does not reach alice
+    asyncio.run(AsyncMemoryClient(api_key=carol.api_key, host=carol.host).delete_all(filters={"user_id": "carol"}))
+    assert carol.get_all(filters={"user_id": "carol"})["results"] == []
+
+
 def test_not_supported_is_said_not_pretended(mem0):
     alice = mem0("alice")
     for call in (

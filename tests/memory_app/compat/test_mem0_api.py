@@ -2,7 +2,7 @@
 write stores and where, filters that narrow and never widen, and errors mem0's client reads.
 The real ``mem0ai`` client is driven against a live server in tests/clients/test_mem0_live.py."""
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 from django.utils import timezone
@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from config.errors import InvalidInput
 from identity_app.services import token_issue
+from memory_app.compat import query
 from memory_app.memories.models import Memory, Status, Tier
 from memory_app.reads.models import MemoryRead, ReadPath
 from memory_app.search.models import SearchDocument
@@ -550,10 +552,84 @@ def test_delete_all_forgets_the_users_memories_narrowed_by_tags(api, alice, bob,
     assert client.delete("/v1/memories/?categories=x").status_code == 400
 
 
+@pytest.mark.parametrize(
+    "filters",
+    [
+        "{'user_id': 'alice', 'agent_id': 'food'}",  # what mem0's client sends: the dict as Python prints it
+        '{"user_id": "alice", "agent_id": "food"}',
+        "{'agent_id': 'food'}",
+    ],
+)
+def test_delete_all_takes_filters_as_mem0s_client_sends_them(api, alice, bob, alices, filters):
+    theirs = UserMemoryFactory(owner=bob, content="bob's")
+    response = api(alice).delete("/v1/memories/", QUERY_STRING=urlencode({"filters": filters}))
+    assert response.status_code == 200, response.content
+    assert response.json()["deleted"] == 2
+    assert set(Memory.objects.filter(owner=alice).values_list("pk", flat=True)) == {alices["berlin"], alices["jazz"]}
+    assert Memory.objects.filter(pk=theirs.pk).exists()
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        "{'user_id': 'bob'}",  # another user's: unknown to alice's key
+        "{'user_id': 'alice', 'agent_id': None}",  # null is no equality: refused, not widened to every agent
+        "{'agent_id': {'in': ['food']}}",
+        "{'categories': 'x'}",
+        "['user_id', 'alice']",
+        "__import__('os').system('true')",
+        "{'user_id': 'alice', 'agent_id': 'food'} or 1",
+        "{" * 300 + "}" * 300,
+        "{'agent_id': 'x" + "y" * 2000 + "'}",
+        "",
+        "null",
+    ],
+)
+def test_delete_all_refuses_other_filters_and_changes_nothing(api, alice, bob, alices, filters):
+    UserMemoryFactory(owner=bob, content="bob's")
+    before = snapshot()
+    response = api(alice).delete("/v1/memories/", QUERY_STRING=urlencode({"filters": filters}))
+    assert response.status_code in (400, 404), response.content
+    assert response.json()["detail"]
+    assert snapshot() == before
+
+
+def test_delete_all_refuses_a_field_given_twice_with_two_values(api, alice, alices):
+    before = snapshot()
+    twice = urlencode({"agent_id": "travel", "filters": "{'agent_id': 'food'}"})
+    assert api(alice).delete("/v1/memories/", QUERY_STRING=twice).status_code == 400
+    assert snapshot() == before
+    same = urlencode({"agent_id": "food", "filters": "{'agent_id': 'food'}"})
+    assert api(alice).delete("/v1/memories/", QUERY_STRING=same).json()["deleted"] == 2
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(max_size=300), st.from_regex(r"\{('[a-z_]{1,8}': ('[^']{0,12}'|None|\d+|\[\]|\{\}),? ?){0,4}\}")
+    )
+)
+def test_the_filters_parameter_is_an_object_of_entity_strings_or_refused(text):
+    """Whatever the text, reading it is either the entity fields as strings or a 400: it never
+    runs, never raises anything else, and never yields another shape."""
+    try:
+        read = query.entities_param(text)
+    except InvalidInput:
+        return
+    assert isinstance(read, dict)
+    assert set(read) <= set(query.ENTITY_FIELDS) and all(isinstance(v, str) for v in read.values())
+
+
 def test_entities_and_deleting_one(api, alice, alices):
     client = api(alice)
-    entities = {(e["type"], e["name"]): e["total_memories"] for e in client.get("/v1/entities/").json()["results"]}
+    listed = client.get("/v1/entities/").json()["results"]
+    entities = {(e["type"], e["name"]): e["total_memories"] for e in listed}
     assert entities == {("user", "alice"): 4, ("agent", "food"): 2, ("agent", "travel"): 1, ("run", "r9"): 1}
+    made = Memory.objects.in_bulk(alices.values())
+    food = [made[alices["pizza"]], made[alices["sushi"]]]
+    (agent_food,) = [e for e in listed if e["name"] == "food"]
+    assert agent_food["created_at"] == min(m.created_at for m in food).isoformat()
+    assert agent_food["updated_at"] == max(m.updated_at for m in food).isoformat()
     assert client.delete("/v2/entities/agent/food/").json()["deleted"] == 2
     assert client.delete("/v2/entities/planet/mars/").status_code == 400
 
