@@ -162,6 +162,34 @@ def test_list_namespaces(store):
     assert store.list_namespaces(prefix=(*root, "nonexistent")) == []
 
 
+def test_list_namespaces_with_several_conditions_of_one_kind(store):
+    """Every condition holds: two prefixes (or suffixes) narrow as one, "*" taking the label the
+    other names; two that disagree at one place match nothing."""
+    store, root = store
+    for i, ns in enumerate([("a", "b", "c"), ("a", "b", "d", "c"), ("a", "x", "c"), ("b", "b", "c")]):
+        store.put((*root, *ns), f"id_{i}", {"data": i})
+
+    def listed(*conditions):
+        return sorted(store.batch([ListNamespacesOp(match_conditions=conditions, limit=100)])[0])
+
+    prefix, suffix = (lambda *p: MatchCondition("prefix", p)), (lambda *p: MatchCondition("suffix", p))
+    assert listed(prefix(*root, "a"), prefix(*root, "*", "b")) == [(*root, "a", "b", "c"), (*root, "a", "b", "d", "c")]
+    assert listed(prefix(*root, "*", "*", "c"), prefix(*root, "a")) == [(*root, "a", "b", "c"), (*root, "a", "x", "c")]
+    assert listed(prefix(*root, "a"), prefix(*root, "b")) == []
+    assert listed(prefix(*root), suffix("b", "c"), suffix("*", "c")) == [(*root, "a", "b", "c"), (*root, "b", "b", "c")]
+    assert listed(prefix(*root), suffix("d", "c"), suffix("b", "c")) == []
+    assert listed(prefix(*root), suffix("d", "*"), suffix("c")) == [(*root, "a", "b", "d", "c")]
+    nothing, got = asyncio.run(
+        store.abatch(
+            [
+                ListNamespacesOp(match_conditions=(prefix(*root, "a"), prefix(*root, "b")), limit=10),
+                GetOp((*root, "a", "b", "c"), "id_0"),
+            ]
+        )
+    )
+    assert nothing == [] and got.value == {"data": 0}
+
+
 def test_search(store):
     store, root = store
     for ns, key, value in [

@@ -100,24 +100,26 @@ class MemoryStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         encoded = [_encode(op, self.index_fields) for op in ops]
+        sent = [request for request in encoded if request is not None]
         results: list[Any] = []
         try:
-            for start in range(0, len(encoded), MAX_OPS):
-                results += self._client.store_batch(encoded[start : start + MAX_OPS])
+            for start in range(0, len(sent), MAX_OPS):
+                results += self._client.store_batch(sent[start : start + MAX_OPS])
         except ValidationError as error:
             raise _namespace_error(error) from error
-        return [_decode(op, result) for op, result in zip(ops, results, strict=True)]
+        return _decoded(ops, encoded, results)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         encoded = [_encode(op, self.index_fields) for op in ops]
+        sent = [request for request in encoded if request is not None]
         results: list[Any] = []
         try:
-            for start in range(0, len(encoded), MAX_OPS):
-                results += await self._aclient.store_batch(encoded[start : start + MAX_OPS])
+            for start in range(0, len(sent), MAX_OPS):
+                results += await self._aclient.store_batch(sent[start : start + MAX_OPS])
         except ValidationError as error:
             raise _namespace_error(error) from error
-        return [_decode(op, result) for op, result in zip(ops, results, strict=True)]
+        return _decoded(ops, encoded, results)
 
 
 def _namespace_error(error: ValidationError) -> Exception:
@@ -153,7 +155,7 @@ def _text(value: dict[str, Any], index: list[str] | None) -> str | None:
     return "\n".join(texts) or None
 
 
-def _encode(op: Op, index_fields: list[str] | None = None) -> dict[str, Any]:
+def _encode(op: Op, index_fields: list[str] | None = None) -> dict[str, Any] | None:
     if isinstance(op, GetOp):
         return {"op": "get", "namespace": _labels(op.namespace), "key": str(op.key), "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
@@ -186,13 +188,32 @@ def _encode(op: Op, index_fields: list[str] | None = None) -> dict[str, Any]:
         encoded = {"op": "list_namespaces", "limit": op.limit, "offset": op.offset}
         if op.max_depth is not None:
             encoded["max_depth"] = op.max_depth
-        for condition in op.match_conditions or ():
-            name = condition.match_type
-            if name in encoded:
-                raise ValueError(f"At most one {name} condition per list_namespaces.")
-            encoded[name] = _labels(tuple(condition.path))
+        for name in ("prefix", "suffix"):
+            paths = [_labels(tuple(c.path)) for c in op.match_conditions or () if c.match_type == name]
+            if not paths:
+                continue
+            merged = _all_of(paths, from_end=name == "suffix")
+            if merged is None:
+                return None
+            encoded[name] = merged
         return encoded
     raise ValueError(f"Unknown operation {op!r}.")
+
+
+def _all_of(paths: list[list[str]], *, from_end: bool) -> list[str] | None:
+    """One path a namespace matches exactly when it matches every one of ``paths`` (prefixes,
+    or suffixes read from the end; ``"*"`` is any one label): at each place the label they name,
+    ``"*"`` where none does. None when two name different labels at one place: nothing matches."""
+    merged: list[str] = []
+    for path in paths:
+        for place, label in enumerate(reversed(path) if from_end else path):
+            if place == len(merged):
+                merged.append(label)
+            elif merged[place] == "*":
+                merged[place] = label
+            elif label not in ("*", merged[place]):
+                return None
+    return merged[::-1] if from_end else merged
 
 
 def _item(data: dict[str, Any], *, search: bool) -> Item:
@@ -206,6 +227,15 @@ def _item(data: dict[str, Any], *, search: bool) -> Item:
     if search:
         return SearchItem(score=data.get("score"), **fields)
     return Item(**fields)
+
+
+def _decoded(ops: list[Op], encoded: list[dict[str, Any] | None], results: list[Any]) -> list[Result]:
+    """Each operation's answer: the service's, in order, and [] for a listing nothing can match
+    (its conditions disagree), which was not sent."""
+    if len(results) != sum(request is not None for request in encoded):
+        raise RuntimeError("The service answered another number of operations than were sent.")
+    answers = iter(results)
+    return [[] if request is None else _decode(op, next(answers)) for op, request in zip(ops, encoded, strict=True)]
 
 
 def _decode(op: Op, result: Any) -> Result:
