@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install the pinned requirements when they changed since the last install.
+# With the development requirements, also unpack the older client releases the tests drive
+# (requirements-older-clients.txt) into .venv/older-clients/<name>-<version>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,4 +14,17 @@ digest=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$REQS"
   echo "$digest" > "$stamp"
+fi
+if [ "$(basename "$REQS")" = requirements-dev.txt ]; then
+  grep -E '^[A-Za-z0-9_.-]+==[^ ]+$' requirements-older-clients.txt | while IFS= read -r pin; do
+    folder=".venv/older-clients/${pin%%==*}-${pin##*==}"
+    [ -f "$folder/.unpacked" ] && continue
+    wheels=$(mktemp -d)
+    .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$wheels" "$pin"
+    rm -rf "$folder" && mkdir -p "$folder"
+    .venv/bin/python -m zipfile -e "$wheels"/*.whl "$folder"
+    rm -rf "$wheels"
+    touch "$folder/.unpacked"
+  done
 fi

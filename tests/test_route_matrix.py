@@ -80,6 +80,11 @@ MEM0_ROWS = """
 {ns}:mem0-list             POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-search           POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-delete-all       DELETE -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-delete-all       GET    -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-delete-all       POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-list-v2          POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-search-v1        POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-search-v2        POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-memory           GET    -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-memory           PUT    -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-memory           DELETE -       401  401    401  401 401  200   404 404     404  200 404
@@ -322,6 +327,11 @@ API_CODES = {
             ("mem0-list", "POST"),
             ("mem0-search", "POST"),
             ("mem0-delete-all", "DELETE"),
+            ("mem0-delete-all", "GET"),
+            ("mem0-delete-all", "POST"),
+            ("mem0-list-v2", "POST"),
+            ("mem0-search-v1", "POST"),
+            ("mem0-search-v2", "POST"),
             ("mem0-entity", "DELETE"),
         )
         for who in ("bob", "mallory", "vera", "lsvc")
@@ -790,10 +800,20 @@ BODIES: dict[tuple[str, str], dict | Callable[[World], dict]] = {
         (f"{ns}:mem0-add", "POST"): {"messages": "I like oolong tea", "user_id": "alice", "infer": False}
         for ns in MEM0_NAMESPACES
     },
+    **{
+        (f"{ns}:mem0-delete-all", "POST"): {"messages": "I like oolong tea", "user_id": "alice", "infer": False}
+        for ns in MEM0_NAMESPACES
+    },
     **{(f"{ns}:mem0-list", "POST"): {"filters": {"user_id": "alice"}} for ns in MEM0_NAMESPACES},
+    **{(f"{ns}:mem0-list-v2", "POST"): {"user_id": "alice"} for ns in MEM0_NAMESPACES},
     **{
         (f"{ns}:mem0-search", "POST"): {"query": "plush desk", "filters": {"user_id": "alice"}}
         for ns in MEM0_NAMESPACES
+    },
+    **{
+        (f"{ns}:{route}", "POST"): {"query": "plush desk", "user_id": "alice"}
+        for ns in MEM0_NAMESPACES
+        for route in ("mem0-search-v1", "mem0-search-v2")
     },
     **{(f"{ns}:mem0-memory", "PUT"): {"text": "I keep two plush toys on my desk"} for ns in MEM0_NAMESPACES},
     **{

@@ -92,6 +92,18 @@ def entity_filters(data: dict) -> dict | None:
     return {"AND": given} if given else None
 
 
+def deployment_checked(given) -> None:
+    """``org_id`` and ``project_id``: mem0's clients before 2.0 send back in every call the pair
+    ``/v1/ping/`` answered. This service is one of each; another names nothing here (a 400)."""
+    for name, ours in (("org_id", PING_ORG), ("project_id", PING_PROJECT)):
+        value = given.get(name)
+        if value is not None and value != ours:
+            raise InvalidInput(
+                f"{name}: this service is {name.removesuffix('_id')} {ours!r} (GET /v1/ping/), not {str(value)[:40]!r}.",
+                code=ErrorCode.INVALID,
+            )
+
+
 class Mem0Input(StrictInputMixin, serializers.Serializer):
     user_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
     agent_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
@@ -100,6 +112,12 @@ class Mem0Input(StrictInputMixin, serializers.Serializer):
     filters = JSONObjectField(required=False, allow_null=True)
     version = StrictCharField(max_length=10, required=False)
     output_format = StrictCharField(max_length=10, required=False)
+    org_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
+    project_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
+
+    def validate(self, attrs):
+        deployment_checked(attrs)
+        return attrs
 
 
 # --- who is calling ----------------------------------------------------------------------
@@ -261,7 +279,10 @@ class ListView(Mem0View):
     )
     def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, READ_UNSUPPORTED)
-        data = validated(Mem0ListInput, request)
+        return self.listed(validated(Mem0ListInput, request))
+
+    def listed(self, data: dict):
+        request = self.request
         subjects, parsed = _read_scope(request, data)
         rows = selectors.memories_listed(actor=request.user, subjects=subjects, condition=parsed.q)
         paginator = self.pagination_class()
@@ -349,6 +370,20 @@ class HistoryView(Mem0View):
         return Response(output.history_out(chain))
 
 
+def query_params_checked(request: AuthenticatedRequest, *, allowed: tuple[str, ...]):
+    """A call's query string: these parameters, and the deployment's ``org_id`` and
+    ``project_id`` (checked); any other is a 400 that names it."""
+    params = request.query_params
+    unknown = sorted(set(params) - {*allowed, "org_id", "project_id"})
+    if unknown:
+        raise InvalidInput(
+            f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
+            code=ErrorCode.UNSUPPORTED,
+        )
+    deployment_checked(params)
+    return params
+
+
 class DeleteAllView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
@@ -364,13 +399,7 @@ class DeleteAllView(Mem0View):
         responses=OpenApiTypes.OBJECT,
     )
     def delete(self, request: AuthenticatedRequest):
-        params = request.query_params
-        unknown = sorted(set(params) - {*query.ENTITY_FIELDS, "filters"})
-        if unknown:
-            raise InvalidInput(
-                f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
-                code=ErrorCode.UNSUPPORTED,
-            )
+        params = query_params_checked(request, allowed=(*query.ENTITY_FIELDS, "filters"))
         wanted = {name: params[name] for name in query.ENTITY_FIELDS if params.get(name)}
         for name, value in query.entities_param(params["filters"]).items() if "filters" in params else ():
             if wanted.setdefault(name, value) != value:
@@ -379,6 +408,25 @@ class DeleteAllView(Mem0View):
         tags = {name: services.tag_text(name, wanted.get(name)) for name in services.ENTITY_TAGS}
         forgotten, left = services.memories_delete_all(actor=request.user, subjects=subjects, tags=tags)
         return Response({"message": "Memories deleted successfully!", "deleted": len(forgotten), "remaining": left})
+
+
+class MemoriesV1View(DeleteAllView, AddView, ListView):
+    """``/v1/memories/``: ``DELETE`` is ``delete_all`` (every client); ``POST`` is ``add`` and
+    ``GET`` is ``get_all`` (mem0's clients before 2.0 and before 1.0)."""
+
+    @extend_schema(
+        tags=["mem0-compatible"],
+        operation_id="mem0_memories_v1_list",
+        parameters=[
+            *(OpenApiParameter(name, str) for name in query.ENTITY_FIELDS),
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: AuthenticatedRequest):
+        params = query_params_checked(request, allowed=(*query.ENTITY_FIELDS, "page", "page_size"))
+        return self.listed({name: params[name] for name in query.ENTITY_FIELDS if params.get(name)})
 
 
 class EntitiesView(Mem0View):
@@ -445,7 +493,12 @@ urlpatterns = [
     compat_route(r"v3/memories/add", AddView.as_view(), "mem0-add"),
     compat_route(r"v3/memories", ListView.as_view(), "mem0-list"),
     compat_route(r"v3/memories/search", SearchView.as_view(), "mem0-search"),
-    compat_route(r"v1/memories", DeleteAllView.as_view(), "mem0-delete-all"),
+    # The paths of mem0's clients before 2.0 (1.0: add at v1, list and search at v2; before
+    # 1.0: list and search at v1 by default).
+    compat_route(r"v1/memories", MemoriesV1View.as_view(), "mem0-delete-all"),
+    compat_route(r"v2/memories", ListView.as_view(), "mem0-list-v2"),
+    compat_route(r"v1/memories/search", SearchView.as_view(), "mem0-search-v1"),
+    compat_route(r"v2/memories/search", SearchView.as_view(), "mem0-search-v2"),
     compat_route(rf"v1/memories/{MEM}", MemoryView.as_view(), "mem0-memory"),
     compat_route(rf"v1/memories/{MEM}/history", HistoryView.as_view(), "mem0-history"),
     compat_route(r"v1/entities", EntitiesView.as_view(), "mem0-entities"),

@@ -620,6 +620,45 @@ def test_the_filters_parameter_is_an_object_of_entity_strings_or_refused(text):
     assert set(read) <= set(query.ENTITY_FIELDS) and all(isinstance(v, str) for v in read.values())
 
 
+# --- the paths of mem0's clients before 2.0 (tests/clients/test_mem0_older_live.py) -------
+def test_older_clients_paths_add_list_and_search_as_the_current_ones(api, alice, bob, alices):
+    client = api(alice)
+    deployment = {"org_id": "memory-service", "project_id": "default"}
+    added = client.post("/v1/memories/", {"messages": "I collect stamps", "infer": False, **deployment}, format="json")
+    assert added.status_code == 200 and added.json()["results"][0]["event"] == "ADD"
+    food = {
+        m["id"]
+        for m in client.post("/v2/memories/", {"agent_id": "food", **deployment}, format="json").json()["results"]
+    }
+    assert food == {alices["pizza"], alices["sushi"]}
+    listed = client.get("/v1/memories/", {"agent_id": "food", **deployment}).json()["results"]
+    assert {m["id"] for m in listed} == food
+    for path in ("/v1/memories/search/", "/v2/memories/search/"):
+        found = client.post(path, {"query": "sushi", "user_id": "alice", **deployment}, format="json").json()
+        assert found["results"][0]["id"] == alices["sushi"]
+    assert api(bob).get("/v1/memories/", {"user_id": "alice"}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.post("/v1/memories/", {"messages": "I like tea", "infer": False, "org_id": "org_x"}, format="json"),
+        lambda c: c.post("/v2/memories/", {"project_id": "proj_x"}, format="json"),
+        lambda c: c.post("/v2/memories/search/", {"query": "tea", "org_id": 7}, format="json"),
+        lambda c: c.get("/v1/memories/", {"org_id": "org_x"}),
+        lambda c: c.get("/v1/memories/", {"top_k": "5"}),
+        lambda c: c.delete("/v1/memories/", QUERY_STRING="project_id=proj_x"),
+        lambda c: c.delete("/v1/memories/", QUERY_STRING="org_id=memory-service&bogus=1"),
+    ],
+)
+def test_another_organisation_or_project_or_parameter_is_refused_and_changes_nothing(api, alice, alices, call):
+    before = snapshot()
+    response = call(api(alice))
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"]
+    assert snapshot() == before
+
+
 def test_entities_and_deleting_one(api, alice, alices):
     client = api(alice)
     listed = client.get("/v1/entities/").json()["results"]
