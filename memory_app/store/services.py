@@ -15,6 +15,7 @@ from memory_app.distill.guard import refuse_secrets
 from memory_app.memories import keys
 from memory_app.memories import services as memory_services
 from memory_app.memories.models import MAX_CONTENT_CHARS, Kind, Memory, Origin, Tier
+from memory_app.memories.services import rules
 from memory_app.store import selectors
 from memory_app.store.errors import ErrorCode
 from memory_app.store.selectors import Found, Scope
@@ -56,15 +57,16 @@ def item_put(
     index: object,
 ) -> Memory:
     """Put ``value`` under ``key``: its ``content`` (a non-empty string) is the memory and
-    ``kind`` (a string) its kind (default ``fact``); the other fields are kept as its metadata
-    and come back as given. A value without ``content`` is found by ``text`` (what the caller
+    ``kind`` its kind when it names one the tier takes (default ``fact``); the other fields,
+    another ``kind`` among them (langmem's ``"Memory"``), are kept as its metadata and come back
+    as given. A value without ``content`` is found by ``text`` (what the caller
     chose to index) or by its fields. ``ttl``: minutes until it expires (again from every read
     that refreshes it); ``index: false``: never ranked by a query."""
     if not isinstance(value, dict):
         raise InvalidInput("value must be a JSON object (or null to delete).", code=ErrorCode.INVALID)
     given_content, given_kind = value.get("content"), value.get("kind")
     content_given = isinstance(given_content, str) and bool(given_content.strip())
-    kind_given = isinstance(given_kind, str)
+    kind_given = isinstance(given_kind, str) and given_kind in rules.kinds_of(scope.tier)
     metadata = {
         name: item
         for name, item in value.items()

@@ -84,8 +84,13 @@ def validate_expires_at(value, *, now: datetime | None = None) -> datetime | Non
     return value.astimezone(UTC)
 
 
+def kinds_of(tier: str) -> frozenset[str]:
+    """The kinds a memory of ``tier`` may have (docs/tiers.md)."""
+    return IDENTITY_KINDS if tier in (Tier.USER, Tier.PROJECT) else KIND_VALUES
+
+
 def validate_kind(kind, tier: str) -> str:
-    allowed = IDENTITY_KINDS if tier in (Tier.USER, Tier.PROJECT) else KIND_VALUES
+    allowed = kinds_of(tier)
     if kind not in allowed:
         raise InvalidInput(
             f"kind must be one of {', '.join(sorted(allowed))} for the {tier} tier.",

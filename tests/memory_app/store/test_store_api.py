@@ -264,10 +264,41 @@ def test_projects_members_read_writers_write(api, alice, bob, mallory, project):
     assert batch(api(vera), get(ns, "db"))[0]["value"]["content"] == "We use SQLite"
     assert batch(api(vera), put(ns, "db", None), status=403)["error"]["code"] == "permission_denied"
     assert batch(api(mallory), get(ns, "db"), status=404)
-    assert (
-        batch(api(alice), put(ns, "x", {"content": "v", "kind": "task"}), status=400)["error"]["code"] == "invalid_kind"
-    )
     assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("root", "kind"),
+    [
+        ("users", "Memory"),  # langmem's store manager: the schema's name
+        ("users", "task"),  # a kind of this service, but not one the user tier takes
+        ("users", "mood"),
+        ("users", "FACT"),
+        ("projects", "task"),
+        ("chats", "UserProfile"),
+    ],
+)
+def test_a_kind_the_tier_does_not_take_is_a_field_of_the_value(api, alice, svc, project, root, kind):
+    """A value is any object (LangGraph's contract): its ``kind`` is the memory's kind only when
+    it names one the tier takes; any other comes back as given, and a filter finds it."""
+    ChatBindingFactory(user=alice, chat_key=CHAT)
+    ns, client = {
+        "users": (("users", "alice", "memories"), api(alice)),
+        "projects": (("projects", project.pk, "memories"), api(alice)),
+        "chats": (("chats", CHAT, "memories"), api(svc)),
+    }[root]
+    value = {"kind": kind, "content": {"content": "Alice keeps bees on the roof", "context": "said in May"}}
+    batch(client, put(ns, "m1", value))
+    batch(client, put(ns, "m2", {"kind": "preference", "content": "Alice prefers honey to sugar"}))
+    (item,) = batch(client, get(ns, "m1"))
+    assert item["value"] == value
+    memory = Memory.objects.get(pk=item["id"])
+    assert memory.kind == "fact" and "bees" in memory.content
+    (found,) = batch(client, search(ns, query="bees on the roof", filter={"kind": kind}))
+    assert [f["key"] for f in found] == ["m1"]
+    (preferred,) = batch(client, search(ns, filter={"kind": "preference"}))
+    assert [f["key"] for f in preferred] == ["m2"]
+    assert Memory.objects.get(pk=preferred[0]["id"]).kind == "preference"
 
 
 def test_chats_services_write_the_bound_user_reads(api, alice, bob, svc):
@@ -294,7 +325,6 @@ def test_chats_services_write_the_bound_user_reads(api, alice, bob, svc):
         (put(("users", "alice", "x" * 101), "k", {"content": "v"}), "invalid_namespace"),
         (put(("users", "alice"), "", {"content": "v"}), "invalid_key"),
         (put(("users", "alice"), "k" * 201, {"content": "v"}), "invalid_key"),
-        (put(("users", "alice"), "k", {"content": "v", "kind": "mood"}), "invalid_kind"),
         (put(("users", "alice"), "k", {"content": "x" * 4001}), "too_large"),
         (put(("users", "alice"), "k", {"content": "v", "blob": "x" * 9000}), "too_large"),
         (put(("users", "alice"), "k", {"content": "my password is Hunter2Hunter2"}), "contains_secret"),
