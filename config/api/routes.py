@@ -7,6 +7,7 @@ from django.urls import re_path
 # clients call it: these paths are API paths too (JSON errors, the body limits).
 COMPAT_ROOT_PREFIXES = ("/v1/", "/v2/", "/v3/")
 COMPAT_API_PREFIX = "/api/mem0/"
+COMPAT_VERSIONED_PREFIXES = (*COMPAT_ROOT_PREFIXES, *(COMPAT_API_PREFIX + p.lstrip("/") for p in COMPAT_ROOT_PREFIXES))
 
 
 def is_api_request(request: HttpRequest) -> bool:
@@ -29,19 +30,23 @@ def compat_route(pattern: str, view, name: str):
 
 
 class CompatDoubledSlashMiddleware:
-    """mem0's ``AsyncMemoryClient`` checks its key at ``f"{host}/v1/ping/"``, so a host given
-    with a trailing slash ("https://memory.example.com/") asks for "//v1/ping/" (its other calls,
-    and every call of the sync client, join the paths properly). A path of the mem0-compatible
-    API at the root that starts with more than one slash is taken as that path with one."""
+    """mem0's ``AsyncMemoryClient`` checks its key at ``f"{host}/v1/ping/"``, and its
+    JavaScript client makes every path so, so a host given with a trailing slash
+    ("https://memory.example.com/", "…/api/mem0/") asks for "//v1/ping/" or
+    "/api/mem0//v1/ping/". A path of the mem0-compatible API (at the root or under
+    ``/api/mem0/``) with more than one slash before its version is taken as that path with one;
+    no other path is touched."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest):
         path = request.path_info
-        if path.startswith("//"):
-            single = "/" + path.lstrip("/")
-            if single.startswith(COMPAT_ROOT_PREFIXES):
-                request.path = request.path[: len(request.path) - len(path)] + single
-                request.path_info = single
+        for base in ("/", COMPAT_API_PREFIX):
+            if path.startswith(base + "/"):
+                single = base + path[len(base) :].lstrip("/")
+                if single.startswith(COMPAT_VERSIONED_PREFIXES):
+                    request.path = request.path[: len(request.path) - len(path)] + single
+                    request.path_info = single
+                break
         return self.get_response(request)

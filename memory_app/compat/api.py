@@ -242,6 +242,9 @@ class Mem0SearchInput(Mem0ListInput):
     threshold = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
     rerank = StrictBooleanField(required=False, help_text="Accepted; the ranking is always hybrid (words and meaning).")
     keyword_search = StrictBooleanField(required=False, default=False)
+    source = StrictCharField(
+        max_length=40, required=False, help_text="Accepted: the surface that made the call (mem0's JavaScript client)."
+    )
 
 
 def _read_scope(request: AuthenticatedRequest, data: dict) -> tuple[list, query.Parsed]:
@@ -430,10 +433,21 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
 
 
 class EntitiesView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        tags=["mem0-compatible"],
+        parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request: AuthenticatedRequest):
+        """Every entity at once (mem0's Python client asks so, and deletes each for ``reset()``),
+        or a page of them when ``page`` or ``page_size`` is given (its JavaScript client)."""
+        params = query_params_checked(request, allowed=("page", "page_size"))
         found = selectors.entities(actor=request.user)
-        return Response({"count": len(found), "results": found})
+        if "page" not in params and "page_size" not in params:
+            return Response({"count": len(found), "next": None, "previous": None, "results": found})
+        paginator = DefaultPagination()
+        page: list[dict] = paginator.paginate_queryset(found, request, view=self) or []  # type: ignore[arg-type]  # a list pages as a queryset does
+        return paginator.get_paginated_response(page)
 
 
 class EntityView(Mem0View):
@@ -507,8 +521,12 @@ urlpatterns = [
     # arrives decoded. The shortest name that leaves at most the trailing slash.
     compat_route(r"v2/entities/(?P<entity_type>[a-z]{1,10})/(?P<name>.{1,200}?)", EntityView.as_view(), "mem0-entity"),
     compat_route(r"v1/batch", BatchView.as_view(), "mem0-batch"),
+    # v1/entities/{type}/{id}: the JavaScript client's deprecated deleteUser, by an entity's id
+    # (entities here are names, with no id: v2/entities/{type}/{name} deletes one).
     compat_route(
-        r"v1/(?:exports(?:/get)?|summary|feedback|events?(?:/[^/]+)?)", UnsupportedView.as_view(), "mem0-unsupported-v1"
+        r"v1/(?:exports(?:/get)?|summary|feedback|events?(?:/[^/]+)?|entities/[^/]+/.+)",
+        UnsupportedView.as_view(),
+        "mem0-unsupported-v1",
     ),
     compat_route(r"api/v1/(?:orgs|webhooks)/.*", UnsupportedView.as_view(), "mem0-unsupported-orgs"),
 ]

@@ -96,6 +96,7 @@ def history_out(chain: list[Memory]) -> list[dict]:
                 "user_id": version.owner.get_username() if version.owner is not None else None,
                 "metadata": version.metadata or None,
                 "input": [],
+                "categories": [],  # as on a memory: this service keeps no categories
                 "created_at": _iso(version.created_at),
                 "updated_at": _iso(version.updated_at),
             }

@@ -224,6 +224,7 @@ def test_add_infers_an_update_as_a_supersede_and_a_repeat_as_noop(api, alice):
         ("ADD", None, "I live in Berlin."),
         ("UPDATE", "I live in Berlin.", "I live in Paris now."),
     ]
+    assert all(h["categories"] == [] for h in history)  # the field mem0's JavaScript types require
 
 
 def test_add_infers_nothing_from_questions_and_plans(api, alice):
@@ -433,6 +434,11 @@ def test_a_doubled_slash_before_a_mem0_path_is_that_path(api, alice):
     assert get(client, "///v1/ping/").json()["user_id"] == "alice"
     assert get(api(None), "//v1/ping/").status_code == 401
     assert get(client, "//api/users/me/memories").status_code == 404  # only the mem0 paths at the root
+    # mem0's JavaScript client makes every path f"{host}/v1/…": a host "…/api/mem0/" doubles it there
+    assert get(client, "/api/mem0//v1/ping/").json()["user_id"] == "alice"
+    assert get(client, "/api/mem0///v3/memories/search/").status_code == 405  # that route, GET not allowed
+    assert get(client, "/api/mem0//nothing/").status_code == 404
+    assert get(client, "/api//users/me/memories").status_code == 404
 
 
 def test_search_and_lists_refuse_expired_ones_and_never_show_them(api, alice, alices):
@@ -656,6 +662,34 @@ def test_another_organisation_or_project_or_parameter_is_refused_and_changes_not
     response = call(api(alice))
     assert response.status_code == 400, response.content
     assert response.json()["detail"]
+    assert snapshot() == before
+
+
+def test_entities_page_when_asked_and_refuse_other_parameters(api, alice, alices):
+    client = api(alice)
+    everything = client.get("/v1/entities/").json()
+    assert everything["count"] == 4 and len(everything["results"]) == 4 and everything["next"] is None
+    first = client.get("/v1/entities/", {"page": 1, "page_size": 3}).json()
+    second = client.get(first["next"]).json()
+    assert first["count"] == 4 and len(first["results"]) == 3 and second["previous"] and second["next"] is None
+    assert first["results"] + second["results"] == everything["results"]
+    assert client.get("/v1/entities/", {"page": 3, "page_size": 3}).status_code == 404
+    assert client.get("/v1/entities/", {"page_size": 0}).status_code == 400
+    refused = client.get("/v1/entities/", {"bogus": 1})
+    assert refused.status_code == 400 and "bogus" in refused.json()["detail"]
+
+
+def test_a_search_may_say_where_it_came_from(api, alice, alices):
+    client = api(alice)
+    assert search(client, "sushi", source="OPENCLAW")[0] == alices["sushi"]
+    too_long = client.post("/v3/memories/search/", {"query": "sushi", "source": "x" * 41}, format="json")
+    assert too_long.status_code == 400
+
+
+def test_deleting_an_entity_by_an_id_is_refused_as_unsupported(api, alice, alices):
+    before = snapshot()
+    response = api(alice).delete("/v1/entities/agent/food/")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported"
     assert snapshot() == before
 
 
