@@ -55,6 +55,19 @@ if [ -z "${CHROMIUM_PATH:-}" ] && [ "$PGVECTOR_ONLY" != 1 ]; then
 fi
 export CHROMIUM_PATH="${CHROMIUM_PATH:-}"
 
+# --- Node.js: mem0's JavaScript client (tests/clients/js, tests/clients/test_mem0_js_live.py) --
+if [ "$PGVECTOR_ONLY" != 1 ]; then
+  if ! command -v npm >/dev/null; then
+    as_root_apt_install nodejs npm || { echo "Node.js and npm are missing and cannot be installed." >&2; exit 1; }
+  fi
+  js_stamp=tests/clients/js/node_modules/.installed
+  js_digest=$(cat tests/clients/js/package.json tests/clients/js/package-lock.json | sha256sum | cut -d' ' -f1)
+  if [ ! -f "$js_stamp" ] || [ "$(cat "$js_stamp")" != "$js_digest" ]; then
+    (cd tests/clients/js && npm ci --silent)
+    echo "$js_digest" > "$js_stamp"
+  fi
+fi
+
 # --- PostgreSQL -------------------------------------------------------------------------
 PG_TMP=""
 PGV_TMP=""

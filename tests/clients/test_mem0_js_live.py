@@ -1,0 +1,81 @@
+"""mem0's JavaScript client (``mem0ai`` on npm, pinned in tests/clients/js/package-lock.json and
+installed there by scripts/test.sh), unchanged, against a live server: every memory call as its
+users write them (tests/clients/js/drive.js), a host ending in ``/`` under ``/api/mem0/``
+included, and bob's key reaching nothing of alice's. Its answers come back with camelCase keys."""
+
+import json
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+FOLDER = Path(__file__).with_name("js")
+
+
+@pytest.fixture(scope="module")
+def driven(integrations) -> tuple[dict, str]:
+    """One run of the driver: (what it saw, its tag)."""
+    node = shutil.which("node")
+    assert node, "Node.js is missing: scripts/test.sh installs it"
+    assert (FOLDER / "node_modules" / "mem0ai").is_dir(), "run scripts/test.sh (npm ci in tests/clients/js)"
+    tag = f"js{uuid.uuid4().hex[:8]}"
+    keys = integrations.keys
+    done = subprocess.run(
+        [node, "drive.js", integrations.base, keys["alice"], keys["bob"], keys["svc"], tag],
+        cwd=FOLDER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), tag
+
+
+def test_mem0s_javascript_client_works_unchanged(driven):
+    seen, tag = driven
+    assert seen["ping"] == {"ok": "ok"} and seen["slashedPing"] == {"ok": "ok"}
+    assert seen["forgedPing"]["raised"] == "AuthenticationError"
+    texts = {
+        f"I drink oolong tea every morning {tag}",
+        f"My sister lives in Lisbon {tag}",
+        f"I cycle to work {tag}",
+    }
+    events = [seen[name]["results"][0] for name in ("added", "second", "third")]
+    assert [e["event"] for e in events] == ["ADD"] * 3 and {e["memory"] for e in events} == texts
+    first = events[0]
+    assert seen["get"]["memory"] == first["memory"] and seen["get"]["userId"] == "alice"
+    assert seen["get"]["metadata"] == {"topic": "drinks"}
+    assert {m["memory"] for m in seen["getAll"]["results"]} == texts
+    assert seen["firstPage"]["count"] == 3 and len(seen["firstPage"]["results"]) == 2 and seen["firstPage"]["next"]
+    assert seen["search"]["results"][0]["id"] == first["id"]
+    assert [m["id"] for m in seen["metadataSearch"]["results"]] == [first["id"]]
+    assert seen["update"]["memory"] == f"I drink green tea every morning {tag}"
+    assert seen["update"]["previousId"] == first["id"]
+    assert [(h["event"], h["newMemory"]) for h in seen["history"]] == [
+        ("ADD", first["memory"]),
+        ("UPDATE", seen["update"]["memory"]),
+    ]
+    assert ("agent", tag) in {(e["type"], e["name"]) for e in seen["users"]["results"]}
+    assert len(seen["usersPage"]["results"]) == 1 and seen["usersPage"]["count"] == seen["users"]["count"]
+    assert seen["batchUpdate"]["results"][0]["memory"] == f"Updated in a batch {tag}"
+    assert seen["unsupported"]["raised"] == "ValidationError"
+    assert seen["run"]["message"] == "Entity deleted successfully."
+    assert not [m for m in seen["afterRun"]["results"] if "cycle" in m["memory"]] and seen["afterRun"]["count"] == 2
+    assert len(seen["batchDelete"]["deleted"]) == 3  # the batch-updated memory and the versions it replaced
+    assert seen["delete"]["deleted"] == [seen["second"]["results"][0]["id"]]
+    assert seen["deleteAll"]["deleted"] == 1
+    assert seen["after"]["results"] == []
+
+
+def test_bobs_key_reaches_nothing_of_alices_through_the_javascript_client(driven):
+    seen, _ = driven
+    for refused in ("bobNamesAlice", "bobSearchesAlice", "bobAddsForAlice", "bobReads", "bobDeletes", "bobDeletesAll"):
+        assert "raised" in seen[refused], refused
+    assert seen["bobNamesAlice"]["raised"] == "MemoryNotFoundError"
+    # bob deleting alice's agent tag deletes only what bob holds under it: nothing
+    held = [{(m["id"], m["memory"]) for m in seen[name]["results"]} for name in ("beforeBob", "afterBob")]
+    assert held[0] == held[1] and len(held[0]) == 3
+    assert "I am alice now" not in seen["aliceTexts"]
