@@ -6,11 +6,12 @@ write them (entity ids as arguments, no ``filters`` needed). Prints what it saw 
     python mem0_older_driver.py <base url> <service key> <user key> <user> <tag>
 """
 
+import asyncio
 import json
 import sys
 
 import mem0
-from mem0 import MemoryClient
+from mem0 import AsyncMemoryClient, MemoryClient
 
 
 def outcome(call):
@@ -19,6 +20,11 @@ def outcome(call):
         return {"ok": call()}
     except Exception as error:
         return {"raised": type(error).__name__, "message": str(error)[:300]}
+
+
+async def _searched(key: str, base: str, user: str, tag: str):
+    client = AsyncMemoryClient(api_key=key, host=base)
+    return await client.search("oolong tea", user_id=user, agent_id=tag)
 
 
 def main(base: str, service_key: str, user_key: str, user: str, tag: str) -> dict:
@@ -40,6 +46,7 @@ def main(base: str, service_key: str, user_key: str, user: str, tag: str) -> dic
         version="v2", filters={"AND": [{"user_id": user}, {"agent_id": tag}]}, page=1, page_size=50
     )
     seen["search"] = svc.search("oolong tea", user_id=user, agent_id=tag)
+    seen["async_search"] = asyncio.run(_searched(service_key, base, user, tag))
     seen["search_v2_filters"] = svc.search(
         "oolong tea", version="v2", filters={"AND": [{"user_id": user}, {"agent_id": tag}]}, top_k=5
     )

@@ -73,7 +73,7 @@ def test_an_older_client_works_unchanged(integrations, version):
     for listing in ("get_all", "get_all_v2_filters"):
         texts = sorted(m["memory"] for m in results(seen[listing]))
         assert texts == sorted([event["memory"], f"My sister lives in Lisbon {tag}"]), listing
-    for searched in ("search", "search_v2_filters"):
+    for searched in ("search", "search_v2_filters", "async_search"):
         found = results(seen[searched])
         assert found and found[0]["id"] == event["id"], searched
         assert all(tag in m["memory"] for m in found), searched  # nothing of another agent's
