@@ -16,13 +16,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   echo "$digest" > "$stamp"
 fi
 if [ "$(basename "$REQS")" = requirements-dev.txt ]; then
-  grep -E '^[A-Za-z0-9_.-]+==[^ ]+$' requirements-older-clients.txt | while IFS= read -r pin; do
+  pins=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' requirements-older-clients.txt | grep -E '^[A-Za-z0-9_.-]+==[^=]+$' || true)
+  for pin in $pins; do
     folder=".venv/older-clients/${pin%%==*}-${pin##*==}"
     [ -f "$folder/.unpacked" ] && continue
-    wheels=$(mktemp -d)
+    wheels=".venv/older-clients/.download"
+    rm -rf "$wheels" "$folder" && mkdir -p "$wheels" "$folder"
     .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
       -d "$wheels" "$pin"
-    rm -rf "$folder" && mkdir -p "$folder"
     .venv/bin/python -m zipfile -e "$wheels"/*.whl "$folder"
     rm -rf "$wheels"
     touch "$folder/.unpacked"

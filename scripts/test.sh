@@ -60,10 +60,14 @@ if [ "$PGVECTOR_ONLY" != 1 ]; then
   if ! command -v npm >/dev/null; then
     as_root_apt_install nodejs npm || { echo "Node.js and npm are missing and cannot be installed." >&2; exit 1; }
   fi
+  if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)'; then
+    echo "mem0's JavaScript client needs Node.js 18 or newer; this is $(node --version)." >&2
+    exit 1
+  fi
   js_stamp=tests/clients/js/node_modules/.installed
   js_digest=$(cat tests/clients/js/package.json tests/clients/js/package-lock.json | sha256sum | cut -d' ' -f1)
   if [ ! -f "$js_stamp" ] || [ "$(cat "$js_stamp")" != "$js_digest" ]; then
-    (cd tests/clients/js && npm ci --silent)
+    (cd tests/clients/js && npm ci --loglevel=error)
     echo "$js_digest" > "$js_stamp"
   fi
 fi

@@ -41,11 +41,47 @@ PING_ORG, PING_PROJECT = "memory-service", "default"
 ENTITY = {"type": "string", "maxLength": query.MAX_VALUE_CHARS, "nullable": True}
 
 
+def deployment_checked(given) -> None:
+    """``org_id`` and ``project_id``: mem0's clients before 2.0 send back in every call the pair
+    ``/v1/ping/`` answered. This service is one of each; another names nothing here (a 400)."""
+    for name, ours in (("org_id", PING_ORG), ("project_id", PING_PROJECT)):
+        value = given.get(name)
+        if value is not None and value != ours:
+            raise InvalidInput(
+                f"{name}: this service is {name.removesuffix('_id')} {ours!r} (GET /v1/ping/), not {str(value)[:40]!r}.",
+                code=ErrorCode.INVALID,
+            )
+
+
+def query_params_checked(request, *, allowed: tuple[str, ...]) -> None:
+    """A call's query string: these parameters, each once, and the deployment's ``org_id`` and
+    ``project_id`` (checked); any other, or one given twice, is a 400 that names it."""
+    params = request.query_params
+    unknown = sorted(set(params) - {*allowed, "org_id", "project_id"})
+    if unknown:
+        raise InvalidInput(
+            f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
+            code=ErrorCode.UNSUPPORTED,
+        )
+    repeated = sorted(name for name in params if len(params.getlist(name)) > 1)
+    if repeated:
+        raise InvalidInput(f"Given more than once: {', '.join(repeated)}.", code=ErrorCode.INVALID)
+    deployment_checked(params)
+
+
 class Mem0View(APIView):
-    """API keys only; every error carries mem0's ``detail`` (its client's exception message)."""
+    """API keys only; every error carries mem0's ``detail`` (its client's exception message).
+    The query string holds only the parameters ``query_names`` gives for the method (and the
+    deployment's ``org_id`` and ``project_id``, which mem0's clients before 2.0 send with every
+    call), each once: ``query_params_checked``, before the method runs."""
 
     request: AuthenticatedRequest  # IsAuthenticated, the default permission
     authentication_classes = [ApiTokenAuthentication]
+    query_names: dict[str, tuple[str, ...]] = {}
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        query_params_checked(request, allowed=self.query_names.get(request.method, ()))
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
@@ -90,18 +126,6 @@ def entity_filters(data: dict) -> dict | None:
     if data.get("filters"):
         given.append(data["filters"])
     return {"AND": given} if given else None
-
-
-def deployment_checked(given) -> None:
-    """``org_id`` and ``project_id``: mem0's clients before 2.0 send back in every call the pair
-    ``/v1/ping/`` answered. This service is one of each; another names nothing here (a 400)."""
-    for name, ours in (("org_id", PING_ORG), ("project_id", PING_PROJECT)):
-        value = given.get(name)
-        if value is not None and value != ours:
-            raise InvalidInput(
-                f"{name}: this service is {name.removesuffix('_id')} {ours!r} (GET /v1/ping/), not {str(value)[:40]!r}.",
-                code=ErrorCode.INVALID,
-            )
 
 
 class Mem0Input(StrictInputMixin, serializers.Serializer):
@@ -265,6 +289,7 @@ def _read_scope(request: AuthenticatedRequest, data: dict) -> tuple[list, query.
 
 class ListView(Mem0View):
     pagination_class = DefaultPagination
+    query_names = {"POST": ("page", "page_size")}
 
     @extend_schema(
         tags=["mem0-compatible"],
@@ -330,6 +355,8 @@ class Mem0UpdateInput(StrictInputMixin, serializers.Serializer):
 
 
 class MemoryView(Mem0View):
+    query_names = {"DELETE": ("delete_linked",)}
+
     @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
     def get(self, request: AuthenticatedRequest, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
@@ -373,21 +400,9 @@ class HistoryView(Mem0View):
         return Response(output.history_out(chain))
 
 
-def query_params_checked(request: AuthenticatedRequest, *, allowed: tuple[str, ...]):
-    """A call's query string: these parameters, and the deployment's ``org_id`` and
-    ``project_id`` (checked); any other is a 400 that names it."""
-    params = request.query_params
-    unknown = sorted(set(params) - {*allowed, "org_id", "project_id"})
-    if unknown:
-        raise InvalidInput(
-            f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
-            code=ErrorCode.UNSUPPORTED,
-        )
-    deployment_checked(params)
-    return params
-
-
 class DeleteAllView(Mem0View):
+    query_names = {"DELETE": (*query.ENTITY_FIELDS, "filters")}
+
     @extend_schema(
         tags=["mem0-compatible"],
         operation_id="mem0_memories_delete_all",
@@ -402,20 +417,30 @@ class DeleteAllView(Mem0View):
         responses=OpenApiTypes.OBJECT,
     )
     def delete(self, request: AuthenticatedRequest):
-        params = query_params_checked(request, allowed=(*query.ENTITY_FIELDS, "filters"))
-        wanted = {name: params[name] for name in query.ENTITY_FIELDS if params.get(name)}
-        for name, value in query.entities_param(params["filters"]).items() if "filters" in params else ():
+        params = request.query_params
+        # Each given field must hold a name: an empty one or "*" is refused, never read as "any".
+        wanted = {name: _deleted_name(name, params[name]) for name in query.ENTITY_FIELDS if name in params}
+        for name, given in query.entities_param(params["filters"]).items() if "filters" in params else ():
+            value = _deleted_name(name, given)
             if wanted.setdefault(name, value) != value:
                 raise query.unsupported(f"{name} is given twice, as {wanted[name]!r} and {value!r}")
         subjects = services.subjects_for(actor=request.user, named=[wanted["user_id"]] if "user_id" in wanted else [])
-        tags = {name: services.tag_text(name, wanted.get(name)) for name in services.ENTITY_TAGS}
+        tags = {name: wanted.get(name) for name in services.ENTITY_TAGS}
         forgotten, left = services.memories_delete_all(actor=request.user, subjects=subjects, tags=tags)
         return Response({"message": "Memories deleted successfully!", "deleted": len(forgotten), "remaining": left})
+
+
+def _deleted_name(name: str, value: str) -> str | None:
+    if value == query.WILDCARD:
+        raise query.unsupported(f"{name} in a delete is one name, not {query.WILDCARD!r}")
+    return services.tag_text(name, value)
 
 
 class MemoriesV1View(DeleteAllView, AddView, ListView):
     """``/v1/memories/``: ``DELETE`` is ``delete_all`` (every client); ``POST`` is ``add`` and
     ``GET`` is ``get_all`` (mem0's clients before 2.0 and before 1.0)."""
+
+    query_names = {**DeleteAllView.query_names, "GET": (*query.ENTITY_FIELDS, "page", "page_size")}
 
     @extend_schema(
         tags=["mem0-compatible"],
@@ -428,11 +453,13 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: AuthenticatedRequest):
-        params = query_params_checked(request, allowed=(*query.ENTITY_FIELDS, "page", "page_size"))
-        return self.listed({name: params[name] for name in query.ENTITY_FIELDS if params.get(name)})
+        params = request.query_params
+        return self.listed({name: params[name] for name in query.ENTITY_FIELDS if name in params})
 
 
 class EntitiesView(Mem0View):
+    query_names = {"GET": ("page", "page_size")}
+
     @extend_schema(
         tags=["mem0-compatible"],
         parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
@@ -441,7 +468,7 @@ class EntitiesView(Mem0View):
     def get(self, request: AuthenticatedRequest):
         """Every entity at once (mem0's Python client asks so, and deletes each for ``reset()``),
         or a page of them when ``page`` or ``page_size`` is given (its JavaScript client)."""
-        params = query_params_checked(request, allowed=("page", "page_size"))
+        params = request.query_params
         found = selectors.entities(actor=request.user)
         if "page" not in params and "page_size" not in params:
             return Response({"count": len(found), "next": None, "previous": None, "results": found})
@@ -496,6 +523,9 @@ class UnsupportedView(Mem0View):
         raise InvalidInput(
             f"{request.path} is not supported by this service (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
         )
+
+    def initial(self, request, *args, **kwargs):
+        APIView.initial(self, request, *args, **kwargs)  # whatever the query string: the path is refused
 
     get = post = put = patch = delete = _refuse
 

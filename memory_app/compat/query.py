@@ -78,20 +78,21 @@ def entities_param(text: str) -> dict[str, str]:
     held to the same shape whatever it held: anything else is a 400."""
     if len(text) > MAX_PARAM_CHARS:
         raise unsupported(f"the filters parameter is over {MAX_PARAM_CHARS} characters")
+    unreadable = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
     try:
         given = json.loads(text)
-    except ValueError:
+    except unreadable:
         try:
             given = ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        except unreadable:
             given = None
-    if not isinstance(given, dict):
+    if not isinstance(given, dict) or not given:
         raise unsupported('the filters parameter of a delete is an object such as {"user_id": "alice"}')
     for name, value in given.items():
         if name not in ENTITY_FIELDS:
             raise unsupported(f"a delete's filters name {', '.join(ENTITY_FIELDS)} only, not {str(name)[:40]!r}")
-        if not isinstance(value, str):
-            raise unsupported(f"{name} in a delete's filters is one string")
+        if not isinstance(value, str) or value == WILDCARD:
+            raise unsupported(f"{name} in a delete's filters is one name (not null, not {WILDCARD!r})")
     return given
 
 

@@ -22,6 +22,10 @@ def outcome(call):
         return {"raised": type(error).__name__, "message": str(error)[:300]}
 
 
+def _results(answer):
+    return answer["results"] if isinstance(answer, dict) else answer
+
+
 async def _searched(key: str, base: str, user: str, tag: str):
     client = AsyncMemoryClient(api_key=key, host=base)
     return await client.search("oolong tea", user_id=user, agent_id=tag)
@@ -57,7 +61,14 @@ def main(base: str, service_key: str, user_key: str, user: str, tag: str) -> dic
     seen["own_names_another"] = outcome(lambda: own.get_all(user_id="alice"))
     seen["own_adds_for_another"] = outcome(lambda: own.add("I am alice now", user_id="alice", infer=False))
     seen["alice_after"] = svc.get_all(user_id="alice")
+    listed = [m["id"] for m in _results(svc.get_all(user_id=user, agent_id=tag))]
+    seen["batch_update"] = svc.batch_update([{"memory_id": listed[-1], "text": f"Updated in a batch {tag}"}])
+    seen["batch_delete"] = svc.batch_delete([{"memory_id": seen["batch_update"]["results"][0]["id"]}])
+    svc.add(f"I like figs {tag}", user_id=user, agent_id=f"{tag}-other", infer=False)
+    seen["delete_users"] = svc.delete_users(agent_id=f"{tag}-other")
+    seen["other_after"] = svc.get_all(user_id=user, agent_id=f"{tag}-other")
     seen["delete"] = svc.delete(seen["update"]["id"])
+    svc.add(f"I like plums {tag}", user_id=user, agent_id=tag, infer=False)
     seen["delete_all"] = svc.delete_all(user_id=user, agent_id=tag)
     seen["after"] = svc.get_all(user_id=user, agent_id=tag)
     return seen

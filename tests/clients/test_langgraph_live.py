@@ -179,6 +179,8 @@ def test_list_namespaces_with_several_conditions_of_one_kind(store):
     assert listed(prefix(*root), suffix("b", "c"), suffix("*", "c")) == [(*root, "a", "b", "c"), (*root, "b", "b", "c")]
     assert listed(prefix(*root), suffix("d", "c"), suffix("b", "c")) == []
     assert listed(prefix(*root), suffix("d", "*"), suffix("c")) == [(*root, "a", "b", "d", "c")]
+    with pytest.raises(ValueError, match="match type"):
+        listed(prefix(*root), MatchCondition("infix", ("b",)))
     nothing, got = asyncio.run(
         store.abatch(
             [

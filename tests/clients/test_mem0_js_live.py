@@ -72,9 +72,9 @@ def test_mem0s_javascript_client_works_unchanged(driven):
 
 def test_bobs_key_reaches_nothing_of_alices_through_the_javascript_client(driven):
     seen, _ = driven
+    # each a 404 (alice unknown to bob's key, her ids not found): the client's MemoryNotFoundError
     for refused in ("bobNamesAlice", "bobSearchesAlice", "bobAddsForAlice", "bobReads", "bobDeletes", "bobDeletesAll"):
-        assert "raised" in seen[refused], refused
-    assert seen["bobNamesAlice"]["raised"] == "MemoryNotFoundError"
+        assert seen[refused].get("raised") == "MemoryNotFoundError", (refused, seen[refused])
     # bob deleting alice's agent tag deletes only what bob holds under it: nothing
     held = [{(m["id"], m["memory"]) for m in seen[name]["results"]} for name in ("beforeBob", "afterBob")]
     assert held[0] == held[1] and len(held[0]) == 3

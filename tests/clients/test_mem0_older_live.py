@@ -83,8 +83,13 @@ def test_an_older_client_works_unchanged(integrations, version):
     assert own == sorted([seen["update"]["memory"], f"My sister lives in Lisbon {tag}"])
     assert ("agent", tag) in {(e["type"], e["name"]) for e in seen["users"]["results"]}
     # bob's own key reaches no one else: named, alice is unknown to it, and nothing is written
-    assert seen["own_names_another"]["raised"] and seen["own_adds_for_another"]["raised"]
+    # alice is unknown to bob's key: a 404, the client's own "not found" error
+    for refused in ("own_names_another", "own_adds_for_another"):
+        assert seen[refused]["raised"] == "MemoryNotFoundError", seen[refused]
     assert "I am alice now" not in {m["memory"] for m in results(seen["alice_after"])}
+    assert seen["batch_update"]["results"][0]["memory"] == f"Updated in a batch {tag}"
+    assert seen["batch_delete"]["deleted"]
+    assert results(seen["other_after"]) == []  # delete_users took that agent's memory
     assert event["id"] in seen["delete"]["deleted"]
     assert seen["delete_all"]["deleted"] == 1
     assert results(seen["after"]) == []

@@ -600,6 +600,70 @@ def test_delete_all_refuses_other_filters_and_changes_nothing(api, alice, bob, a
     assert snapshot() == before
 
 
+@pytest.mark.parametrize(
+    "query_string",
+    [
+        "agent_id=",  # an unset variable: refused, never "every agent"
+        "user_id=alice&agent_id=",
+        "user_id=",
+        "agent_id=*",
+        "filters={}",
+        "filters=" + quote("{'agent_id': '*'}"),
+        "filters=" + quote("{'agent_id': ''}"),
+        "agent_id=food&agent_id=travel",  # given twice: refused, not the last one taken
+        "filters=" + quote("{'agent_id': 'food'}") + "&filters=" + quote("{'agent_id': 'travel'}"),
+        "org_id=elsewhere&org_id=memory-service",
+        "filters=" + "[" * 1999,  # deeper than the JSON reader goes
+        "filters=" + "[" * 1000 + "]" * 1000,
+    ],
+)
+def test_delete_all_refuses_empty_wildcard_repeated_or_deep_parameters(api, alice, bob, alices, query_string):
+    UserMemoryFactory(owner=bob, content="bob's")
+    before = snapshot()
+    response = api(alice).delete("/v1/memories/", QUERY_STRING=query_string)
+    assert response.status_code == 400, response.content
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query_string"),
+    [
+        ("get", "/v1/memories/{id}/", "org_id=elsewhere"),
+        ("get", "/v1/memories/{id}/", "bogus=1"),
+        ("put", "/v1/memories/{id}/", "project_id=elsewhere"),
+        ("delete", "/v1/memories/{id}/", "org_id=elsewhere"),
+        ("delete", "/v1/memories/{id}/", "delete_linked=true&delete_linked=false"),
+        ("get", "/v1/memories/{id}/history/", "project_id=elsewhere"),
+        ("get", "/v1/ping/", "org_id=elsewhere"),
+        ("get", "/v1/entities/", "project_id=elsewhere"),
+        ("delete", "/v2/entities/agent/food/", "org_id=elsewhere"),
+        ("post", "/v3/memories/", "page=1&page=2"),
+        ("post", "/v3/memories/search/", "top_k=5"),
+        ("get", "/v1/memories/", "agent_id="),
+        ("get", "/v1/memories/", "user_id=alice&user_id=bob"),
+    ],
+)
+def test_every_path_holds_its_query_string_to_what_it_takes(api, alice, alices, method, path, query_string):
+    """The older clients send org_id and project_id with every call: another deployment's is
+    refused wherever it comes; so is a parameter a path does not take, or one given twice."""
+    before = snapshot()
+    body = {"text": "I listen to blues"} if method == "put" else {"query": "jazz"} if "search" in path else {}
+    call = getattr(api(alice), method)
+    response = call(path.format(id=alices["jazz"]), body, format="json", QUERY_STRING=query_string)
+    assert response.status_code == 400, response.content
+    assert snapshot() == before
+
+
+def test_the_deployments_own_org_and_project_and_delete_linked_are_taken(api, alice, alices):
+    client = api(alice)
+    ours = "org_id=memory-service&project_id=default"
+    assert client.get(f"/v1/memories/{alices['jazz']}/", QUERY_STRING=ours).status_code == 200
+    assert client.get(f"/v1/memories/{alices['jazz']}/history/", QUERY_STRING=ours).status_code == 200
+    assert client.get("/v1/entities/", QUERY_STRING=ours).status_code == 200
+    deleted = client.delete(f"/v1/memories/{alices['jazz']}/", QUERY_STRING=f"{ours}&delete_linked=true")
+    assert deleted.status_code == 200 and deleted.json()["deleted"] == [alices["jazz"]]
+
+
 def test_delete_all_refuses_a_field_given_twice_with_two_values(api, alice, alices):
     before = snapshot()
     twice = urlencode({"agent_id": "travel", "filters": "{'agent_id': 'food'}"})

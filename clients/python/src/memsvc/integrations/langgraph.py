@@ -188,8 +188,12 @@ def _encode(op: Op, index_fields: list[str] | None = None) -> dict[str, Any] | N
         encoded = {"op": "list_namespaces", "limit": op.limit, "offset": op.offset}
         if op.max_depth is not None:
             encoded["max_depth"] = op.max_depth
+        conditions = op.match_conditions or ()
+        for condition in conditions:
+            if condition.match_type not in ("prefix", "suffix"):
+                raise ValueError(f"Unsupported match type: {condition.match_type}")
         for name in ("prefix", "suffix"):
-            paths = [_labels(tuple(c.path)) for c in op.match_conditions or () if c.match_type == name]
+            paths = [_labels(tuple(c.path)) for c in conditions if c.match_type == name]
             if not paths:
                 continue
             merged = _all_of(paths, from_end=name == "suffix")
