@@ -81,7 +81,7 @@ MEM0_ROWS = """
 {ns}:mem0-search           POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-delete-all       DELETE -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-delete-all       GET    -       401  401    401  401 401  200   404 404     404  200 404
-{ns}:mem0-delete-all       POST   -       401  401    401  401 401  200   404 404     404  200 404
+{ns}:mem0-delete-all       POST   add     401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-list-v2          POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-search-v1        POST   -       401  401    401  401 401  200   404 404     404  200 404
 {ns}:mem0-search-v2        POST   -       401  401    401  401 401  200   404 404     404  200 404
@@ -328,12 +328,16 @@ API_CODES = {
             ("mem0-search", "POST"),
             ("mem0-delete-all", "DELETE"),
             ("mem0-delete-all", "GET"),
-            ("mem0-delete-all", "POST"),
             ("mem0-list-v2", "POST"),
             ("mem0-search-v1", "POST"),
             ("mem0-search-v2", "POST"),
             ("mem0-entity", "DELETE"),
         )
+        for who in ("bob", "mallory", "vera", "lsvc")
+    },
+    **{
+        (f"{ns}:mem0-delete-all", "POST", "add", who): "unknown_user"
+        for ns in MEM0_NAMESPACES
         for who in ("bob", "mallory", "vera", "lsvc")
     },
     **{
@@ -609,6 +613,10 @@ TARGETS: dict[tuple[str, str], Target] = {
     },
     **{
         (f"{ns}:mem0-delete-all", "-"): Target(url=lambda w, ns=ns: _mem0_prefix(ns) + "v1/memories/?user_id=alice")
+        for ns in MEM0_NAMESPACES
+    },
+    **{
+        (f"{ns}:mem0-delete-all", "add"): Target(url=lambda w, ns=ns: _mem0_prefix(ns) + "v1/memories/")
         for ns in MEM0_NAMESPACES
     },
     **{
