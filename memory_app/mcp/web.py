@@ -99,7 +99,7 @@ def connection_snippets(*, base_url: str, mcp_url: str, key: str, username: str,
             "from mem0 import MemoryClient  # pip install mem0ai\n\n"
             f"client = MemoryClient(api_key={_py(key)}, host={_py(base_url)})\n"
             f'client.add([{{"role": "user", "content": "I prefer short answers."}}], user_id={_py(user_id)})\n'
-            f'client.search("how do I like answers?", user_id={_py(user_id)})\n',
+            f'client.search("how do I like answers?", filters={{"user_id": {_py(user_id)}}})\n',
         ),
         "langgraph_env": Snippet(
             "snippet-langgraph-env",
@@ -111,7 +111,7 @@ def connection_snippets(*, base_url: str, mcp_url: str, key: str, username: str,
             "python",
             "from memsvc.integrations.langgraph import MemoryStore  # clients/python, with langgraph\n\n"
             "store = MemoryStore.from_env()  # MEMSVC_URL, MEMSVC_TOKEN\n"
-            f'store.put(("users", {_py(user_id)}), "seating", {{"text": "Prefers aisle seats."}})\n',
+            f'store.put(("users", {_py(user_id)}), "seating", {{"content": "Prefers aisle seats."}})\n',
         ),
     }
 

@@ -227,6 +227,21 @@ def test_add_infers_an_update_as_a_supersede_and_a_repeat_as_noop(api, alice):
     assert all(h["categories"] == [] for h in history)  # the field mem0's JavaScript types require
 
 
+def test_add_infers_a_statement_kept_already_through_another_path_as_noop(api, alice, bob):
+    client = api(alice)
+    kept = client.post(
+        "/api/users/me/memories", {"kind": "preference", "content": "I prefer short answers."}, format="json"
+    )
+    assert kept.status_code == 201, kept.content
+    UserMemoryFactory(owner=bob, content="I prefer long answers.")
+    before = snapshot()
+    (event,) = add(client, messages="I prefer short answers.").json()["results"]
+    assert (event["event"], event["id"]) == ("NOOP", kept.json()["id"])
+    assert snapshot() == before
+    (other,) = add(client, messages="I prefer long answers.").json()["results"]  # bob's is not hers
+    assert other["event"] == "ADD"
+
+
 def test_add_infers_nothing_from_questions_and_plans(api, alice):
     events = add(api(alice), messages="What should I cook tonight? I think I want pasta.").json()["results"]
     assert events == [] and not Memory.objects.exists()
