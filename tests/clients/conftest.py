@@ -93,7 +93,7 @@ from identity_app.models import Membership, Role
 from identity_app.services import project_create, token_issue, user_grant_service
 
 User = get_user_model()
-users = {name: User.objects.create_user(name) for name in ("alice", "bob", "carol")}
+users = {name: User.objects.create_user(name) for name in ("alice", "bob", "carol", "erin")}
 svc = User.objects.create_user("svc")
 user_grant_service(user=svc)
 svc = User.objects.get(pk=svc.pk)
@@ -112,8 +112,8 @@ print(json.dumps(keys))
 def integrations(tmp_path_factory):
     """A server for the integration tests (mem0, LangGraph, the Agents SDK, LangChain), whose
     rate limits are off so that a library's quick run of calls is never throttled: keys of
-    alice (a project owner), bob, carol, svc (a service principal) and lsvc (svc limited to
-    bob); ``keys["project"]`` is alice's project."""
+    alice (a project owner), bob, carol, erin (the Connect page's snippets' own), svc (a
+    service principal) and lsvc (svc limited to bob); ``keys["project"]`` is alice's project."""
     folder = tmp_path_factory.mktemp("integrations-server")
     overrides = {"WEB_CONCURRENCY": "1", "GUNICORN_THREADS": "8", "SERVE_WORKER": "0", "WORKER_EXPECTED": "0"}
     name = None
