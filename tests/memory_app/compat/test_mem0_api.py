@@ -669,6 +669,81 @@ def test_every_path_holds_its_query_string_to_what_it_takes(api, alice, alices, 
     assert snapshot() == before
 
 
+def test_generated_query_strings_never_fail_the_server_nor_reach_another_user(api, alice, bob, alices):
+    """Any query string on any mem0 path, from alice's key: an answer (never a 500), and bob's
+    memories untouched whatever it deleted of hers."""
+    theirs = UserMemoryFactory(
+        owner=bob, content="bob's quokka", evidence={"via": "mem0", "mem0": {"agent_id": "food"}}
+    )
+    bobs = sorted(Memory.objects.filter(owner=bob).values_list("id", "content", "status"))
+    client = api(alice)
+    names = st.sampled_from(
+        [
+            "user_id",
+            "agent_id",
+            "run_id",
+            "app_id",
+            "filters",
+            "org_id",
+            "project_id",
+            "page",
+            "page_size",
+            "delete_linked",
+            "top_k",
+            "q",
+            "",
+        ]
+    )
+    values = st.one_of(
+        st.sampled_from(
+            [
+                "alice",
+                "bob",
+                "food",
+                "*",
+                "",
+                "{}",
+                "{'user_id': 'bob'}",
+                "{'agent_id': 'food'}",
+                "0",
+                "-1",
+                "memory-service",
+                "default",
+                "[" * 50,
+                "{" * 50,
+            ]
+        ),
+        st.text(max_size=40),
+    )
+
+    @hypothesis_settings(max_examples=120, deadline=None)
+    @given(
+        target=st.sampled_from(
+            [
+                ("get", "/v1/memories/"),
+                ("delete", "/v1/memories/"),
+                ("get", "/v1/entities/"),
+                ("get", "/v1/memories/{id}/"),
+                ("get", "/v1/memories/{id}/history/"),
+                ("delete", "/v2/entities/agent/food/"),
+                ("post", "/v3/memories/"),
+                ("post", "/v2/memories/"),
+                ("get", "/api/mem0//v1/memories/"),
+            ]
+        ),
+        pairs=st.lists(st.tuples(names, values), max_size=4),
+    )
+    def answers(target, pairs):
+        method, path = target
+        query_string = urlencode(pairs, encoding="utf-8", errors="surrogatepass")
+        response = getattr(client, method)(path.format(id=alices["berlin"]), QUERY_STRING=query_string)
+        assert response.status_code < 500, (path, query_string, response.content[:300])
+        assert sorted(Memory.objects.filter(owner=bob).values_list("id", "content", "status")) == bobs
+
+    answers()
+    assert Memory.objects.filter(pk=theirs.pk).exists()
+
+
 def test_the_deployments_own_org_and_project_and_delete_linked_are_taken(api, alice, alices):
     client = api(alice)
     ours = "org_id=memory-service&project_id=default"
