@@ -244,11 +244,12 @@ def _add_inferred(actor, subject, candidate: Candidate, tags, metadata, evidence
     }
     if same_subject is not None and normalized(same_subject.content) == normalized(candidate.content):
         return Event(memory=same_subject, event=NOOP)
-    # The same statement kept already some other way (the REST API, the memory home): known.
-    known = mine.filter(content__iexact=candidate.content).order_by("-created_at", "-id").first()
-    if known is not None:
-        return Event(memory=known, event=NOOP)
     if same_subject is None:
+        # The same statement kept already some other way (the REST API, the memory home): known.
+        # (A correction of an older statement of its subject still supersedes that one, below.)
+        known = mine.filter(content__iexact=candidate.content).order_by("-created_at", "-id").first()
+        if known is not None:
+            return Event(memory=known, event=NOOP)
         return Event(memory=memory_services.memory_create(tier=Tier.USER, **write), event=ADD)
     new = memory_services.memory_supersede(memory_id=same_subject.pk, tier=Tier.USER, **write)
     return Event(memory=new, event=UPDATE, previous=same_subject.content, previous_id=same_subject.pk)
