@@ -242,6 +242,15 @@ def test_add_infers_a_statement_kept_already_through_another_path_as_noop(api, a
     assert other["event"] == "ADD"
 
 
+def test_add_infers_a_correction_as_a_supersede_even_when_the_new_words_are_kept_elsewhere(api, alice):
+    client = api(alice)
+    (berlin,) = add(client, messages="I live in Berlin.").json()["results"]
+    client.post("/api/users/me/memories", {"kind": "fact", "content": "I live in Paris now."}, format="json")
+    (moved,) = add(client, messages="I live in Paris now.").json()["results"]
+    assert (moved["event"], moved["previous_id"]) == ("UPDATE", berlin["id"])  # Berlin is history, not kept beside
+    assert Memory.objects.get(pk=berlin["id"]).status == Status.SUPERSEDED
+
+
 def test_add_infers_nothing_from_questions_and_plans(api, alice):
     events = add(api(alice), messages="What should I cook tonight? I think I want pasta.").json()["results"]
     assert events == [] and not Memory.objects.exists()
