@@ -77,6 +77,7 @@ end_date  # unused variable (memory_app/compat/api.py:209)
 show_expired  # unused variable (memory_app/compat/api.py:210)
 latest_only  # unused variable (memory_app/compat/api.py:211)
 org_id  # unused variable (memory_app/compat/api.py:115): a serializer field
+api_version  # unused variable (memory_app/compat/api.py:155): a serializer field
 _.validate  # unused method (memory_app/compat/api.py:118): DRF calls a serializer's validate
 rerank  # unused variable (memory_app/compat/api.py:220)
 keyword_search  # unused variable (memory_app/compat/api.py:221)

@@ -60,13 +60,20 @@ def query_params_checked(request, *, allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(params) - {*allowed, "org_id", "project_id"})
     if unknown:
         raise InvalidInput(
-            f"Not supported by this service: {', '.join(unknown)} (docs/integrations.md).",
-            code=ErrorCode.UNSUPPORTED,
+            f"Not supported by this service: {_names(unknown)} (docs/integrations.md).", code=ErrorCode.UNSUPPORTED
         )
     repeated = sorted(name for name in params if len(params.getlist(name)) > 1)
     if repeated:
-        raise InvalidInput(f"Given more than once: {', '.join(repeated)}.", code=ErrorCode.INVALID)
+        raise InvalidInput(f"Given more than once: {_names(repeated)}.", code=ErrorCode.INVALID)
     deployment_checked(params)
+    if "delete_linked" in allowed and params.get("delete_linked", "true") not in ("true", "false", "True", "False"):
+        raise InvalidInput("delete_linked is true or false.", code=ErrorCode.INVALID)
+
+
+def _names(names: list[str]) -> str:
+    """Parameter names as an error names them: at most five, each cut to 40 characters."""
+    shown = ", ".join(repr(name[:40]) if len(name) > 40 else name for name in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 class Mem0View(APIView):
@@ -78,10 +85,20 @@ class Mem0View(APIView):
     request: AuthenticatedRequest  # IsAuthenticated, the default permission
     authentication_classes = [ApiTokenAuthentication]
     query_names: dict[str, tuple[str, ...]] = {}
+    # The paths of mem0's clients before 2.0: there an answer of results is a bare list (mem0's
+    # "v1.0" format, which those clients' types read) unless the call asks for
+    # ``output_format="v1.1"`` ({"results": [...]}).
+    bare_lists = False
+
+    def shaped(self, results: list, output_format) -> Response:
+        if self.bare_lists and output_format != "v1.1":
+            return Response(results)
+        return Response({"results": results})
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        query_params_checked(request, allowed=self.query_names.get(request.method, ()))
+        method = "GET" if request.method == "HEAD" else request.method
+        query_params_checked(request, allowed=self.query_names.get(method, ()))
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
@@ -135,6 +152,9 @@ class Mem0Input(StrictInputMixin, serializers.Serializer):
     app_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
     filters = JSONObjectField(required=False, allow_null=True)
     version = StrictCharField(max_length=10, required=False)
+    api_version = StrictCharField(
+        max_length=10, required=False, help_text="mem0's JavaScript client 2.x's name of version."
+    )
     output_format = StrictCharField(max_length=10, required=False)
     org_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
     project_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
@@ -224,7 +244,7 @@ class AddView(Mem0View):
             infer=data["infer"],
             expires_at=services.expiry_of(data.get("expiration_date")),
         )
-        return Response({"results": [output.event_out(event) for event in events]})
+        return self.shaped([output.event_out(event) for event in events], data.get("output_format"))
 
 
 def _equal_tags(given) -> dict:
@@ -316,7 +336,11 @@ class ListView(Mem0View):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self) or []
         self.read(page, ReadPath.MEM0)
-        return paginator.get_paginated_response([output.memory_out(m, fields=data.get("fields")) for m in page])
+        results = [output.memory_out(m, fields=data.get("fields")) for m in page]
+        paged = bool({"page", "page_size"} & set(request.query_params))
+        if not paged and self.bare_lists and data.get("output_format") != "v1.1":
+            return Response(results)  # not paged by the caller: the older clients' shape (``shaped``)
+        return paginator.get_paginated_response(results)
 
 
 class SearchView(Mem0View):
@@ -342,8 +366,9 @@ class SearchView(Mem0View):
             mode="lexical" if data["keyword_search"] else default_mode(),
         )
         self.read([hit.memory for hit in hits], ReadPath.MEM0)
-        return Response(
-            {"results": [output.memory_out(hit.memory, score=hit.score, fields=data.get("fields")) for hit in hits]}
+        return self.shaped(
+            [output.memory_out(hit.memory, score=hit.score, fields=data.get("fields")) for hit in hits],
+            data.get("output_format"),
         )
 
 
@@ -424,6 +449,13 @@ class DeleteAllView(Mem0View):
             value = _deleted_name(name, given)
             if wanted.setdefault(name, value) != value:
                 raise query.unsupported(f"{name} is given twice, as {wanted[name]!r} and {value!r}")
+        if not wanted:
+            # mem0's clients leave out an argument that is None: a delete naming nobody is refused,
+            # never read as "every memory" (mem0's own asks for reset() there; delete_users() is it).
+            raise InvalidInput(
+                "delete_all names at least one of user_id, agent_id, run_id, app_id (delete_users() deletes them all).",
+                code=ErrorCode.INVALID,
+            )
         subjects = services.subjects_for(actor=request.user, named=[wanted["user_id"]] if "user_id" in wanted else [])
         tags = {name: wanted.get(name) for name in services.ENTITY_TAGS}
         forgotten, left = services.memories_delete_all(actor=request.user, subjects=subjects, tags=tags)
@@ -440,7 +472,11 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
     """``/v1/memories/``: ``DELETE`` is ``delete_all`` (every client); ``POST`` is ``add`` and
     ``GET`` is ``get_all`` (mem0's clients before 2.0 and before 1.0)."""
 
-    query_names = {**DeleteAllView.query_names, "GET": (*query.ENTITY_FIELDS, "page", "page_size")}
+    query_names = {
+        **DeleteAllView.query_names,
+        "GET": (*query.ENTITY_FIELDS, "page", "page_size", "version", "api_version", "output_format"),
+    }
+    bare_lists = True
 
     @extend_schema(
         tags=["mem0-compatible"],
@@ -454,7 +490,8 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
     )
     def get(self, request: AuthenticatedRequest):
         params = request.query_params
-        return self.listed({name: params[name] for name in query.ENTITY_FIELDS if name in params})
+        wanted = {name: params[name] for name in (*query.ENTITY_FIELDS, "output_format") if name in params}
+        return self.listed(wanted)
 
 
 class EntitiesView(Mem0View):
@@ -540,9 +577,9 @@ urlpatterns = [
     # The paths of mem0's clients before 2.0 (1.0: add at v1, list and search at v2; before
     # 1.0: list and search at v1 by default).
     compat_route(r"v1/memories", MemoriesV1View.as_view(), "mem0-delete-all"),
-    compat_route(r"v2/memories", ListView.as_view(), "mem0-list-v2"),
-    compat_route(r"v1/memories/search", SearchView.as_view(), "mem0-search-v1"),
-    compat_route(r"v2/memories/search", SearchView.as_view(), "mem0-search-v2"),
+    compat_route(r"v2/memories", ListView.as_view(bare_lists=True), "mem0-list-v2"),
+    compat_route(r"v1/memories/search", SearchView.as_view(bare_lists=True), "mem0-search-v1"),
+    compat_route(r"v2/memories/search", SearchView.as_view(bare_lists=True), "mem0-search-v2"),
     compat_route(rf"v1/memories/{MEM}", MemoryView.as_view(), "mem0-memory"),
     compat_route(rf"v1/memories/{MEM}/history", HistoryView.as_view(), "mem0-history"),
     compat_route(r"v1/entities", EntitiesView.as_view(), "mem0-entities"),

@@ -228,6 +228,17 @@ def _inferred(subject: User, messages: list[tuple[str, str]]) -> list[Candidate]
     return with_expiry(kept, now=timezone.now(), zone=user_zone(subject))
 
 
+def _kept_already(mine, content: str, *, metadata, expires_at) -> Memory | None:
+    """A memory of ``mine`` that says ``content`` (compared as the extractor compares statements:
+    ``normalized``), with the same metadata and expiry, and not paused."""
+    stem = content.strip().rstrip(".!?。！？")[:100]
+    for memory in mine.filter(content__istartswith=stem, paused=False).order_by("-created_at", "-id")[:20]:
+        same = normalized(memory.content) == normalized(content)
+        if same and (memory.metadata or {}) == (metadata or {}) and memory.expires_at == expires_at:
+            return memory
+    return None
+
+
 def _add_inferred(actor, subject, candidate: Candidate, tags, metadata, evidence, expires_at) -> Event:
     mine = Memory.objects.filter(_subject_memories(actor, subject, tags))
     same_subject = mine.filter(evidence__subject_key=candidate.subject_key).order_by("-created_at", "-id").first()
@@ -245,9 +256,10 @@ def _add_inferred(actor, subject, candidate: Candidate, tags, metadata, evidence
     if same_subject is not None and normalized(same_subject.content) == normalized(candidate.content):
         return Event(memory=same_subject, event=NOOP)
     if same_subject is None:
-        # The same statement kept already some other way (the REST API, the memory home): known.
-        # (A correction of an older statement of its subject still supersedes that one, below.)
-        known = mine.filter(content__iexact=candidate.content).order_by("-created_at", "-id").first()
+        # The same statement kept already some other way (the REST API, the memory home), with
+        # the same tags, and nothing this add asks for that it lacks (an expiry, metadata, not
+        # paused): known. A correction of an older statement of its subject supersedes it, below.
+        known = _kept_already(mine, candidate.content, metadata=metadata, expires_at=expires_at)
         if known is not None:
             return Event(memory=known, event=NOOP)
         return Event(memory=memory_services.memory_create(tier=Tier.USER, **write), event=ADD)

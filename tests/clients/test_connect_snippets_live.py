@@ -36,4 +36,4 @@ def test_the_python_snippets_run_as_pasted(integrations, snippets, monkeypatch):
         ("langgraph", "Prefers aisle seats."),
     ):
         exec(compile(snippets[name].text, snippets[name].ident, "exec"), {})
-        assert written in erins_texts(integrations), name
+        assert erins_texts(integrations).count(written) == 1, name  # mem0's add: known already, no copy

@@ -242,6 +242,20 @@ def test_add_infers_a_statement_kept_already_through_another_path_as_noop(api, a
     assert other["event"] == "ADD"
 
 
+def test_add_infers_a_restatement_that_asks_for_more_as_its_own_memory(api, alice):
+    """Kept already, but this add brings an expiry or metadata the kept one lacks: not a NOOP
+    (which would drop them); written without a full stop, it is still the same statement."""
+    client = api(alice)
+    kept = client.post("/api/users/me/memories", {"kind": "preference", "content": "I like green tea."}, format="json")
+    (same,) = add(client, messages="I like green tea").json()["results"]
+    assert (same["event"], same["id"]) == ("NOOP", kept.json()["id"])
+    (tagged,) = add(client, messages="I like green tea.", metadata={"source": "chat"}).json()["results"]
+    assert tagged["event"] == "ADD"
+    client.post("/api/users/me/memories", {"kind": "preference", "content": "I like oolong."}, format="json")
+    (dated,) = add(client, messages="I like oolong.", expiration_date="2099-01-01").json()["results"]
+    assert dated["event"] == "ADD" and Memory.objects.get(pk=dated["id"]).expires_at is not None
+
+
 def test_add_infers_a_correction_as_a_supersede_even_when_the_new_words_are_kept_elsewhere(api, alice):
     client = api(alice)
     (berlin,) = add(client, messages="I live in Berlin.").json()["results"]
@@ -763,6 +777,27 @@ def test_the_deployments_own_org_and_project_and_delete_linked_are_taken(api, al
     assert deleted.status_code == 200 and deleted.json()["deleted"] == [alices["jazz"]]
 
 
+@pytest.mark.parametrize("query_string", ["", "org_id=memory-service&project_id=default", "filters=" + quote("{}")])
+def test_delete_all_naming_nobody_is_refused(api, alice, alices, query_string):
+    """mem0's clients leave out an argument that is None: delete_all(agent_id=unset) arrives
+    naming nobody, which is refused rather than read as every memory of the key's user."""
+    before = snapshot()
+    response = api(alice).delete("/v1/memories/", QUERY_STRING=query_string)
+    assert response.status_code == 400, response.content
+    assert snapshot() == before
+
+
+def test_query_strings_hold_delete_linked_to_a_boolean_head_as_get_and_names_short(api, alice, alices):
+    client = api(alice)
+    before = snapshot()
+    assert client.delete(f"/v1/memories/{alices['jazz']}/", QUERY_STRING="delete_linked=banana").status_code == 400
+    assert snapshot() == before
+    assert client.head("/v1/memories/", QUERY_STRING="user_id=alice").status_code == 200
+    names = "&".join(f"{'x' * 300}{i}=1" for i in range(20))
+    refused = client.get("/v1/entities/", QUERY_STRING=names)
+    assert refused.status_code == 400 and len(refused.content) < 2000
+
+
 def test_delete_all_refuses_a_field_given_twice_with_two_values(api, alice, alices):
     before = snapshot()
     twice = urlencode({"agent_id": "travel", "filters": "{'agent_id': 'food'}"})
@@ -791,20 +826,30 @@ def test_the_filters_parameter_is_an_object_of_entity_strings_or_refused(text):
 
 # --- the paths of mem0's clients before 2.0 (tests/clients/test_mem0_older_live.py) -------
 def test_older_clients_paths_add_list_and_search_as_the_current_ones(api, alice, bob, alices):
+    """The paths of mem0's clients before 2.0 answer a bare list (mem0's "v1.0" format, which
+    those clients' types read) unless asked for output_format "v1.1"; a paged list keeps its page."""
     client = api(alice)
     deployment = {"org_id": "memory-service", "project_id": "default"}
     added = client.post("/v1/memories/", {"messages": "I collect stamps", "infer": False, **deployment}, format="json")
-    assert added.status_code == 200 and added.json()["results"][0]["event"] == "ADD"
-    food = {
-        m["id"]
-        for m in client.post("/v2/memories/", {"agent_id": "food", **deployment}, format="json").json()["results"]
-    }
+    assert added.status_code == 200 and added.json()[0]["event"] == "ADD"
+    asked = {"messages": "I collect coins", "infer": False, "output_format": "v1.1", "api_version": "v2"}
+    assert client.post("/v1/memories/", asked, format="json").json()["results"][0]["event"] == "ADD"
+    food = {m["id"] for m in client.post("/v2/memories/", {"agent_id": "food", **deployment}, format="json").json()}
     assert food == {alices["pizza"], alices["sushi"]}
-    listed = client.get("/v1/memories/", {"agent_id": "food", **deployment}).json()["results"]
+    v11 = client.post("/v2/memories/", {"agent_id": "food", "output_format": "v1.1"}, format="json").json()
+    assert {m["id"] for m in v11["results"]} == food
+    paged = client.post("/v2/memories/?page=1&page_size=1", {"agent_id": "food"}, format="json").json()
+    assert paged["count"] == 2 and len(paged["results"]) == 1
+    listed = client.get("/v1/memories/", {"agent_id": "food", "version": "v1", **deployment}).json()
     assert {m["id"] for m in listed} == food
     for path in ("/v1/memories/search/", "/v2/memories/search/"):
         found = client.post(path, {"query": "sushi", "user_id": "alice", **deployment}, format="json").json()
-        assert found["results"][0]["id"] == alices["sushi"]
+        assert found[0]["id"] == alices["sushi"]
+        asked = {"query": "sushi", "output_format": "v1.1"}
+        assert client.post(path, asked, format="json").json()["results"][0]["id"] == alices["sushi"]
+    # the current paths keep their shape whatever is asked
+    assert "results" in client.post("/v3/memories/search/", {"query": "sushi"}, format="json").json()
+    assert "results" in client.post("/v3/memories/", {}, format="json").json()
     assert api(bob).get("/v1/memories/", {"user_id": "alice"}).status_code == 404
 
 
