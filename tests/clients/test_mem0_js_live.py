@@ -3,13 +3,13 @@ installed there by scripts/test.sh), unchanged, against a live server: every mem
 users write them (tests/clients/js/drive.js), a host ending in ``/`` under ``/api/mem0/``
 included, and bob's key reaching nothing of alice's. Its answers come back with camelCase keys."""
 
-import json
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.processes import json_of_run
 
 FOLDER = Path(__file__).with_name("js")
 
@@ -22,16 +22,8 @@ def driven(integrations) -> tuple[dict, str]:
     assert (FOLDER / "node_modules" / "mem0ai").is_dir(), "run scripts/test.sh (npm ci in tests/clients/js)"
     tag = f"js{uuid.uuid4().hex[:8]}"
     keys = integrations.keys
-    done = subprocess.run(
-        [node, "drive.js", integrations.base, keys["alice"], keys["bob"], keys["svc"], tag],
-        cwd=FOLDER,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1]), tag
+    command = [node, "drive.js", integrations.base, keys["alice"], keys["bob"], keys["svc"], tag]
+    return json_of_run(command, cwd=FOLDER), tag
 
 
 def test_mem0s_javascript_client_works_unchanged(driven):

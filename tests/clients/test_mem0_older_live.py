@@ -6,14 +6,14 @@ Each runs in a process of its own (tests/clients/mem0_older_driver.py), with the
 wheel of that version unpacked by ``scripts/ensure_env.sh`` (requirements-older-clients.txt)
 before the installed ``mem0ai``."""
 
-import json
 import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.processes import json_of_run
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("mem0_older_driver.py")
@@ -31,24 +31,11 @@ def drive(integrations, version: str) -> dict:
         f"{folder} is missing: scripts/ensure_env.sh requirements-dev.txt unpacks it"
     )
     tag = f"old{uuid.uuid4().hex[:8]}"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(DRIVER),
-            integrations.base,
-            integrations.keys["svc"],
-            integrations.keys["bob"],
-            "bob",
-            tag,
-        ],
+    keys = integrations.keys
+    seen = json_of_run(
+        [sys.executable, str(DRIVER), integrations.base, keys["svc"], keys["bob"], "bob", tag],
         env={**os.environ, "PYTHONPATH": str(folder)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
     seen["tag"] = tag
     return seen
 

@@ -6,14 +6,13 @@ process of its own (``migration_0009_run.py``), as ``manage.py migrate`` would: 
 database taken back to 0008 and forward again, which cost 40 s on SQLite and 80 s on PostgreSQL
 in a full run, most of it rendering the models of every state on the way back."""
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.databases import own_postgres_database
+from tests.processes import json_of_run
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of the test process that must not reach the subprocess.
@@ -29,17 +28,12 @@ def migrated_from_before_the_engine(tmp_path: Path, **database) -> dict:
         MEMORY_EMBEDDING_PROVIDER="hashed",
         **database,
     )
-    done = subprocess.run(
+    return json_of_run(
         [str(ROOT / ".venv" / "bin" / "python"), "-m", "tests.memory_app.migration_0009_run"],
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def assert_indexed_as_the_engine_would(result: dict) -> None:
