@@ -11,6 +11,7 @@ import django_filters
 from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 
+from config.api.filters import InstantFilter
 from identity_app.chat_bindings import BINDABLE_TARGET_TYPES
 from identity_app.models import ChatBinding, Project, Role
 
@@ -54,8 +55,8 @@ class ProjectFilter(django_filters.FilterSet):
     role = django_filters.MultipleChoiceFilter(
         field_name="my_role", choices=Role.choices, help_text="Your role in the project (repeatable)."
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = InstantFilter(field_name="created_at", lookup_expr="gte")
+    created_before = InstantFilter(field_name="created_at", lookup_expr="lt")
     ordering = StableOrderingFilter(fields=("name", "created_at"))
 
     class Meta:
@@ -82,8 +83,8 @@ class ChatBindingFilter(django_filters.FilterSet):
         max_length=150,
         help_text="Bindings to the user with this username (managers see others' bindings).",
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = InstantFilter(field_name="created_at", lookup_expr="gte")
+    created_before = InstantFilter(field_name="created_at", lookup_expr="lt")
     ordering = StableOrderingFilter(fields=("chat_key", "created_at"))
 
     class Meta:

@@ -1,10 +1,14 @@
 """The API's query filters (``DEFAULT_FILTER_BACKENDS``) and their schema."""
 
 import django_filters
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from rest_framework import exceptions as drf_exceptions
+
+from config.instants import OutOfRange, in_utc
 
 
 class ApiFilterBackend(DjangoFilterBackend):
@@ -68,3 +72,25 @@ class ApiFilterBackendSchema(DjangoFilterExtension):
             if parameter["schema"].get("type") == "array":  # sent empty, it is "May not be empty."
                 parameter["schema"]["minItems"] = 1
         return parameters
+
+
+class InstantField(IsoDateTimeField):
+    """An ISO 8601 date-time, as the instant it names in UTC (``config.instants``): written with
+    any offset Python reads, it filters as that instant; one UTC cannot hold is refused."""
+
+    default_error_messages = {"out_of_range": "Enter a date-time that lies between the years 1 and 9999 in UTC."}
+
+    def to_python(self, value):
+        moment = super().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return in_utc(moment)
+        except OutOfRange:
+            raise ValidationError(self.error_messages["out_of_range"], code="out_of_range") from None
+
+
+class InstantFilter(django_filters.IsoDateTimeFilter):
+    """The API's date-time filters (``created_after``, ``updated_before``, …)."""
+
+    field_class = InstantField

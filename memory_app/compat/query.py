@@ -29,7 +29,7 @@ its own memories; a service key still names whose memories it searches).
 import ast
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import UTC, datetime, time
 
 from django.db.models import JSONField, Q, Value
 from django.db.models.fields.json import KeyTransform, KeyTransformExact
@@ -38,6 +38,7 @@ from django.db.models.lookups import GreaterThan
 from django.utils.dateparse import parse_date, parse_datetime
 
 from config.errors import InvalidInput
+from config.instants import OutOfRange, in_utc
 from memory_app.compat.errors import ErrorCode
 
 LOGICAL = ("AND", "OR", "NOT")
@@ -231,9 +232,10 @@ def _instant(name: str, operand) -> datetime:
         except ValueError:
             moment = None
         if isinstance(moment, datetime):
-            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-        if isinstance(moment, date):
-            return datetime.combine(moment, time.min, tzinfo=UTC)
+            try:
+                return in_utc(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+            except OutOfRange:
+                raise unsupported(f"{name}: {text} lies outside the years 1 to 9999 in UTC") from None
     raise unsupported(f"{name} takes an ISO 8601 date or date-time, e.g. 2025-01-01T00:00:00Z")
 
 

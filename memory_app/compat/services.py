@@ -99,7 +99,12 @@ def expiry_of(value) -> datetime | None:
         except ValueError:
             day = None
         if day is not None:
-            return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+            try:
+                value = datetime.combine(day, time.min, tzinfo=UTC) + timedelta(days=1)
+            except OverflowError:  # 9999-12-31: its end is past what an instant can be
+                raise InvalidInput(
+                    "expiration_date lies outside the years 1 to 9999 in UTC.", code=ErrorCode.INVALID
+                ) from None
     return memory_services.validate_expires_at(value)
 
 

@@ -14,6 +14,7 @@ import django_filters
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, NullIf, StrIndex
 
+from config.api.filters import InstantFilter
 from config.api.pagination import counted_on_rows
 from memory_app.memories.derived import scope_key
 from memory_app.memories.models import Kind, Memory, Origin, Status, expired_q, live_q
@@ -37,8 +38,8 @@ class MemoryFilter(django_filters.FilterSet):
     origin = django_filters.ChoiceFilter(choices=Origin.choices)
     q = django_filters.CharFilter(method="filter_q", max_length=SEARCH_MAX_CHARS)
     search = django_filters.CharFilter(method="filter_q", max_length=SEARCH_MAX_CHARS)
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = InstantFilter(field_name="created_at", lookup_expr="gte")
+    created_before = InstantFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Memory

@@ -4,6 +4,7 @@ conversations' (``threads.filters``)."""
 import django_filters
 from drf_spectacular.utils import extend_schema_field
 
+from config.api.filters import InstantFilter
 from identity_app.filters import StableOrderingFilter
 from memory_app.runs import selectors
 from memory_app.runs.models import AgentRun, RunKind, RunStatus, top_level_runs_q
@@ -33,8 +34,8 @@ class RunFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(
         field_name="user__username", max_length=150, help_text="Runs of the user with this username."
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = InstantFilter(field_name="created_at", lookup_expr="gte")
+    created_before = InstantFilter(field_name="created_at", lookup_expr="lt")
     ordering = StableOrderingFilter(fields=("created_at", "updated_at"))
 
     class Meta:

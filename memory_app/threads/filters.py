@@ -8,6 +8,7 @@ import django_filters
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema_field
 
+from config.api.filters import InstantFilter
 from identity_app.filters import MAX_TEXT_FILTER_CHARS, StableOrderingFilter
 from memory_app.threads.models import Conversation, ConversationSource, ConversationStatus
 
@@ -37,10 +38,10 @@ class ConversationFilter(django_filters.FilterSet):
         max_length=MAX_TEXT_FILTER_CHARS,
         help_text="Conversations whose title contains every word (any letter case).",
     )
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    updated_after = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="gte")
-    updated_before = django_filters.IsoDateTimeFilter(field_name="updated_at", lookup_expr="lt")
+    created_after = InstantFilter(field_name="created_at", lookup_expr="gte")
+    created_before = InstantFilter(field_name="created_at", lookup_expr="lt")
+    updated_after = InstantFilter(field_name="updated_at", lookup_expr="gte")
+    updated_before = InstantFilter(field_name="updated_at", lookup_expr="lt")
     ordering = StableOrderingFilter(fields=("updated_at", "created_at", "title"))
 
     class Meta:

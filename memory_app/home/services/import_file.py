@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from config.errors import DomainError, InvalidInput
+from config.instants import OutOfRange, in_utc
 from config.validation import (
     DuplicateKey,
     clean_text,
@@ -118,7 +119,12 @@ def _import_expiry(value, *, section: str, index: int):
         raise import_error(section, index, _("expires_at must be an ISO 8601 date-time or null."), "invalid_expires_at")
     if timezone.is_naive(parsed):
         raise import_error(section, index, _("expires_at needs a time zone."), "invalid_expires_at")
-    return parsed
+    try:
+        return in_utc(parsed)
+    except OutOfRange:
+        raise import_error(
+            section, index, _("expires_at lies outside the years 1 to 9999 in UTC."), "invalid_expires_at"
+        ) from None
 
 
 def import_parse(raw: bytes) -> dict:

@@ -3,7 +3,7 @@ which memory (``require_write``, ``scope_for_create``), the row lock, and the ch
 versions a forget or a move takes along."""
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NamedTuple
 
 from django.db.models import Q
@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from config.errors import InvalidInput, NotFound, PermissionDenied, TooLarge
+from config.instants import OutOfRange, in_utc
 from config.validation import clean_text, validate_json_container
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.models import User
@@ -79,9 +80,15 @@ def validate_expires_at(value, *, now: datetime | None = None) -> datetime | Non
         raise InvalidInput(
             "expires_at needs a time zone (an offset such as +01:00, or Z for UTC).", code=ErrorCode.INVALID_EXPIRES_AT
         )
+    try:
+        value = in_utc(value)
+    except OutOfRange:
+        raise InvalidInput(
+            "expires_at lies outside the years 1 to 9999 in UTC.", code=ErrorCode.INVALID_EXPIRES_AT
+        ) from None
     if value <= (now or timezone.now()):
         raise InvalidInput("expires_at must be in the future.", code=ErrorCode.INVALID_EXPIRES_AT)
-    return value.astimezone(UTC)
+    return value
 
 
 def kinds_of(tier: str) -> frozenset[str]:

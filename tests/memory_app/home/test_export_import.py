@@ -172,6 +172,12 @@ def valid_export(*items) -> dict:
         (valid_export({"kind": "fact", "content": "ok", "metadata": []}), "invalid_import"),
         (valid_export({"kind": "fact", "content": "ok", "metadata": {"k": "v" * 9000}}), "too_large"),
         (valid_export({"kind": "fact", "content": "ok", "id": 5}), "invalid_import"),
+        (valid_export({"kind": "fact", "content": "ok", "expires_at": "2999-01-01T00:00:00"}), "invalid_expires_at"),
+        # a date-time whose instant in UTC is past the year 9999 (config/instants.py)
+        (
+            valid_export({"kind": "fact", "content": "ok", "expires_at": "9999-12-31T23:00:00-05:00"}),
+            "invalid_expires_at",
+        ),
         (valid_export("not an object"), "invalid_import"),
         (valid_export(*[{"kind": "fact", "content": f"fact {n}"} for n in range(1001)]), "too_many"),
     ],

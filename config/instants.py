@@ -1,0 +1,24 @@
+"""Moments from outside the service (query strings, request bodies, imported files).
+
+An ISO 8601 date-time names one instant, and the service compares and keeps instants in UTC. A
+valid date-time can still be one the database cannot take as written: Python reads offsets up to
+±23:59, PostgreSQL refuses any over ±15:59, and near the ends of the calendar (9999-12-31 at
+-05:00, 0001-01-01 at +05:00) the same instant in UTC lies outside the years Python holds. So a
+moment from outside is taken to UTC before anything else sees it: it is then an ordinary instant
+whatever offset it was written with, or it is refused as out of range (``OutOfRange``, a
+``ValueError``), never handed on as written.
+"""
+
+from datetime import UTC, datetime
+
+
+class OutOfRange(ValueError):
+    """The instant lies outside the years 1 to 9999 in UTC."""
+
+
+def in_utc(moment: datetime) -> datetime:
+    """``moment`` (aware) as the same instant in UTC."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as error:
+        raise OutOfRange("the instant lies outside the years 1 to 9999 in UTC") from error

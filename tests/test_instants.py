@@ -1,0 +1,185 @@
+"""Date-times from outside are taken as the instant they name, in UTC (config/instants.py).
+
+Python reads offsets up to ±23:59 and PostgreSQL refuses any over ±15:59, and near the ends of
+the calendar the same instant in UTC is outside the years Python holds. Before, a list filtered
+with ``created_before=0685-02-24T20:10:14.546-20:49`` was a 500 on PostgreSQL, and an
+``expires_at`` of 9999-12-31T23:00:00-05:00 a 500 everywhere. Now every date-time a request
+brings is either an ordinary instant, whatever offset it is written with, or a 400, and a refused
+one changes nothing."""
+
+from datetime import UTC, datetime, timedelta, timezone
+from urllib.parse import urlencode
+
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from config.instants import OutOfRange, in_utc
+from memory_app.memories.models import Memory, Origin, Tier
+from memory_app.memories.services import memory_create
+from memory_app.threads.models import Conversation
+from tests.factories import ConversationFactory
+
+LISTS = {
+    "/api/users/me/memories/": ("created_after", "created_before"),
+    "/api/projects/{project}/identity-memories/": ("created_after", "created_before"),
+    "/api/conversations/": ("created_after", "created_before", "updated_after", "updated_before"),
+    "/api/runs/": ("created_after", "created_before"),
+    "/api/projects/": ("created_after", "created_before"),
+    "/api/chat-bindings/": ("created_after", "created_before"),
+}
+
+offsets = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+moments = st.builds(
+    lambda naive, zone: naive.replace(tzinfo=zone),
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+    offsets,
+)
+
+
+def written(moment: datetime) -> str:
+    """As a client writes it: ``isoformat`` (offsets of minutes, e.g. -20:49)."""
+    return moment.isoformat()
+
+
+@given(moment=moments)
+def test_an_instant_in_utc_is_the_same_instant_or_out_of_range(moment):
+    try:
+        utc = in_utc(moment)
+    except OutOfRange:
+        naive = moment.replace(tzinfo=None)
+        # only at the ends of the calendar
+        assert naive - datetime(1, 1, 1) < timedelta(days=1) or datetime(9999, 12, 31) - naive < timedelta(days=1)
+        return
+    assert utc == moment and utc.utcoffset() == timedelta(0)
+
+
+@pytest.fixture
+def rows(alice, project, api):
+    """Alice's rows of every list, two days apart (created 2026-01-01 and 2026-01-03, UTC)."""
+    early, late = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 3, tzinfo=UTC)
+    memories = [
+        memory_create(actor=alice, tier=Tier.USER, kind="fact", content=f"{n} fact", origin=Origin.API)
+        for n in ("first", "second")
+    ]
+    shared = [
+        memory_create(
+            actor=alice, tier=Tier.PROJECT, project_id=project.pk, kind="fact", content=f"{n} shared", origin=Origin.API
+        )
+        for n in ("first", "second")
+    ]
+    for one, two in (memories, shared):
+        Memory.objects.filter(pk=one.pk).update(created_at=early)
+        Memory.objects.filter(pk=two.pk).update(created_at=late)
+    first, second = (ConversationFactory(owner=alice, title=title) for title in ("first", "second"))
+    Conversation.objects.filter(pk=first.pk).update(created_at=early, updated_at=early)
+    Conversation.objects.filter(pk=second.pk).update(created_at=late, updated_at=late)
+    client = api(alice)
+    return client
+
+
+def listed(client, path, **query):
+    response = client.get(path + "?" + urlencode(query))
+    return response.status_code, sorted(map(str, (row.get("id") for row in response.json().get("results", []))))
+
+
+def test_a_filter_written_with_an_offset_postgresql_refuses_filters_by_its_instant(rows, project):
+    # 2026-01-02T12:00 UTC, written at -20:49 (PostgreSQL takes offsets up to ±15:59)
+    far = "2026-01-01T15:11:00-20:49"
+    assert datetime.fromisoformat(far) == datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
+    for route, names in LISTS.items():
+        path = route.format(project=project.pk)
+        for name in names:
+            status, found = listed(rows, path, **{name: far})
+            assert status == 200, (path, name)
+            assert (status, found) == listed(rows, path, **{name: "2026-01-02T12:00:00Z"}), (path, name)
+        if "memories" in path or "conversations" in path:
+            # one row on each side of the instant
+            assert len(listed(rows, path, created_after=far)[1]) == 1
+            assert len(listed(rows, path, created_before=far)[1]) == 1
+
+
+@pytest.mark.parametrize("edge", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:30:00+05:00"])
+def test_a_filter_utc_cannot_hold_is_a_400_that_says_so(rows, project, edge):
+    for path, names in LISTS.items():
+        for name in names:
+            response = rows.get(path.format(project=project.pk) + "?" + urlencode({name: edge}))
+            assert response.status_code == 400, (path, name)
+            assert "between the years 1 and 9999 in UTC" in response.content.decode()
+
+
+def test_any_date_time_filters_every_list_or_is_refused(rows, project):
+    """Any date-time of the years Python reads, at any offset it reads, in any list's filter."""
+
+    @hypothesis_settings(max_examples=80, deadline=None)
+    @given(moment=moments, where=st.sampled_from([(p, n) for p, names in LISTS.items() for n in names]))
+    def filters(moment, where):
+        route, name = where
+        path = route.format(project=project.pk)
+        status, found = listed(rows, path, **{name: written(moment)})
+        try:
+            utc = in_utc(moment)
+        except OutOfRange:
+            assert status == 400
+            return
+        assert status == 200
+        assert found == listed(rows, path, **{name: utc.isoformat()})[1]
+
+    filters()
+
+
+def _snapshot(user):
+    return sorted(Memory.objects.filter(owner=user).values_list("id", "content", "status", "expires_at"))
+
+
+@pytest.mark.parametrize("expires_at", ["9999-12-31T23:00:00-05:00", "9999-12-31T23:59:59.999999-00:01"])
+def test_an_expiry_utc_cannot_hold_is_a_400_and_writes_nothing(api, alice, expires_at):
+    before = _snapshot(alice)
+    response = api(alice).post(
+        "/api/users/me/memories/", {"kind": "fact", "content": "Ends late", "expires_at": expires_at}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert _snapshot(alice) == before
+    # the services' own reading (mem0's expiration_date, imports): the same refusal, by name
+    added = api(alice).post(
+        "/v1/memories/", {"messages": "Ends late", "infer": False, "expiration_date": expires_at}, format="json"
+    )
+    assert added.status_code == 400 and "outside the years 1 to 9999 in UTC" in added.content.decode()
+    assert _snapshot(alice) == before
+
+
+def test_an_expiry_written_with_a_large_offset_is_kept_as_its_instant(api, alice):
+    response = api(alice).post(
+        "/api/users/me/memories/",
+        {"kind": "fact", "content": "Ends on time", "expires_at": "2999-06-01T03:00:00-20:49"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    kept = Memory.objects.get(pk=response.json()["id"]).expires_at
+    assert kept == datetime(2999, 6, 1, 23, 49, tzinfo=UTC)
+
+
+def test_mem0s_dates_utc_cannot_hold_are_400s_and_change_nothing(api, alice):
+    client = api(alice)
+    before = _snapshot(alice)
+    added = client.post(
+        "/v1/memories/",
+        {"messages": "I keep a diary", "infer": False, "expiration_date": "9999-12-31"},
+        format="json",
+    )
+    assert added.status_code == 400
+    assert _snapshot(alice) == before
+    for moment in ("0001-01-01T00:30:00+05:00", "9999-12-31T23:00:00-05:00"):
+        searched = client.post(
+            "/v2/memories/",
+            {"filters": {"AND": [{"user_id": "alice"}, {"created_at": {"gte": moment}}]}},
+            format="json",
+        )
+        assert searched.status_code == 400 and "outside the years 1 to 9999" in searched.content.decode()
+    memory_create(actor=alice, tier=Tier.USER, kind="fact", content="I keep a diary", origin=Origin.API)
+    far = {"filters": {"AND": [{"user_id": "alice"}, {"created_at": {"gte": "2020-01-01T15:11:00-20:49"}}]}}
+    found = client.post("/v2/memories/", far, format="json")
+    assert found.status_code == 200 and [m["memory"] for m in found.json()] == ["I keep a diary"]
