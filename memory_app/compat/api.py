@@ -10,7 +10,7 @@ support is a 400 that names it, never ignored.
 """
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -74,6 +74,29 @@ def _names(names: list[str]) -> str:
     """Parameter names as an error names them: at most five, each cut to 40 characters."""
     shown = ", ".join(repr(name[:40]) if len(name) > 40 else name for name in names[:5])
     return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+# The answers' shapes in the schema. mem0's paths before 2.0 (``bare_lists``) answer a bare list
+# unless the call asks for ``output_format="v1.1"`` or pages: each of the views below serves
+# both kinds of path, so its answer is documented as one or the other.
+POSITIVE = {"type": "integer", "minimum": 1}
+LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
+_RESULTS = {"type": "object", "properties": {"results": LIST_OF_OBJECTS}, "required": ["results"]}
+_PAGE = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "next": {"type": "string", "nullable": True},
+        "previous": {"type": "string", "nullable": True},
+        "results": LIST_OF_OBJECTS,
+    },
+    "required": ["count", "next", "previous", "results"],
+}
+_BARE = "A bare list on mem0's paths before 2.0 (`/v1/memories/`, `/v2/memories/`, `/v1/memories/search/`, `/v2/memories/search/`) unless `output_format` is `v1.1`"
+RESULTS_OR_LIST = OpenApiResponse(response={"oneOf": [_RESULTS, LIST_OF_OBJECTS]}, description=f"{_BARE}.")
+PAGE_OR_LIST = OpenApiResponse(
+    response={"oneOf": [_PAGE, LIST_OF_OBJECTS]}, description=f"{_BARE} or the list is paged (`page`, `page_size`)."
+)
 
 
 class Mem0View(APIView):
@@ -173,7 +196,9 @@ class PingView(Mem0View):
             {
                 "status": serializers.CharField(),
                 "user_id": serializers.CharField(),
-                "user_email": serializers.CharField(),
+                "user_email": serializers.CharField(allow_null=True),
+                "org_id": serializers.CharField(),
+                "project_id": serializers.CharField(),
             },
         ),
     )
@@ -218,9 +243,7 @@ class AddView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         request=Mem0AddInput,
-        responses={
-            200: inline_serializer("Mem0Events", {"results": serializers.ListField(child=serializers.DictField())})
-        },
+        responses={200: RESULTS_OR_LIST},
     )
     def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, ADD_UNSUPPORTED)
@@ -314,16 +337,8 @@ class ListView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         request=Mem0ListInput,
-        parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
-        responses=inline_serializer(
-            "Mem0Page",
-            {
-                "count": serializers.IntegerField(),
-                "next": serializers.CharField(allow_null=True),
-                "previous": serializers.CharField(allow_null=True),
-                "results": serializers.ListField(child=serializers.DictField()),
-            },
-        ),
+        parameters=[OpenApiParameter("page", POSITIVE), OpenApiParameter("page_size", POSITIVE)],
+        responses={200: PAGE_OR_LIST},
     )
     def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, READ_UNSUPPORTED)
@@ -349,7 +364,7 @@ class SearchView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         request=Mem0SearchInput,
-        responses=inline_serializer("Mem0Search", {"results": serializers.ListField(child=serializers.DictField())}),
+        responses={200: RESULTS_OR_LIST},
     )
     def post(self, request: AuthenticatedRequest):
         refuse_fields(request.data, READ_UNSUPPORTED)
@@ -409,7 +424,7 @@ class MemoryView(Mem0View):
     @extend_schema(
         tags=["mem0-compatible"],
         parameters=[OpenApiParameter("delete_linked", bool)],
-        responses=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT},
     )
     def delete(self, request: AuthenticatedRequest, memory_id):
         forgotten = services.memory_delete(actor=request.user, memory_id=memory_id)
@@ -417,7 +432,7 @@ class MemoryView(Mem0View):
 
 
 class HistoryView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
+    @extend_schema(tags=["mem0-compatible"], responses={200: LIST_OF_OBJECTS})
     def get(self, request: AuthenticatedRequest, memory_id):
         memory = memory_of_users_get(actor=request.user, memory_id=memory_id)
         chain = memory_chain(memory=memory)
@@ -439,7 +454,8 @@ class DeleteAllView(Mem0View):
                 description="The entity fields as one object, as mem0's client sends delete_all(filters={...}).",
             ),
         ],
-        responses=OpenApiTypes.OBJECT,
+        description="Names at least one entity, in its own parameter or in `filters`; a delete naming nobody is a 400.",
+        responses={200: OpenApiTypes.OBJECT},
     )
     def delete(self, request: AuthenticatedRequest):
         params = request.query_params
@@ -483,10 +499,10 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
         operation_id="mem0_memories_v1_list",
         parameters=[
             *(OpenApiParameter(name, str) for name in query.ENTITY_FIELDS),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
+            OpenApiParameter("page", POSITIVE),
+            OpenApiParameter("page_size", POSITIVE),
         ],
-        responses=OpenApiTypes.OBJECT,
+        responses={200: PAGE_OR_LIST},
     )
     def get(self, request: AuthenticatedRequest):
         params = request.query_params
@@ -499,7 +515,7 @@ class EntitiesView(Mem0View):
 
     @extend_schema(
         tags=["mem0-compatible"],
-        parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        parameters=[OpenApiParameter("page", POSITIVE), OpenApiParameter("page_size", POSITIVE)],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: AuthenticatedRequest):
@@ -515,7 +531,11 @@ class EntitiesView(Mem0View):
 
 
 class EntityView(Mem0View):
-    @extend_schema(tags=["mem0-compatible"], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        tags=["mem0-compatible"],
+        parameters=[OpenApiParameter("entity_type", str, OpenApiParameter.PATH, enum=["user", "agent", "run", "app"])],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def delete(self, request: AuthenticatedRequest, entity_type, name):
         forgotten, left = services.entity_delete(actor=request.user, kind=entity_type, name=name)
         return Response({"message": "Entity deleted successfully.", "deleted": len(forgotten), "remaining": left})
@@ -542,7 +562,7 @@ class BatchView(Mem0View):
             }
         )
 
-    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses={200: OpenApiTypes.OBJECT})
     def delete(self, request: AuthenticatedRequest):
         items = validated(Mem0BatchInput, request)["memories"]
         if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):

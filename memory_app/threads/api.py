@@ -285,9 +285,11 @@ class MessageListView(generics.ListAPIView):
 
     @extend_schema(
         operation_id="conversations_messages_forget_all",
-        responses=inline_serializer(
-            "MessagesForgotten", {"forgotten": serializers.IntegerField(), "remaining": serializers.IntegerField()}
-        ),
+        responses={
+            200: inline_serializer(
+                "MessagesForgotten", {"forgotten": serializers.IntegerField(), "remaining": serializers.IntegerField()}
+            )
+        },
     )
     def delete(self, request: AuthenticatedRequest, conversation_id):
         """Forget the conversation's messages (with their index entries and reads), at most
