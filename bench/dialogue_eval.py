@@ -413,6 +413,7 @@ def ask_memory(
                 )
                 found = [item_turns.get(str(hit["id"])) for hit in body["results"]]
                 record[mode] = score(found, q["evidence"], MEMORY_K)[:1]
+                record[f"{mode} empty"] = not body["results"]
             found = [observations[i]["turn"] for i in bm25.rank(q["query"], MEMORY_K)]
             record["bm25"] = score(found, q["evidence"], MEMORY_K)[:1]
             record["id"] = q["id"]
@@ -424,6 +425,9 @@ def ask_memory(
         ("hit",),
     )
     beside_target("memory hit@5, hybrid", summary["all"]["hybrid"]["hit"], TARGETS["memory"])
+    # A question answered with nothing (the floors and gates of "nothing matches") cannot be a hit.
+    empty = {mode: sum(r[f"{mode} empty"] for r in records) for mode in MODES}
+    print("  answered empty: " + ", ".join(f"{mode} {n} of {len(records)}" for mode, n in empty.items()))
     return records, summary
 
 
