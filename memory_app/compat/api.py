@@ -10,7 +10,13 @@ support is a 400 that names it, never ignored.
 """
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -80,6 +86,8 @@ def _names(names: list[str]) -> str:
 # unless the call asks for ``output_format="v1.1"`` or pages: each of the views below serves
 # both kinds of path, so its answer is documented as one or the other.
 POSITIVE = {"type": "integer", "minimum": 1}
+NAMED = {"type": "string", "minLength": 1}
+ONE_NAME = {**NAMED, "not": {"enum": [query.WILDCARD]}}  # what a delete names: one name, never "any"
 LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
 _RESULTS = {"type": "object", "properties": {"results": LIST_OF_OBJECTS}, "required": ["results"]}
 _PAGE = {
@@ -168,6 +176,44 @@ def entity_filters(data: dict) -> dict | None:
     return {"AND": given} if given else None
 
 
+@extend_schema_field({"type": "string", "enum": [PING_ORG], "nullable": True, "description": "As /v1/ping/ answers."})
+class _OrgField(StrictCharField):
+    """``org_id``: this deployment's (``deployment_checked``)."""
+
+
+@extend_schema_field(
+    {"type": "string", "enum": [PING_PROJECT], "nullable": True, "description": "As /v1/ping/ answers."}
+)
+class _ProjectField(StrictCharField):
+    """``project_id``: this deployment's (``deployment_checked``)."""
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "nullable": True, "description": "Or a date."})
+class _InstantField(StrictCharField):
+    """An ISO 8601 date or date-time (``query._instant``)."""
+
+
+_MESSAGE = {
+    "type": "object",
+    "properties": {"role": {"type": "string"}, "content": {"type": "string", "minLength": 1, "nullable": True}},
+    "required": ["role"],
+}
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "minLength": 1},
+            _MESSAGE,
+            {"type": "array", "items": _MESSAGE, "minItems": 1, "maxItems": services.MAX_MESSAGES},
+        ],
+        "description": "A string, a message {role, content}, or a list of messages (``services.messages_text``).",
+    }
+)
+class _MessagesField(serializers.JSONField):
+    pass
+
+
 class Mem0Input(StrictInputMixin, serializers.Serializer):
     user_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
     agent_id = StrictCharField(max_length=query.MAX_VALUE_CHARS, required=False, allow_null=True)
@@ -179,8 +225,8 @@ class Mem0Input(StrictInputMixin, serializers.Serializer):
         max_length=10, required=False, help_text="mem0's JavaScript client 2.x's name of version."
     )
     output_format = StrictCharField(max_length=10, required=False)
-    org_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
-    project_id = StrictCharField(max_length=100, required=False, allow_null=True, help_text="As /v1/ping/ answers.")
+    org_id = _OrgField(max_length=100, required=False, allow_null=True)
+    project_id = _ProjectField(max_length=100, required=False, allow_null=True)
 
     def validate(self, attrs):
         deployment_checked(attrs)
@@ -231,7 +277,7 @@ ADD_UNSUPPORTED = (
 
 
 class Mem0AddInput(Mem0Input):
-    messages = serializers.JSONField(help_text="A string, a message {role, content}, or a list of messages.")
+    messages = _MessagesField()
     metadata = JSONObjectField(required=False, allow_null=True)
     infer = StrictBooleanField(required=False, default=True)
     expiration_date = StrictCharField(max_length=40, required=False, allow_null=True)
@@ -295,8 +341,8 @@ class Mem0ListInput(Mem0Input):
         required=False,
         max_length=len(output.MEMORY_FIELDS),
     )
-    start_date = StrictCharField(max_length=40, required=False, allow_null=True)
-    end_date = StrictCharField(max_length=40, required=False, allow_null=True)
+    start_date = _InstantField(max_length=40, required=False, allow_null=True)
+    end_date = _InstantField(max_length=40, required=False, allow_null=True)
     show_expired = StrictBooleanField(required=False, default=False)
     latest_only = StrictBooleanField(required=False, help_text="Accepted: only the current versions are ever listed.")
     metadata = JSONObjectField(required=False, allow_null=True)
@@ -447,10 +493,10 @@ class DeleteAllView(Mem0View):
         tags=["mem0-compatible"],
         operation_id="mem0_memories_delete_all",
         parameters=[
-            *(OpenApiParameter(name, str) for name in query.ENTITY_FIELDS),
+            *(OpenApiParameter(name, ONE_NAME) for name in query.ENTITY_FIELDS),
             OpenApiParameter(
                 "filters",
-                str,
+                NAMED,
                 description="The entity fields as one object, as mem0's client sends delete_all(filters={...}).",
             ),
         ],
@@ -498,7 +544,7 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
         tags=["mem0-compatible"],
         operation_id="mem0_memories_v1_list",
         parameters=[
-            *(OpenApiParameter(name, str) for name in query.ENTITY_FIELDS),
+            *(OpenApiParameter(name, NAMED) for name in query.ENTITY_FIELDS),
             OpenApiParameter("page", POSITIVE),
             OpenApiParameter("page_size", POSITIVE),
         ],
@@ -541,8 +587,39 @@ class EntityView(Mem0View):
         return Response({"message": "Entity deleted successfully.", "deleted": len(forgotten), "remaining": left})
 
 
+_MEMORY_ID = {"type": "string", "minLength": 1}
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {"memory_id": _MEMORY_ID, "text": {"type": "string"}, "metadata": {"type": "object"}},
+        "required": ["memory_id"],
+        "additionalProperties": False,
+    }
+)
+class _ChangeField(serializers.DictField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {"memory_id": _MEMORY_ID},
+        "required": ["memory_id"],
+        "additionalProperties": False,
+    }
+)
+class _DeletedField(serializers.DictField):
+    pass
+
+
 class Mem0BatchInput(StrictInputMixin, serializers.Serializer):
-    memories = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=services.MAX_BATCH)
+    memories = serializers.ListField(child=_ChangeField(), min_length=1, max_length=services.MAX_BATCH)
+
+
+class Mem0BatchDeleteInput(StrictInputMixin, serializers.Serializer):
+    memories = serializers.ListField(child=_DeletedField(), min_length=1, max_length=services.MAX_BATCH)
 
 
 class BatchView(Mem0View):
@@ -562,9 +639,9 @@ class BatchView(Mem0View):
             }
         )
 
-    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(tags=["mem0-compatible"], request=Mem0BatchDeleteInput, responses={200: OpenApiTypes.OBJECT})
     def delete(self, request: AuthenticatedRequest):
-        items = validated(Mem0BatchInput, request)["memories"]
+        items = validated(Mem0BatchDeleteInput, request)["memories"]
         if not all(set(item) == {"memory_id"} and isinstance(item["memory_id"], str) for item in items):
             raise InvalidInput("Each item is {memory_id}.", code=ErrorCode.INVALID)
         forgotten = services.memories_batch_delete(actor=request.user, memory_ids=[item["memory_id"] for item in items])
