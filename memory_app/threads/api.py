@@ -1,7 +1,7 @@
 """Conversations and their messages over REST (``/api/conversations/...``): written by service
 principals for a user, read by their owner."""
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -278,7 +278,14 @@ class MessageListView(generics.ListAPIView):
         parameters=[
             OpenApiParameter("fields", str, enum=["full"], description="full: whole messages, as their detail."),
             OpenApiParameter("ordering", str, enum=list(LIST_ORDERINGS), description="Oldest first by default."),
-        ]
+        ],
+        # Each item is a list's message, or with ``fields=full`` the whole message.
+        responses=PolymorphicProxySerializer(
+            component_name="MessageListItem",
+            serializers=[MessageListOutput, MessageOutput],
+            resource_type_field_name=None,
+            many=True,
+        ),
     )
     def get(self, request: Request, *args, **kwargs):
         return super().get(request, *args, **kwargs)

@@ -66,7 +66,7 @@ READS = {
     "ConversationOutput": {"id", "owner"},
     "PaginatedMemoryOutputList": {"results", "next"},
     "PaginatedConversationOutputList": {"results", "next"},
-    "PaginatedMessageListOutputList": {"results", "next"},
+    "PaginatedMessageListItemList": {"results", "next"},  # a list's messages, or whole ones (fields=full)
     "PaginatedRunListOutputList": {"results", "next"},
 }
 
