@@ -3,10 +3,13 @@
 from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.http import HttpRequest, HttpResponseRedirect
+from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext_noop
 
 from config.errors import DomainError
+from config.instants import in_utc
 
 # Words of Django's admin templates that Django's own zh_Hans catalog does not translate yet:
 # named here so that makemessages keeps them in ours (which the admin reads first).
@@ -69,3 +72,29 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None):
         return False
+
+
+class InstantListFilter(admin.DateFieldListFilter):
+    """The admin's date filter, its bounds read as the API reads date-times (config/instants.py):
+    a bound written with an offset PostgreSQL refuses, or whose instant UTC cannot hold, was a
+    500 once typed into the address; now it is the instant, or the admin's "incorrect lookup"."""
+
+    def queryset(self, request, queryset):
+        for name, given in list(self.used_parameters.items()):
+            values = given if isinstance(given, list) else [given]
+            self.used_parameters[name] = [_instant(value) for value in values]
+        return super().queryset(request, queryset)
+
+
+def _instant(value):
+    text = str(value).strip()
+    try:
+        moment = parse_datetime(text)
+        if moment is None:
+            day = parse_date(text)
+            if day is None:
+                raise IncorrectLookupParameters(f"Not a date: {text[:40]!r}")
+            return day
+        return in_utc(moment) if moment.tzinfo is not None else moment
+    except ValueError as error:  # an impossible date, or one UTC cannot hold (OutOfRange)
+        raise IncorrectLookupParameters(str(error)) from None

@@ -7,13 +7,21 @@ valid date-time can still be one the database cannot take as written: Python rea
 moment from outside is taken to UTC before anything else sees it: it is then an ordinary instant
 whatever offset it was written with, or it is refused as out of range (``OutOfRange``, a
 ``ValueError``), never handed on as written.
+
+An instant the service keeps to show people (an expiry, when a message was said) must also be
+one every time zone can show: ``SHOWN_FIRST`` to ``SHOWN_LAST``, a day inside each end (a zone's
+offset is under 24 hours). 9999-12-31T23:59:59Z, a common way of writing "never", would be the
+year 10000 in Tokyo.
 """
 
 from datetime import UTC, datetime
 
+SHOWN_FIRST = datetime(1, 1, 2, tzinfo=UTC)
+SHOWN_LAST = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
+
 
 class OutOfRange(ValueError):
-    """The instant lies outside the years 1 to 9999 in UTC."""
+    """The instant lies outside the years 1 to 9999 in UTC (or outside what is shown)."""
 
 
 def in_utc(moment: datetime) -> datetime:
@@ -22,3 +30,8 @@ def in_utc(moment: datetime) -> datetime:
         return moment.astimezone(UTC)
     except OverflowError as error:
         raise OutOfRange("the instant lies outside the years 1 to 9999 in UTC") from error
+
+
+def shown_everywhere(moment: datetime) -> bool:
+    """Every time zone can show ``moment`` (aware, in UTC or not) as a date of the years 1 to 9999."""
+    return SHOWN_FIRST <= moment <= SHOWN_LAST

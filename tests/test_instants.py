@@ -15,10 +15,11 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from config.instants import OutOfRange, in_utc
+from config.instants import SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
+from identity_app.services import profile_update
 from memory_app.memories.models import Memory, Origin, Tier
 from memory_app.memories.services import memory_create
-from memory_app.threads.models import Conversation
+from memory_app.threads.models import Conversation, Message
 from tests.factories import ConversationFactory
 
 LISTS = {
@@ -162,16 +163,8 @@ def test_an_expiry_written_with_a_large_offset_is_kept_as_its_instant(api, alice
     assert kept == datetime(2999, 6, 1, 23, 49, tzinfo=UTC)
 
 
-def test_mem0s_dates_utc_cannot_hold_are_400s_and_change_nothing(api, alice):
+def test_mem0s_date_filters_utc_cannot_hold_are_400s(api, alice):
     client = api(alice)
-    before = _snapshot(alice)
-    added = client.post(
-        "/v1/memories/",
-        {"messages": "I keep a diary", "infer": False, "expiration_date": "9999-12-31"},
-        format="json",
-    )
-    assert added.status_code == 400
-    assert _snapshot(alice) == before
     for moment in ("0001-01-01T00:30:00+05:00", "9999-12-31T23:00:00-05:00"):
         searched = client.post(
             "/v2/memories/",
@@ -183,3 +176,63 @@ def test_mem0s_dates_utc_cannot_hold_are_400s_and_change_nothing(api, alice):
     far = {"filters": {"AND": [{"user_id": "alice"}, {"created_at": {"gte": "2020-01-01T15:11:00-20:49"}}]}}
     found = client.post("/v2/memories/", far, format="json")
     assert found.status_code == 200 and [m["memory"] for m in found.json()] == ["I keep a diary"]
+
+
+def test_never_written_as_the_last_day_of_9999_is_kept_as_the_last_instant_every_zone_shows(api, alice, client):
+    """9999-12-31T23:59:59Z (or mem0's 9999-12-31) is the year 10000 in Tokyo: it is kept as the
+    last instant every zone shows, and the identity context and the web pages show it there."""
+    profile_update(user=alice, timezone="Asia/Tokyo")
+    rest = api(alice).post(
+        "/api/users/me/memories/",
+        {"kind": "fact", "content": "Never ends", "expires_at": "9999-12-31T23:59:59Z"},
+        format="json",
+    )
+    assert rest.status_code == 201, rest.content
+    mem0 = api(alice).post(
+        "/v1/memories/", {"messages": "I keep a diary", "infer": False, "expiration_date": "9999-12-31"}, format="json"
+    )
+    assert mem0.status_code == 200, mem0.content
+    kept = Memory.objects.filter(owner=alice).values_list("expires_at", flat=True)
+    assert set(kept) == {SHOWN_LAST}
+    assert api(alice).get("/api/users/me/identity-context").status_code == 200
+    client.force_login(alice)
+    assert client.get(f"/memory/items/{rest.json()['id']}/").status_code == 200
+    assert client.get("/memory/items/", {"source": "user"}).status_code == 200
+
+
+def test_a_statement_bounded_past_the_calendars_end_is_kept_without_an_expiry(api, alice):
+    """ "until December 9999" reads as a date whose end no date can be: the statement is kept as
+    it is said, unbounded (it was a 500, and in the worker a lost run)."""
+    profile_update(user=alice, timezone="America/New_York")
+    for text in ("I live in Lisbon until December 9999.", "I live in Porto until 31 December 9999."):
+        added = api(alice).post("/v1/memories/", {"messages": text, "infer": True}, format="json")
+        assert added.status_code == 200, added.content
+    assert Memory.objects.filter(owner=alice).exists()
+    assert all(e is None or shown_everywhere(e) for e in Memory.objects.values_list("expires_at", flat=True))
+
+
+@pytest.mark.parametrize("sent_at", ["0001-01-01T05:00:00Z", "0001-01-01T00:00:00+00:00"])
+def test_a_message_said_before_every_zones_calendar_is_refused(api, svc, alice, sent_at):
+    client = api(svc)
+    conversation = client.post("/api/conversations", {"user": "alice", "title": "t"}, format="json").json()["id"]
+    response = client.post(
+        f"/api/conversations/{conversation}/messages",
+        {"role": "user", "content": "hello", "sent_at": sent_at},
+        format="json",
+    )
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_sent_at"
+    assert not Message.objects.filter(conversation_id=conversation).exists()
+
+
+@pytest.mark.parametrize(
+    "bound",
+    ["created_at__gte=2026-01-01T15:11:00-20:49", "created_at__lt=9999-12-31T23:00:00-05:00", "created_at__gte=soon"],
+)
+def test_the_admins_date_filter_reads_its_bounds_as_the_api_does(client, admin, alice, bound):
+    memory_create(actor=alice, tier=Tier.USER, kind="fact", content="A fact", origin=Origin.API)
+    client.force_login(admin)
+    response = client.get(f"/admin/memory_app/memory/?{bound}")
+    # the instant, or the admin's own "incorrect lookup" (a redirect to ?e=1): never a 500
+    assert response.status_code in (200, 302), response.status_code
+    if "-20:49" in bound:
+        assert response.status_code == 200 and "A fact" in response.content.decode()

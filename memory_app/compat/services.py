@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 from config.errors import InvalidInput, NotFound, TooLarge
+from config.instants import SHOWN_LAST
 from config.validation import clean_text
 from identity_app.models import User
 from identity_app.permissions import acting_for_users_q, is_service_principal
@@ -101,10 +102,8 @@ def expiry_of(value) -> datetime | None:
         if day is not None:
             try:
                 value = datetime.combine(day, time.min, tzinfo=UTC) + timedelta(days=1)
-            except OverflowError:  # 9999-12-31: its end is past what an instant can be
-                raise InvalidInput(
-                    "expiration_date lies outside the years 1 to 9999 in UTC.", code=ErrorCode.INVALID
-                ) from None
+            except OverflowError:  # 9999-12-31, written for "never": its end is past what a date can be
+                value = SHOWN_LAST
     return memory_services.validate_expires_at(value)
 
 

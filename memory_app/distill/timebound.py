@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from config.instants import OutOfRange, in_utc
 from memory_app.distill.extraction import Candidate
 
 MAX_PHRASE_CHARS = 40
@@ -200,10 +201,14 @@ def expiry_for(text: str, *, now: datetime, zone: tzinfo) -> Expiry | None:
                 continue
             # "年底之前", "before the end of the month": the end is the bound, not the period's start.
             ends = which == START and ("底" in phrase or phrase.lower().startswith(("end of", "the end of")))
-            found = _read(phrase, base=base, which=END if ends else which)
-            if found is None:
+            try:
+                found = _read(phrase, base=base, which=END if ends else which)
+                if found is None:
+                    continue
+                expires_at = found.replace(tzinfo=zone) if found.tzinfo is None else found
+                in_utc(expires_at)
+            except (OverflowError, OutOfRange):  # "until December 9999": past what a date can be
                 continue
-            expires_at = found.replace(tzinfo=zone) if found.tzinfo is None else found
             if expires_at <= now:
                 return None  # bounded, but by a time already past when it was said
             return Expiry(expires_at=expires_at, phrase=match.group(0).strip())

@@ -17,7 +17,7 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from config.admin import WideListMixin
+from config.admin import InstantListFilter, WideListMixin
 from config.errors import DomainError, NotFound
 from config.http import signed_in_user
 from memory_app.memories import services
@@ -34,7 +34,7 @@ class MemoryAdmin(WideListMixin, admin.ModelAdmin):
     # the status carries "paused" and "expired".
     list_display = ["preview", "scope_type", "scope", "kind", "status_words", "origin", "created_at"]
     list_display_links = ["preview"]
-    list_filter = ["scope_type", "kind", "status", "paused", "origin", "created_at"]
+    list_filter = ["scope_type", "kind", "status", "paused", "origin", ("created_at", InstantListFilter)]
     search_fields = ["id", "content", "scope_id", "owner__username", "project__name", "source_thread_id"]
     list_select_related = ["owner", "project"]
     raw_id_fields = ["owner", "project", "superseded_by", "created_by"]

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from config.budgets import utf8_len
 from config.errors import Conflict, InvalidInput, NotFound, TooLarge
+from config.instants import shown_everywhere
 from config.validation import clean_text, json_size, validate_json_container, validate_json_value
 from identity_app.chat_reach import chat_require_reach
 from identity_app.models import User
@@ -233,7 +234,10 @@ def _new_message(
 ) -> tuple[Message, list[dict], str | None]:
     """A message checked and built (not saved), its tool calls' fields, and its run's id."""
     if sent_at is not None and (
-        not isinstance(sent_at, datetime) or timezone.is_naive(sent_at) or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
+        not isinstance(sent_at, datetime)
+        or timezone.is_naive(sent_at)
+        or sent_at > timezone.now() + SENT_AT_MAX_AHEAD
+        or not shown_everywhere(sent_at)  # the year 1 at its first hours: before every zone's calendar
     ):
         raise InvalidInput(
             "sent_at must be a date and time with a time zone, not in the future.", code=ErrorCode.INVALID_SENT_AT

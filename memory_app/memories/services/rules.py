@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from config.errors import InvalidInput, NotFound, PermissionDenied, TooLarge
-from config.instants import OutOfRange, in_utc
+from config.instants import SHOWN_LAST, OutOfRange, in_utc
 from config.validation import clean_text, validate_json_container
 from identity_app.chat_reach import CHAT_NOT_FOUND, chat_in_reach
 from identity_app.models import User
@@ -88,7 +88,9 @@ def validate_expires_at(value, *, now: datetime | None = None) -> datetime | Non
         ) from None
     if value <= (now or timezone.now()):
         raise InvalidInput("expires_at must be in the future.", code=ErrorCode.INVALID_EXPIRES_AT)
-    return value
+    # Later than every zone can show (9999-12-31T23:59:59Z, written for "never"): kept as the
+    # last instant every zone shows, which never comes either (config/instants.py).
+    return min(value, SHOWN_LAST)
 
 
 def kinds_of(tier: str) -> frozenset[str]:
