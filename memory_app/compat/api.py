@@ -9,6 +9,7 @@ Every answer is what mem0's client reads; every error is this API's error shape 
 support is a 400 that names it, never ignored.
 """
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -86,7 +87,7 @@ def _names(names: list[str]) -> str:
 # unless the call asks for ``output_format="v1.1"`` or pages: each of the views below serves
 # both kinds of path, so its answer is documented as one or the other.
 POSITIVE = {"type": "integer", "minimum": 1}
-NAMED = {"type": "string", "minLength": 1}
+NAMED = {"type": "string", "minLength": 1, "maxLength": query.MAX_VALUE_CHARS}
 ONE_NAME = {**NAMED, "not": {"enum": [query.WILDCARD]}}  # what a delete names: one name, never "any"
 LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
 _RESULTS = {"type": "object", "properties": {"results": LIST_OF_OBJECTS}, "required": ["results"]}
@@ -193,9 +194,20 @@ class _InstantField(StrictCharField):
     """An ISO 8601 date or date-time (``query._instant``)."""
 
 
+_TEXT_PART = {
+    "type": "object",
+    "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+    "required": ["type", "text"],
+}
 _MESSAGE = {
     "type": "object",
-    "properties": {"role": {"type": "string"}, "content": {"type": "string", "minLength": 1, "nullable": True}},
+    "properties": {
+        "role": {"type": "string"},
+        "content": {  # text, text parts (OpenAI's format), or null (a turn of tool calls: left out)
+            "oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": _TEXT_PART}],
+            "nullable": True,
+        },
+    },
     "required": ["role"],
 }
 
@@ -547,6 +559,9 @@ class MemoriesV1View(DeleteAllView, AddView, ListView):
             *(OpenApiParameter(name, NAMED) for name in query.ENTITY_FIELDS),
             OpenApiParameter("page", POSITIVE),
             OpenApiParameter("page_size", POSITIVE),
+            OpenApiParameter("output_format", str, description="`v1.1`: {results} instead of a bare list."),
+            OpenApiParameter("version", str, description="Accepted (mem0's clients send it)."),
+            OpenApiParameter("api_version", str, description="Accepted (mem0's JavaScript client 2.x sends it)."),
         ],
         responses={200: PAGE_OR_LIST},
     )
@@ -622,7 +637,23 @@ class Mem0BatchDeleteInput(StrictInputMixin, serializers.Serializer):
     memories = serializers.ListField(child=_DeletedField(), min_length=1, max_length=services.MAX_BATCH)
 
 
+class _DeleteWithBodySchema(AutoSchema):
+    """mem0's batch delete sends its ids as a DELETE's JSON body; the schema documents it (the
+    generator documents a body for PUT, PATCH and POST only)."""
+
+    def _get_request_body(self, direction="request"):
+        if self.method != "DELETE":
+            return super()._get_request_body(direction)
+        self.method = "POST"
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = "DELETE"
+
+
 class BatchView(Mem0View):
+    schema = _DeleteWithBodySchema()
+
     @extend_schema(tags=["mem0-compatible"], request=Mem0BatchInput, responses=OpenApiTypes.OBJECT)
     def put(self, request: AuthenticatedRequest):
         changes = validated(Mem0BatchInput, request)["memories"]
