@@ -4,16 +4,8 @@
 // tests/clients/test_mem0_js_live.py; prints what it saw as JSON.
 //
 //   node drive_v2.js <base url> <alice's key> <bob's key> <service key> <tag>
-process.env.MEM0_TELEMETRY = "false";
+const { outcome, run } = require("./common");
 const { MemoryClient } = require("mem0ai-v2");
-
-async function outcome(call) {
-  try {
-    return { ok: await call() };
-  } catch (error) {
-    return { raised: error.constructor.name, message: String(error.message).slice(0, 300) };
-  }
-}
 
 async function main([base, aliceKey, bobKey, serviceKey, tag]) {
   const alice = new MemoryClient({ apiKey: aliceKey, host: base });
@@ -71,10 +63,4 @@ async function main([base, aliceKey, bobKey, serviceKey, tag]) {
   return seen;
 }
 
-main(process.argv.slice(2)).then(
-  (seen) => console.log(JSON.stringify(seen)),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+run(main);
