@@ -1,6 +1,6 @@
 """Admin helpers shared by every app."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -80,9 +80,10 @@ class InstantListFilter(admin.DateFieldListFilter):
     500 once typed into the address; now it is the instant, or the admin's "incorrect lookup"."""
 
     def queryset(self, request, queryset):
-        for name, given in list(self.used_parameters.items()):
-            values = given if isinstance(given, list) else [given]
-            self.used_parameters[name] = [_instant(value) for value in values]
+        read: dict[str, Any] = {}  # each parameter's values, as a list (as Django keeps them)
+        for name, given in self.used_parameters.items():
+            read[name] = [_instant(value) for value in (given if isinstance(given, list) else [given])]
+        self.used_parameters = read
         return super().queryset(request, queryset)
 
 
