@@ -7,15 +7,17 @@ with ``created_before=0685-02-24T20:10:14.546-20:49`` was a 500 on PostgreSQL, a
 brings is either an ordinary instant, whatever offset it is written with, or a 400, and a refused
 one changes nothing."""
 
+import importlib
 from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 import pytest
+from django.apps import apps as django_apps
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from config.instants import SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
+from config.instants import SHOWN_FIRST, SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
 from identity_app.services import profile_update
 from memory_app.memories.models import Memory, Origin, Tier
 from memory_app.memories.services import memory_create
@@ -236,3 +238,36 @@ def test_the_admins_date_filter_reads_its_bounds_as_the_api_does(client, admin, 
     assert response.status_code in (200, 302), response.status_code
     if "-20:49" in bound:
         assert response.status_code == 200 and "A fact" in response.content.decode()
+
+
+def test_rows_kept_before_the_writers_held_instants_to_every_zone_are_brought_inside(api, alice, client):
+    """Migration 0029: an expiry or a ``sent_at`` written before this rule (put here as the old
+    writers did, past the rule) is brought to the nearer instant every zone shows; the others
+    are left as they were, and the pages of a user in Tokyo show them."""
+    migration = importlib.import_module("memory_app.migrations.0029_instants_every_zone_shows")
+    profile_update(user=alice, timezone="Asia/Tokyo")
+    never, soon = (
+        memory_create(actor=alice, tier=Tier.USER, kind="fact", content=text, origin=Origin.API)
+        for text in ("Never ends", "Ends soon")
+    )
+    ends = datetime(2030, 1, 1, tzinfo=UTC)
+    Memory.objects.filter(pk=never.pk).update(expires_at=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
+    Memory.objects.filter(pk=soon.pk).update(expires_at=ends)
+    conversation = ConversationFactory(owner=alice)
+    late, early, said = (
+        Message.objects.create(conversation=conversation, role="user", content=text) for text in ("a", "b", "c")
+    )
+    Message.objects.filter(pk=late.pk).update(sent_at=datetime(9999, 12, 31, 20, 0, tzinfo=UTC))
+    Message.objects.filter(pk=early.pk).update(sent_at=datetime(1, 1, 1, 3, 0, tzinfo=UTC))
+    Message.objects.filter(pk=said.pk).update(sent_at=ends)
+
+    migration.keep_instants_every_zone_shows(django_apps, None)
+
+    assert Memory.objects.get(pk=never.pk).expires_at == SHOWN_LAST
+    assert Memory.objects.get(pk=soon.pk).expires_at == ends
+    sent = dict(Message.objects.filter(conversation=conversation).values_list("pk", "sent_at"))
+    assert sent == {late.pk: SHOWN_LAST, early.pk: SHOWN_FIRST, said.pk: ends}
+    assert migration.SHOWN_FIRST == SHOWN_FIRST and migration.SHOWN_LAST == SHOWN_LAST
+    assert api(alice).get("/api/users/me/identity-context").status_code == 200
+    client.force_login(alice)
+    assert client.get(f"/memory/items/{never.id}/").status_code == 200
