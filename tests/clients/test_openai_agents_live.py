@@ -6,6 +6,7 @@ session found from another process, its turns in the history tools, and the rule
 import asyncio
 import uuid
 
+import httpx
 import memsvc
 import pytest
 from agents import Agent, Runner, set_tracing_disabled
@@ -15,7 +16,7 @@ from agents.memory.session import SessionABC
 from agents.models.interface import Model
 from agents.usage import Usage
 from memsvc import Client
-from memsvc.integrations.openai_agents import MemorySession, decode, encode
+from memsvc.integrations.openai_agents import MemorySession, decode, encode, settled
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 set_tracing_disabled(True)  # traces would go to the model's makers
@@ -334,3 +335,75 @@ def test_items_added_at_once_by_several_writers_stay_together(integrations):
     names = [item["content"].split()[0] for item in run(scenario())[1:]]
     runs = [name for i, name in enumerate(names) if i == 0 or names[i - 1] != name]
     assert sorted(runs) == list("abcdefgh")
+
+
+def _cancelled_at(integrations, session_id, method, path_end):
+    """A session whose task is cancelled while its first ``method`` request to a path ending in
+    ``path_end`` is on its way (the caller's task: ``state["task"]``, set by the test)."""
+    state = {"task": None, "cancelled": 0}
+
+    async def on_request(request):
+        if request.method == method and request.url.path.rstrip("/").endswith(path_end) and not state["cancelled"]:
+            state["cancelled"] += 1
+            # While the request is on its way (from this hook, the cancellation would come before
+            # it, where httpx lets none in).
+            asyncio.get_running_loop().call_later(0.005, state["task"].cancel)
+
+    http = httpx.AsyncClient(event_hooks={"request": [on_request]})
+    client = memsvc.AsyncClient(integrations.base, integrations.keys["svc"], http=http)
+    return MemorySession(session_id, user="alice", client=client), state, http
+
+
+def test_a_write_cancelled_halfway_is_written_whole_then_the_cancellation_raised(integrations):
+    """As the SDK's own sessions since 0.25: a runner cancelled while its turn's items are being
+    written (here 150 items, two calls) must not leave the first call's items without the next
+    (a function call kept without its output is refused by the model on the next turn)."""
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+    items = [{"role": "user", "content": f"item {n}"} for n in range(150)]
+    fresh = MemorySession(session_id, user="alice", base_url=integrations.base, token=integrations.keys["svc"])
+
+    async def cancelled(call, method, path_end):
+        session, state, http = _cancelled_at(integrations, session_id, method, path_end)
+        state["task"] = asyncio.ensure_future(call(session))
+        with pytest.raises(asyncio.CancelledError):
+            await state["task"]
+        await http.aclose()
+        assert state["cancelled"] == 1
+
+    async def scenario():
+        await cancelled(lambda s: s.add_items(items), "POST", "/messages/batch")
+        assert await fresh.get_items() == items  # without the wait: none of them
+        await cancelled(lambda s: s.pop_item(), "DELETE", "")
+        assert await fresh.get_items() == items[:-1]
+        await cancelled(lambda s: s.clear_session(), "DELETE", "/messages")
+        assert await fresh.get_items() == []
+
+    run(scenario())
+
+
+def test_the_wait_for_a_write_passes_on_its_outcome_and_defers_a_cancellation():
+    """``settled``, used where the SDK has no ``await_session_mutation`` (before 0.25)."""
+
+    async def write(log, fail=False):
+        await asyncio.sleep(0.05)
+        log.append("written")
+        if fail:
+            raise ValueError("refused")
+        return "done"
+
+    async def scenario():
+        log = []
+        assert await settled(write(log)) == "done"
+        with pytest.raises(ValueError, match="refused"):
+            await settled(write(log, fail=True))
+        for fail in (False, True):
+            task = asyncio.ensure_future(settled(write(log, fail)))
+            await asyncio.sleep(0.01)
+            task.cancel()
+            await asyncio.sleep(0.01)
+            task.cancel()  # twice: still once the write has ended
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        return log
+
+    assert run(scenario()) == ["written"] * 4

@@ -13,10 +13,12 @@ shown to those tools. Every item comes back exactly as it was added.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -26,6 +28,35 @@ from memsvc.client import PAGE_SIZE
 from memsvc.errors import NotFound
 
 __all__ = ["MemorySession"]
+
+T = TypeVar("T")
+
+
+async def settled(operation: Awaitable[T]) -> T:
+    """``operation`` run to its end even when its caller is cancelled meanwhile, the cancellation
+    raised once it has ended (its outcome, when the caller was not cancelled). A session's write
+    cut short would leave it half done: the first of an ``add_items``' calls without the next (a
+    function call kept without its output, which the model then refuses), a message forgotten
+    but not returned. The SDK's own sessions wait the same way since 0.25
+    (``agents.memory.session.await_session_mutation``, used where the SDK has it)."""
+    task = asyncio.ensure_future(operation)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: its outcome goes with the cancellation, unreported
+        raise cancelled
+    return task.result()
+
+
+try:
+    from agents.memory.session import await_session_mutation as _settled
+except ImportError:  # the SDK before 0.25
+    _settled = settled
 
 ITEM = "openai_agents_item"  # metadata key: the item, its text left out (it is the content)
 TEXT_AT = "openai_agents_text_at"  # where in the item its text goes back
@@ -240,6 +271,9 @@ class MemorySession(SessionABC):
                     f"Item {n} of {len(items)} is {size} bytes of text; the service keeps at most "
                     f"{MESSAGE_CONTENT_BYTES} a message. Nothing of this call was stored."
                 )
+        await _settled(self._add(messages))
+
+    async def _add(self, messages: list[dict[str, Any]]) -> None:
         conversation = await self.conversation_id()
         # As few calls as the service's limits allow (a call all or none, and no other writer's
         # items between its own: a reasoning item and the one after it stay together).
@@ -250,6 +284,9 @@ class MemorySession(SessionABC):
         """The newest item, removed; None only when the session is empty. A newest item that
         another session object popped meanwhile is gone: the next newest is taken (each such
         round is an item fewer, so this ends)."""
+        return await _settled(self._pop())
+
+    async def _pop(self) -> Any | None:
         conversation = await self._found()
         if conversation is None:
             return None
@@ -267,4 +304,4 @@ class MemorySession(SessionABC):
     async def clear_session(self) -> None:
         conversation = await self._found()
         if conversation is not None:
-            await self._client.forget_messages(conversation)
+            await _settled(self._client.forget_messages(conversation))
