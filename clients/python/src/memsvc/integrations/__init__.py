@@ -5,8 +5,8 @@
   (``pip install 'memsvc-client[langgraph]'``);
 - :mod:`memsvc.integrations.openai_agents` — ``MemorySession``, an OpenAI Agents SDK session
   (``[openai-agents]``);
-- :mod:`memsvc.integrations.langchain` — ``MemoryRetriever``, a LangChain retriever
-  (``[langchain]``).
+- :mod:`memsvc.integrations.langchain` — ``MemoryRetriever``, a LangChain retriever, and
+  ``MemoryChatMessageHistory``, a LangChain chat message history (``[langchain]``).
 
 Each imports its library only when it is imported itself, and each has ``from_env()``, reading
 ``MEMSVC_URL`` and ``MEMSVC_TOKEN`` as :meth:`memsvc.Client.from_env` does.

@@ -1,27 +1,44 @@
-"""A LangChain retriever over the memory service (docs/integrations.md, "LangChain").
+"""LangChain over the memory service (docs/integrations.md, "LangChain").
 
     retriever = MemoryRetriever.from_env(user="alice", k=5)   # MEMSVC_URL, MEMSVC_TOKEN
     docs = retriever.invoke("what does Alice eat?")           # Documents, best first
 
-It searches one user's own memories (``user``) or one project's (``project``), with the
-store's search (docs/integrations.md, "The store"): the ``k`` memories that match best, by
-words and meaning, then the newest others.
+    history = MemoryChatMessageHistory.from_env("support-42", user="alice")  # a service key
+    RunnableWithMessageHistory(chain, lambda session_id: MemoryChatMessageHistory.from_env(session_id, user="alice"))
+
+The retriever searches one user's own memories (``user``) or one project's (``project``), with
+the store's search (docs/integrations.md, "The store"): the ``k`` memories that match best, by
+words and meaning, then the newest others. The chat message history is a conversation of one
+user, found again from any process by its ``session_id`` (the conversation's ``external_id``);
+each message comes back exactly as it was added.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, ChatMessage, message_to_dict, messages_from_dict
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr
 
 from memsvc.aio import AsyncClient
-from memsvc.client import Client
+from memsvc.client import PAGE_SIZE, Client
+from memsvc.integrations._messages import (
+    METADATA_ITEM_BYTES,
+    calls_of,
+    checked_session_id,
+    refuse_oversize,
+    storable,
+)
 
-__all__ = ["MemoryRetriever"]
+__all__ = ["MemoryChatMessageHistory", "MemoryRetriever"]
 
 MAX_K = 200
 
@@ -114,3 +131,212 @@ def _document(item: dict[str, Any]) -> Document:
         "value": {name: field for name, field in value.items() if name != "content"},
     }
     return Document(page_content=text, metadata=metadata, id=item["id"])
+
+
+# --- chat message history ------------------------------------------------------------------
+MESSAGE = "langchain_message"  # metadata key: the message as LangChain writes it, its text left out
+WHOLE = "langchain_message_json"  # the message too large for metadata: its JSON is the content
+BY_ROLE = {"user": "human", "assistant": "ai", "system": "system"}  # a message written by anyone else
+
+
+def _role_and_type(message: dict[str, Any]) -> tuple[str, str]:
+    """The service's role and type for a message as ``message_to_dict`` writes it."""
+    kind, data = message["type"], message["data"]
+    if kind == "human":
+        return "user", "text"
+    if kind in ("ai", "AIMessageChunk"):
+        held_text = data.get("content") not in ("", [], None)
+        return "assistant", "tool_call" if data.get("tool_calls") and not held_text else "text"
+    if kind == "system":
+        return "system", "text"
+    if kind in ("tool", "function"):
+        return "tool", "tool_result"
+    if kind == "chat" and data.get("role") in ("user", "assistant", "system"):
+        return data["role"], "text"
+    return "assistant", "event"  # a chat message of another role, other kinds
+
+
+def _text(content: Any) -> str:
+    """A message's text: its content, or the text of its content's text parts."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "\n".join(
+        part if isinstance(part, str) else part["text"]
+        for part in parts
+        if isinstance(part, str) or (isinstance(part, dict) and isinstance(part.get("text"), str))
+    )
+
+
+def encode_message(message: BaseMessage) -> dict[str, Any]:
+    """A LangChain message as the service's message: role, type, its text as the content, and
+    the rest of it in metadata, to give it back whole. A message of text the service does not
+    store as it is (a NUL, a lone surrogate), or whose rest is larger than the metadata takes,
+    is kept as its JSON (such characters escaped) and comes back the same."""
+    written = message_to_dict(message)
+    role, kind = _role_and_type(written)
+    whole = json.dumps(written, ensure_ascii=False)
+    if not storable(whole):
+        return {"role": role, "type": kind, "content": json.dumps(written), "metadata": {WHOLE: True}}
+    content = written["data"].get("content")
+    skeleton = copy.deepcopy(written)
+    if isinstance(content, str):
+        skeleton["data"]["content"] = None  # the message's content holds it
+    metadata = {MESSAGE: skeleton}
+    if len(json.dumps(metadata, ensure_ascii=False).encode()) > METADATA_ITEM_BYTES:
+        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
+    return {"role": role, "type": kind, "content": _text(content), "metadata": metadata}
+
+
+def decode_message(message: dict[str, Any]) -> BaseMessage:
+    """A message written by ``encode_message``, or by anyone else (the API, another library's
+    adapter): a user's, an assistant's or a system message with its text, any other role a
+    ``ChatMessage`` of that role."""
+    metadata = message.get("metadata") or {}
+    if metadata.get(WHOLE):
+        return messages_from_dict([json.loads(message["content"])])[0]
+    written = metadata.get(MESSAGE)
+    if isinstance(written, dict) and isinstance(written.get("data"), dict):
+        written = copy.deepcopy(written)
+        if written["data"].get("content") is None:
+            written["data"]["content"] = message["content"]
+        return messages_from_dict([written])[0]
+    role = message["role"]
+    if role in BY_ROLE:
+        return messages_from_dict([{"type": BY_ROLE[role], "data": {"content": message["content"]}}])[0]
+    return ChatMessage(role=role, content=message["content"])
+
+
+class MemoryChatMessageHistory(BaseChatMessageHistory):
+    """LangChain's chat message history over a conversation of ``user`` (a service principal's
+    key: conversations are written by agent runtimes for their users), found again from any
+    process by ``session_id``; sync and async. ``base_url`` and ``token`` as for
+    ``memsvc.Client`` (or ``client`` / ``aclient`` given)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        user: str,
+        base_url: str | None = None,
+        token: str | None = None,
+        client: Client | None = None,
+        aclient: AsyncClient | None = None,
+        title: str | None = None,
+        timeout: float = 30.0,
+    ):
+        if base_url is None and (client is None or aclient is None):
+            raise ValueError("MemoryChatMessageHistory needs the service's base_url (or both clients).")
+        self.session_id = checked_session_id(session_id)
+        self.user = user
+        self.title = title
+        self._client = client or Client(base_url or "", token, timeout=timeout)
+        self._aclient = aclient or AsyncClient(base_url or "", token, timeout=timeout)
+        self._conversation_id: str | None = None
+
+    @classmethod
+    def from_env(cls, session_id: str, *, user: str, **kwargs: Any) -> MemoryChatMessageHistory:
+        """``MEMSVC_URL`` and ``MEMSVC_TOKEN``, as ``memsvc.Client.from_env``."""
+        return cls(session_id, user=user, base_url=os.environ["MEMSVC_URL"], token=os.environ["MEMSVC_TOKEN"], **kwargs)
+
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        await self._aclient.close()
+
+    # The conversation: made by the first message added, found before (a history nothing was
+    # added to answers empty and makes no conversation in the user's list).
+    def _made(self) -> str:
+        if self._conversation_id is None:
+            made = self._client.create_conversation(self.user, external_id=self.session_id, title=self._title())
+            self._conversation_id = made["id"]
+        return self._conversation_id
+
+    async def _amade(self) -> str:
+        if self._conversation_id is None:
+            made = await self._aclient.create_conversation(self.user, external_id=self.session_id, title=self._title())
+            self._conversation_id = made["id"]
+        return self._conversation_id
+
+    def _title(self) -> str:
+        return self.title or self.session_id
+
+    def _found(self) -> str | None:
+        if self._conversation_id is None:
+            found = self._client.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
+            if found["results"]:
+                self._conversation_id = found["results"][0]["id"]
+        return self._conversation_id
+
+    async def _afound(self) -> str | None:
+        if self._conversation_id is None:
+            found = await self._aclient.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
+            if found["results"]:
+                self._conversation_id = found["results"][0]["id"]
+        return self._conversation_id
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """Every message, oldest first."""
+        conversation = self._found()
+        if conversation is None:
+            return []
+        found: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            data = self._client.list_messages(
+                conversation, fields="full", ordering="created_at", page=page, page_size=PAGE_SIZE
+            )
+            found.extend(data["results"])
+            if not data.get("next"):
+                return [decode_message(message) for message in found]
+            page += 1
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        conversation = await self._afound()
+        if conversation is None:
+            return []
+        found: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            data = await self._aclient.list_messages(
+                conversation, fields="full", ordering="created_at", page=page, page_size=PAGE_SIZE
+            )
+            found.extend(data["results"])
+            if not data.get("next"):
+                return [decode_message(message) for message in found]
+            page += 1
+
+    def _encoded(self, messages: Sequence[BaseMessage]) -> list[list[dict[str, Any]]]:
+        """The calls that write ``messages``, in as few as the service's limits allow (a call
+        all or none, and no other writer's messages between its own), or ``ValueError`` before
+        anything is written for a message larger than the service keeps."""
+        encoded = [encode_message(message) for message in messages]
+        refuse_oversize(encoded, "Message")
+        return calls_of([{**m, "metadata": m["metadata"] or None} for m in encoded])
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        calls = self._encoded(messages)
+        if calls:
+            conversation = self._made()
+            for call in calls:
+                self._client.add_messages(conversation, call)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        calls = self._encoded(messages)
+        if calls:
+            conversation = await self._amade()
+            for call in calls:
+                await self._aclient.add_messages(conversation, call)
+
+    def clear(self) -> None:
+        """Forget every message: deleted with its index entries."""
+        conversation = self._found()
+        if conversation is not None:
+            self._client.forget_messages(conversation)
+
+    async def aclear(self) -> None:
+        conversation = await self._afound()
+        if conversation is not None:
+            await self._aclient.forget_messages(conversation)

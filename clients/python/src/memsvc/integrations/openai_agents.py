@@ -26,6 +26,13 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from memsvc.aio import AsyncClient
 from memsvc.client import PAGE_SIZE
 from memsvc.errors import NotFound
+from memsvc.integrations._messages import (
+    METADATA_ITEM_BYTES,
+    calls_of,
+    checked_session_id,
+    refuse_oversize,
+    storable,
+)
 
 __all__ = ["MemorySession"]
 
@@ -61,12 +68,6 @@ except ImportError:  # the SDK before 0.25
 ITEM = "openai_agents_item"  # metadata key: the item, its text left out (it is the content)
 TEXT_AT = "openai_agents_text_at"  # where in the item its text goes back
 WHOLE = "openai_agents_item_json"  # the item too large for metadata: its JSON is the content
-METADATA_ITEM_BYTES = 12 * 1024
-# The service's limit on a message's content (docs/API.md): an item whose text is larger is
-# refused before any item of the same ``add_items`` is written.
-MESSAGE_CONTENT_BYTES = 256 * 1024
-MESSAGES_AT_ONCE = 100  # messages the service writes in one call (POST …/messages/batch)
-CALL_BYTES = 768 * 1024  # a call's JSON, below the service's 1 MiB for a request body
 TEXT_PARTS = ("input_text", "output_text", "text")
 
 
@@ -115,26 +116,13 @@ def _role_and_type(item: dict[str, Any]) -> tuple[str, str]:
     return "assistant", "event"  # reasoning, compaction …
 
 
-def _storable(whole: str) -> bool:
-    """Whether an item's JSON (``ensure_ascii=False``) holds only text the service stores as it
-    is: no NUL character (JSON writes it ``\\u0000``; an item that holds those six characters
-    as text is taken for one, and kept whole all the same) and no lone surrogate."""
-    if "\\u0000" in whole:
-        return False
-    try:
-        whole.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def encode(item: dict[str, Any]) -> dict[str, Any]:
     """An item as a message: role, type, content and what is needed to give it back whole. An
     item holding text the service does not store as it is (a NUL, a lone surrogate) is kept as
     its JSON with every such character escaped, and comes back the same."""
     role, kind = _role_and_type(item)
     whole = json.dumps(item, ensure_ascii=False)
-    if not _storable(whole):
+    if not storable(whole):
         return {"role": role, "type": kind, "content": json.dumps(item), "metadata": {WHOLE: True}}
     path = _text_path(item)
     text = _get(item, path) if path else ""
@@ -162,22 +150,6 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
     return {"role": message["role"], "content": message["content"]}
 
 
-def _calls_of(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The messages in order, cut into calls of at most ``MESSAGES_AT_ONCE`` and about
-    ``CALL_BYTES`` of JSON as it is sent (ASCII, as httpx writes it); one larger message is a
-    call of its own."""
-    calls: list[list[dict[str, Any]]] = []
-    size = 0
-    for message in messages:
-        n = len(json.dumps(message))
-        if not calls or len(calls[-1]) == MESSAGES_AT_ONCE or size + n > CALL_BYTES:
-            calls.append([])
-            size = 0
-        calls[-1].append(message)
-        size += n
-    return calls
-
-
 class MemorySession(SessionABC):
     """The Agents SDK's ``Session`` over a conversation of ``user`` (a service principal's key:
     conversations are written by agent runtimes for their users)."""
@@ -196,11 +168,7 @@ class MemorySession(SessionABC):
     ):
         if client is None and base_url is None:
             raise ValueError("MemorySession needs the service's base_url (or a client).")
-        if not isinstance(session_id, str) or not session_id.strip():
-            # The conversation is found again by this id: an empty one would find nothing and
-            # start a new conversation each time.
-            raise ValueError("A session_id is a non-empty string.")
-        self.session_id = session_id
+        self.session_id = checked_session_id(session_id)
         self.user = user
         self.title = title
         # The SDK's own sessions take a dict too ({"limit": 20}).
@@ -264,20 +232,14 @@ class MemorySession(SessionABC):
         if not items:
             return
         messages = [encode(dict(item)) for item in items]
-        for n, encoded in enumerate(messages):
-            size = len(encoded["content"].encode())
-            if size > MESSAGE_CONTENT_BYTES:
-                raise ValueError(
-                    f"Item {n} of {len(items)} is {size} bytes of text; the service keeps at most "
-                    f"{MESSAGE_CONTENT_BYTES} a message. Nothing of this call was stored."
-                )
+        refuse_oversize(messages, "Item")
         await _settled(self._add(messages))
 
     async def _add(self, messages: list[dict[str, Any]]) -> None:
         conversation = await self.conversation_id()
         # As few calls as the service's limits allow (a call all or none, and no other writer's
         # items between its own: a reasoning item and the one after it stay together).
-        for group in _calls_of([{**m, "metadata": m["metadata"] or None} for m in messages]):
+        for group in calls_of([{**m, "metadata": m["metadata"] or None} for m in messages]):
             await self._client.add_messages(conversation, group)
 
     async def pop_item(self) -> Any | None:
