@@ -32,6 +32,13 @@ def in_utc(moment: datetime) -> datetime:
         raise OutOfRange("the instant lies outside the years 1 to 9999 in UTC") from error
 
 
+def shown(moment: datetime) -> datetime:
+    """``moment`` (aware) held to ``SHOWN_FIRST`` … ``SHOWN_LAST``, so that any time zone can show
+    it: what a page or a context block shows, whatever was kept (a row written before the
+    writers held expiries to the range, a change record of one, an undone forget)."""
+    return min(max(moment, SHOWN_FIRST), SHOWN_LAST)
+
+
 def shown_everywhere(moment: datetime) -> bool:
     """Every time zone can show ``moment`` (aware, in UTC or not) as a date of the years 1 to 9999."""
     return SHOWN_FIRST <= moment <= SHOWN_LAST

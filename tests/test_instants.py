@@ -8,18 +8,22 @@ brings is either an ordinary instant, whatever offset it is written with, or a 4
 one changes nothing."""
 
 import importlib
+import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 import pytest
 from django.apps import apps as django_apps
-from hypothesis import given
+from django.utils.timezone import override as timezone_override
+from hypothesis import example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from config.instants import SHOWN_FIRST, SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
 from identity_app.services import profile_update
-from memory_app.memories.models import Memory, Origin, Tier
+from identity_app.templatetags import ui
+from memory_app.memories import timing
+from memory_app.memories.models import Memory, MemoryChange, Origin, Tier
 from memory_app.memories.services import memory_create
 from memory_app.threads.models import Conversation, Message
 from tests.factories import ConversationFactory
@@ -271,3 +275,38 @@ def test_rows_kept_before_the_writers_held_instants_to_every_zone_are_brought_in
     assert api(alice).get("/api/users/me/identity-context").status_code == 200
     client.force_login(alice)
     assert client.get(f"/memory/items/{never.id}/").status_code == 200
+
+
+def test_an_expiry_change_recorded_before_the_writers_held_it_still_shows(alice, client):
+    """A change record keeps the expiry it set as written: one set to 9999-12-31T23:59:59Z before
+    the writers held expiries to the range (found by a review) made the item's page a 500 in
+    Tokyo, after the migration too. Every page and context block shows an instant held to what
+    every zone shows (``config.instants.shown``), whatever was kept."""
+    profile_update(user=alice, timezone="Asia/Tokyo")
+    memory = memory_create(actor=alice, tier=Tier.USER, kind="fact", content="Never ends", origin=Origin.API)
+    never = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    MemoryChange.objects.create(memory=memory, field="expires_at", new_value=never.isoformat(), changed_by=alice)
+    client.force_login(alice)
+    page = client.get(f"/memory/items/{memory.id}/")
+    assert page.status_code == 200 and 'datetime="9999-12-31T23:59:59+00:00"' in page.content.decode()
+
+
+zones = st.sampled_from(["Asia/Tokyo", "Pacific/Kiritimati", "Etc/GMT+12", "America/St_Johns", "UTC"])
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    moment=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)).map(
+        lambda naive: naive.replace(tzinfo=UTC)
+    ),
+    zone=zones,
+)
+@example(moment=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), zone="Pacific/Kiritimati")
+@example(moment=datetime(1, 1, 1, tzinfo=UTC), zone="Etc/GMT+12")
+def test_any_instant_kept_shows_in_any_zone(moment, zone):
+    """What the pages (``when``, ``until``) and the agents' context lines (``when_label``) show,
+    for any instant of the years 1 to 9999 in UTC, in the zones furthest from it."""
+    with timezone_override(zone):
+        assert moment.isoformat() in ui.when(moment) and moment.isoformat() in ui.until(moment)
+    label = timing.when_label(created_at=moment, expires_at=moment, zone=zoneinfo.ZoneInfo(zone))
+    assert label.startswith("[") and "until" in label

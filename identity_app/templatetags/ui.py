@@ -10,6 +10,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.translation import gettext
 
+from config.instants import shown
 from identity_app.models import Role
 
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ def when(value: datetime | None, precision: str = "minutes") -> str:
     ``when:"seconds"``; empty for no value."""
     if not value:
         return ""
-    local = timezone.localtime(value)
-    shown = date_format(local, "Y-m-d H:i:s T" if precision == "seconds" else "Y-m-d H:i T")
+    local = timezone.localtime(shown(value))
+    text = date_format(local, "Y-m-d H:i:s T" if precision == "seconds" else "Y-m-d H:i T")
     return format_html(
-        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), timezone.get_current_timezone_name(), shown
+        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), timezone.get_current_timezone_name(), text
     )
 
 
@@ -39,18 +40,17 @@ def until(value: datetime | None, now: datetime | None = None) -> str:
     if not value:
         return ""
     current = timezone.localtime(now or timezone.now())
-    local = timezone.localtime(value)
+    local = timezone.localtime(shown(value))
     # A date format (django.utils.dateformat) each language orders its own way.
     pattern = gettext("l j M") if local.year == current.year else gettext("l j M Y")
     if (local.hour, local.minute) not in ((0, 0), (23, 59)):
         pattern += " H:i"
-    shown = date_format(local, pattern)
     text = gettext("expired %(date)s") if value <= current else gettext("until %(date)s")
     return format_html(
         '<time datetime="{}" title="{}" class="expiry">{}</time>',
         value.isoformat(),
         timezone.get_current_timezone_name(),
-        text % {"date": shown},
+        text % {"date": date_format(local, pattern)},
     )
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, tzinfo
 
 from django.conf import settings
 
+from config.instants import shown
 from identity_app.models import ChatBinding, Profile, User
 
 
@@ -35,7 +36,7 @@ def chat_zone(chat_key: str | None) -> tzinfo:
 
 
 def _day(value: datetime, zone: tzinfo, *, with_time: bool) -> str:
-    local = value.astimezone(zone)
+    local = shown(value).astimezone(zone)
     if with_time and (local.hour, local.minute) not in ((0, 0), (23, 59)):
         return local.strftime("%Y-%m-%d %H:%M")
     return local.strftime("%Y-%m-%d")

@@ -43,8 +43,9 @@ async def settled(operation: Awaitable[T]) -> T:
     """``operation`` run to its end even when its caller is cancelled meanwhile, the cancellation
     raised once it has ended (its outcome, when the caller was not cancelled). A session's write
     cut short would leave it half done: the first of an ``add_items``' calls without the next (a
-    function call kept without its output, which the model then refuses), a message forgotten
-    but not returned. The SDK's own sessions wait the same way since 0.25
+    function call kept without its output, which the model then refuses). The cancellation does
+    not undo the write: a cancelled ``pop_item`` has removed its item, which it does not return.
+    The SDK's own sessions wait the same way since 0.25
     (``agents.memory.session.await_session_mutation``, used where the SDK has it)."""
     task = asyncio.ensure_future(operation)
     cancelled: asyncio.CancelledError | None = None
