@@ -20,13 +20,15 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from config.instants import SHOWN_FIRST, SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
+from identity_app.models import ChatBinding, Project, Role
 from identity_app.services import profile_update
 from identity_app.templatetags import ui
 from memory_app.memories import timing
 from memory_app.memories.models import Memory, MemoryChange, Origin, Tier
 from memory_app.memories.services import memory_create
+from memory_app.runs.models import AgentRun
 from memory_app.threads.models import Conversation, Message
-from tests.factories import ConversationFactory
+from tests.factories import AgentRunFactory, ChatBindingFactory, ConversationFactory, MembershipFactory
 
 LISTS = {
     "/api/users/me/memories/": ("created_after", "created_before"),
@@ -84,6 +86,13 @@ def rows(alice, project, api):
     first, second = (ConversationFactory(owner=alice, title=title) for title in ("first", "second"))
     Conversation.objects.filter(pk=first.pk).update(created_at=early, updated_at=early)
     Conversation.objects.filter(pk=second.pk).update(created_at=late, updated_at=late)
+    for model, one, two in (
+        (AgentRun, AgentRunFactory(user=alice, conversation=first), AgentRunFactory(user=alice, conversation=second)),
+        (ChatBinding, ChatBindingFactory(user=alice), ChatBindingFactory(user=alice)),
+        (Project, MembershipFactory(user=alice, role=Role.OWNER).project, project),
+    ):
+        model.objects.filter(pk=one.pk).update(created_at=early)
+        model.objects.filter(pk=two.pk).update(created_at=late)
     client = api(alice)
     return client
 
@@ -103,10 +112,9 @@ def test_a_filter_written_with_an_offset_postgresql_refuses_filters_by_its_insta
             status, found = listed(rows, path, **{name: far})
             assert status == 200, (path, name)
             assert (status, found) == listed(rows, path, **{name: "2026-01-02T12:00:00Z"}), (path, name)
-        if "memories" in path or "conversations" in path:
-            # one row on each side of the instant
-            assert len(listed(rows, path, created_after=far)[1]) == 1
-            assert len(listed(rows, path, created_before=far)[1]) == 1
+        # one row on each side of the instant
+        assert len(listed(rows, path, created_after=far)[1]) == 1, path
+        assert len(listed(rows, path, created_before=far)[1]) == 1, path
 
 
 @pytest.mark.parametrize("edge", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:30:00+05:00"])
