@@ -246,7 +246,9 @@ def main() -> None:
         "unrelated_third.json: 100 more, written before the stand-out gate took more background questions; "
         "unrelated_fourth.json: 100 more, written before any change that followed the third set; "
         "unrelated_fifth.json: 100 more, written before any change that followed the fourth set; "
-        "unrelated_sixth.json: 100 more, written before any change that followed the fifth set)",
+        "unrelated_sixth.json: 100 more, written before any change that followed the fifth set; "
+        "unrelated_seventh.json: 100 more, none asked before in any set, written after the last change to the "
+        "search and measured once, unchanged)",
     )
     parser.add_argument(
         "--set",
