@@ -14,7 +14,7 @@ offset is under 24 hours). 9999-12-31T23:59:59Z, a common way of writing "never"
 year 10000 in Tokyo.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 SHOWN_FIRST = datetime(1, 1, 2, tzinfo=UTC)
 SHOWN_LAST = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
@@ -32,11 +32,15 @@ def in_utc(moment: datetime) -> datetime:
         raise OutOfRange("the instant lies outside the years 1 to 9999 in UTC") from error
 
 
-def shown(moment: datetime) -> datetime:
-    """``moment`` (aware) held to ``SHOWN_FIRST`` … ``SHOWN_LAST``, so that any time zone can show
-    it: what a page or a context block shows, whatever was kept (a row written before the
-    writers held expiries to the range, a change record of one, an undone forget)."""
-    return min(max(moment, SHOWN_FIRST), SHOWN_LAST)
+def in_zone(moment: datetime, zone: tzinfo) -> datetime:
+    """``moment`` (aware) as the local time of ``zone``; where the zone cannot show it as a date
+    of the years 1 to 9999 (9999-12-31T23:59:59Z kept before the writers held expiries to the
+    range, or in the record of the change that set it, is the year 10000 in Tokyo), the nearest
+    instant it can (``SHOWN_LAST``, ``SHOWN_FIRST``). What a page or a context line shows."""
+    try:
+        return moment.astimezone(zone)
+    except OverflowError:
+        return min(max(moment, SHOWN_FIRST), SHOWN_LAST).astimezone(zone)
 
 
 def shown_everywhere(moment: datetime) -> bool:

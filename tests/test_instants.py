@@ -311,10 +311,15 @@ zones = st.sampled_from(["Asia/Tokyo", "Pacific/Kiritimati", "Etc/GMT+12", "Amer
 )
 @example(moment=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), zone="Pacific/Kiritimati")
 @example(moment=datetime(1, 1, 1, tzinfo=UTC), zone="Etc/GMT+12")
+@example(moment=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), zone="UTC")
 def test_any_instant_kept_shows_in_any_zone(moment, zone):
     """What the pages (``when``, ``until``) and the agents' context lines (``when_label``) show,
     for any instant of the years 1 to 9999 in UTC, in the zones furthest from it."""
     with timezone_override(zone):
         assert moment.isoformat() in ui.when(moment) and moment.isoformat() in ui.until(moment)
+        if zone == "UTC":  # a zone that can show it shows it as it is (found by a review)
+            assert f">{moment.isoformat()[:10]} {moment.isoformat()[11:16]} UTC<" in ui.when(moment)
     label = timing.when_label(created_at=moment, expires_at=moment, zone=zoneinfo.ZoneInfo(zone))
     assert label.startswith("[") and "until" in label
+    if zone == "UTC":
+        assert label.startswith(f"[{moment.isoformat()[:10]}")

@@ -10,7 +10,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.translation import gettext
 
-from config.instants import shown
+from config.instants import in_zone
 from identity_app.models import Role
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def when(value: datetime | None, precision: str = "minutes") -> str:
     ``when:"seconds"``; empty for no value."""
     if not value:
         return ""
-    local = timezone.localtime(shown(value))
+    local = in_zone(value, timezone.get_current_timezone())
     text = date_format(local, "Y-m-d H:i:s T" if precision == "seconds" else "Y-m-d H:i T")
     return format_html(
         '<time datetime="{}" title="{}">{}</time>', value.isoformat(), timezone.get_current_timezone_name(), text
@@ -40,7 +40,7 @@ def until(value: datetime | None, now: datetime | None = None) -> str:
     if not value:
         return ""
     current = timezone.localtime(now or timezone.now())
-    local = timezone.localtime(shown(value))
+    local = in_zone(value, timezone.get_current_timezone())
     # A date format (django.utils.dateformat) each language orders its own way.
     pattern = gettext("l j M") if local.year == current.year else gettext("l j M Y")
     if (local.hour, local.minute) not in ((0, 0), (23, 59)):

@@ -7,7 +7,7 @@ from datetime import datetime, tzinfo
 
 from django.conf import settings
 
-from config.instants import shown
+from config.instants import in_zone
 from identity_app.models import ChatBinding, Profile, User
 
 
@@ -36,10 +36,11 @@ def chat_zone(chat_key: str | None) -> tzinfo:
 
 
 def _day(value: datetime, zone: tzinfo, *, with_time: bool) -> str:
-    local = shown(value).astimezone(zone)
+    local = in_zone(value, zone)
+    day = local.date().isoformat()  # four digits in any year (strftime writes the year 999 as 999)
     if with_time and (local.hour, local.minute) not in ((0, 0), (23, 59)):
-        return local.strftime("%Y-%m-%d %H:%M")
-    return local.strftime("%Y-%m-%d")
+        return f"{day} {local:%H:%M}"
+    return day
 
 
 def when_label(*, created_at: datetime | None, expires_at: datetime | None, zone: tzinfo) -> str:

@@ -13,11 +13,15 @@ from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMess
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     ChatMessage,
     FunctionMessage,
     HumanMessage,
+    HumanMessageChunk,
     SystemMessage,
+    SystemMessageChunk,
     ToolMessage,
+    ToolMessageChunk,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -42,6 +46,10 @@ MESSAGES = [
     AIMessage("half a pair \ud800 here"),
     AIMessage("long " * 200, additional_kwargs={"trace": "t" * 20_000}),
     HumanMessage(""),
+    # found by a review: no JSON value (it failed the call half written), two lone surrogates
+    # side by side (they came back as one character)
+    AIMessage("scored", response_metadata={"logprob": float("-inf")}),
+    HumanMessage("\ud83d\ude00 two halves"),
 ]
 
 
@@ -209,9 +217,54 @@ def test_a_message_too_large_is_refused_before_anything_of_the_call_is_stored(in
         with pytest.raises(ValueError, match="Nothing of this call was stored"):
             add([HumanMessage("fetch it"), huge])
     assert history.messages == []
+    # 180,001 bytes of text kept whole (a NUL) is kept as it is written, not escaped to twice that
+    kept = HumanMessage("日本" * 30_000 + "\x00")
+    history.add_messages([kept])
+    assert history.messages == [kept]
 
 
-@pytest.mark.parametrize("session_id", ["", "   "])
+def test_a_call_is_written_whole_whatever_its_messages_hold(integrations):
+    """Found by a review: 120 messages and one holding NaN stopped after the first call (100)."""
+    history = made(integrations, f"s-{uuid.uuid4().hex[:8]}")
+    many = [HumanMessage(f"message {n}") for n in range(120)]
+    odd = AIMessage("scored", response_metadata={"logprob": float("nan")})
+    history.add_messages([*many, odd])
+    read = history.messages
+    assert read[:120] == many and len(read) == 121
+    assert read[120].content == "scored" and read[120].response_metadata["logprob"] != 0  # NaN
+
+
+@pytest.mark.parametrize(
+    ("chunk", "role"),
+    [
+        (HumanMessageChunk("streamed in"), "user"),
+        (AIMessageChunk("streamed out"), "assistant"),
+        (SystemMessageChunk("a rule"), "system"),
+        (ToolMessageChunk("42", tool_call_id="c1"), "tool"),
+    ],
+)
+def test_a_streamed_chunk_is_kept_under_its_messages_role(chunk, role):
+    encoded = encode_message(chunk)
+    assert encoded["role"] == role and decode_message(encoded) == chunk
+
+
+def test_a_history_closes_only_the_connections_it_opened(integrations):
+    with Client(integrations.base, integrations.keys["svc"]) as client:
+        shared = memsvc.AsyncClient(integrations.base, integrations.keys["svc"])
+        session_id = f"s-{uuid.uuid4().hex[:8]}"
+        first = MemoryChatMessageHistory(session_id, user="alice", client=client, aclient=shared)
+        first.add_user_message("one")
+        first.close()
+        run(first.aclose())
+        second = MemoryChatMessageHistory(session_id, user="alice", client=client, aclient=shared)
+        assert second.messages == [HumanMessage("one")] == run(second.aget_messages())
+        own = made(integrations, session_id)
+        assert own.messages == [HumanMessage("one")]
+        own.close()
+        own.close()  # again: nothing left to close
+
+
+@pytest.mark.parametrize("session_id", ["", "   ", "x" * 201])
 def test_an_empty_session_id_is_refused_rather_than_a_new_conversation_each_time(integrations, session_id):
     with pytest.raises(ValueError, match="session_id"):
         made(integrations, session_id)

@@ -208,9 +208,16 @@ UNSTORABLE = [
     {"type": "function_call_output", "call_id": "c9", "output": "half a pair \ud800 here"},
     {"role": "assistant", "content": [{"type": "output_text", "text": "nul\x00", "annotations": []}]},
 ]
+# Found by a review: two lone surrogates side by side came back as one character (as they do
+# from the SDK's SQLiteSession, which keeps JSON), and no JSON value (an infinity) failed the call
+# after the first of its requests.
+BEYOND_JSON = [
+    {"role": "user", "content": "\ud83d\ude00 two halves"},
+    {"type": "reasoning", "id": "rs_9", "summary": [], "score": float("inf")},
+]
 
 
-@pytest.mark.parametrize("item", UNSTORABLE)
+@pytest.mark.parametrize("item", UNSTORABLE + BEYOND_JSON)
 def test_an_item_of_text_no_service_stores_as_it_is_comes_back_exactly(item):
     encoded = encode(item)
     assert "\x00" not in encoded["content"]
@@ -224,6 +231,19 @@ def test_those_items_go_through_the_service_too(session):
         assert await session.get_items() == UNSTORABLE
 
     run(scenario())
+
+
+def test_items_json_cannot_hold_exactly_are_kept_whole_with_the_rest_of_the_call(integrations):
+    session = MemorySession(
+        f"s-{uuid.uuid4().hex[:8]}", user="alice", base_url=integrations.base, token=integrations.keys["svc"]
+    )
+    items = [{"role": "user", "content": f"item {n}"} for n in range(120)] + BEYOND_JSON
+
+    async def scenario():
+        await session.add_items(items)
+        return await session.get_items()
+
+    assert run(scenario()) == items
 
 
 def test_an_item_too_large_is_refused_before_anything_of_the_call_is_stored(integrations):

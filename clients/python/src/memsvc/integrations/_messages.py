@@ -4,6 +4,7 @@ messages, and how a call's messages are cut to them."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -18,36 +19,57 @@ MESSAGES_AT_ONCE = 100  # messages the service writes in one call (POST …/mess
 CALL_BYTES = 768 * 1024  # a call's JSON, below the service's 1 MiB for a request body
 
 
+SESSION_ID_CHARS = 200  # a conversation's external_id
+
+
 def checked_session_id(session_id: Any) -> str:
-    """A session's id, which finds its conversation again (``external_id``): a non-empty string,
-    else ``ValueError`` (an empty one would find nothing and start a new conversation each time)."""
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("A session_id is a non-empty string.")
+    """A session's id, which finds its conversation again (``external_id``): a non-empty string
+    of at most ``SESSION_ID_CHARS``, else ``ValueError`` (an empty one would find nothing and
+    start a new conversation each time)."""
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > SESSION_ID_CHARS:
+        raise ValueError(f"A session_id is a non-empty string of at most {SESSION_ID_CHARS} characters.")
     return session_id
 
 
-def storable(whole: str) -> bool:
-    """Whether JSON (``ensure_ascii=False``) holds only text the service stores as it is: no NUL
-    character (JSON writes it ``\\u0000``; a text that holds those six characters is taken for
-    one, and kept whole all the same) and no lone surrogate."""
-    if "\\u0000" in whole:
-        return False
+def exact_json(value: Any) -> str | None:
+    """``value``'s JSON (``ensure_ascii=False``: as compact as its text), where JSON text holds it
+    exactly and as UTF-8; None where it does not: NaN or an infinity (no JSON value), a lone
+    surrogate (no UTF-8; and two adjacent ones, escaped, would read back as one character).
+    A NUL is escaped by JSON (``\\u0000``): the service stores no NUL in any text."""
     try:
-        whole.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return None
+    return text
+
+
+def holds_nul(whole: str) -> bool:
+    """JSON from ``exact_json`` holds a NUL (``\\u0000``; text that holds those six characters
+    is taken for one: it is kept whole all the same)."""
+    return "\\u0000" in whole
+
+
+def packed(value: Any) -> str:
+    """``value`` that ``exact_json`` cannot write, as text the service stores: its JSON (NaN and
+    lone surrogates as they are) in UTF-8 with surrogates passed, in base64."""
+    return base64.b64encode(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")).decode("ascii")
+
+
+def unpacked(content: str) -> Any:
+    return json.loads(base64.b64decode(content).decode("utf-8", "surrogatepass"))
 
 
 def refuse_oversize(messages: list[dict[str, Any]], what: str) -> None:
     """``ValueError`` before anything is written when one of ``messages`` (``what``: "Item",
-    "Message") has more text than the service keeps in a message."""
+    "Message") is more content than the service keeps in a message: its text, or the whole of
+    it where it is kept whole."""
     for n, message in enumerate(messages):
         size = len(message["content"].encode())
         if size > MESSAGE_CONTENT_BYTES:
             raise ValueError(
-                f"{what} {n} of {len(messages)} is {size} bytes of text; the service keeps at most "
-                f"{MESSAGE_CONTENT_BYTES} a message. Nothing of this call was stored."
+                f"{what} {n} of {len(messages)} is {size} bytes as a message's content; the service keeps "
+                f"at most {MESSAGE_CONTENT_BYTES}. Nothing of this call was stored."
             )
 
 

@@ -34,8 +34,11 @@ from memsvc.integrations._messages import (
     METADATA_ITEM_BYTES,
     calls_of,
     checked_session_id,
+    exact_json,
+    holds_nul,
+    packed,
     refuse_oversize,
-    storable,
+    unpacked,
 )
 
 __all__ = ["MemoryChatMessageHistory", "MemoryRetriever"]
@@ -135,16 +138,22 @@ def _document(item: dict[str, Any]) -> Document:
 
 # --- chat message history ------------------------------------------------------------------
 MESSAGE = "langchain_message"  # metadata key: the message as LangChain writes it, its text left out
+PACKED = "langchain_message_packed"  # what JSON text cannot hold exactly: packed (integrations/_messages.py)
 WHOLE = "langchain_message_json"  # the message too large for metadata: its JSON is the content
 BY_ROLE = {"user": "human", "assistant": "ai", "system": "system"}  # a message written by anyone else
+CHUNKS = {  # a streamed message's chunk is kept under its message's role
+    f"{name}MessageChunk": kind
+    for name, kind in (("Human", "human"), ("AI", "ai"), ("System", "system"), ("Tool", "tool"))
+} | {"FunctionMessageChunk": "function", "ChatMessageChunk": "chat"}
 
 
 def _role_and_type(message: dict[str, Any]) -> tuple[str, str]:
     """The service's role and type for a message as ``message_to_dict`` writes it."""
     kind, data = message["type"], message["data"]
+    kind = CHUNKS.get(kind, kind)
     if kind == "human":
         return "user", "text"
-    if kind in ("ai", "AIMessageChunk"):
+    if kind == "ai":
         held_text = data.get("content") not in ("", [], None)
         return "assistant", "tool_call" if data.get("tool_calls") and not held_text else "text"
     if kind == "system":
@@ -170,14 +179,17 @@ def _text(content: Any) -> str:
 
 def encode_message(message: BaseMessage) -> dict[str, Any]:
     """A LangChain message as the service's message: role, type, its text as the content, and
-    the rest of it in metadata, to give it back whole. A message of text the service does not
-    store as it is (a NUL, a lone surrogate), or whose rest is larger than the metadata takes,
-    is kept as its JSON (such characters escaped) and comes back the same."""
+    the rest of it in metadata, to give it back whole. A message holding a NUL (which the
+    service stores in no text), or whose rest is larger than the metadata takes, is kept as its
+    JSON; one that JSON text cannot hold exactly (a lone surrogate, NaN) is kept packed
+    (``_messages.packed``); each comes back the same."""
     written = message_to_dict(message)
     role, kind = _role_and_type(written)
-    whole = json.dumps(written, ensure_ascii=False)
-    if not storable(whole):
-        return {"role": role, "type": kind, "content": json.dumps(written), "metadata": {WHOLE: True}}
+    whole = exact_json(written)
+    if whole is None:
+        return {"role": role, "type": kind, "content": packed(written), "metadata": {PACKED: True}}
+    if holds_nul(whole):
+        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
     content = written["data"].get("content")
     skeleton = copy.deepcopy(written)
     if isinstance(content, str):
@@ -193,6 +205,8 @@ def decode_message(message: dict[str, Any]) -> BaseMessage:
     adapter): a user's, an assistant's or a system message with its text, any other role a
     ``ChatMessage`` of that role."""
     metadata = message.get("metadata") or {}
+    if metadata.get(PACKED):
+        return messages_from_dict([unpacked(message["content"])])[0]
     if metadata.get(WHOLE):
         return messages_from_dict([json.loads(message["content"])])[0]
     written = metadata.get(MESSAGE)
@@ -230,8 +244,12 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         self.session_id = checked_session_id(session_id)
         self.user = user
         self.title = title
-        self._client = client or Client(base_url or "", token, timeout=timeout)
-        self._aclient = aclient or AsyncClient(base_url or "", token, timeout=timeout)
+        self._settings = (base_url or "", token, timeout)
+        # Clients given are the giver's (shared by many histories, closed by the giver); one made
+        # here is made when first used, and closed by close() / aclose().
+        self._given, self._agiven = client, aclient
+        self._own: Client | None = None
+        self._aown: AsyncClient | None = None
         self._conversation_id: str | None = None
 
     @classmethod
@@ -239,11 +257,32 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         """``MEMSVC_URL`` and ``MEMSVC_TOKEN``, as ``memsvc.Client.from_env``."""
         return cls(session_id, user=user, base_url=os.environ["MEMSVC_URL"], token=os.environ["MEMSVC_TOKEN"], **kwargs)
 
+    @property
+    def _client(self) -> Client:
+        if self._given is not None:
+            return self._given
+        if self._own is None:
+            base_url, token, timeout = self._settings
+            self._own = Client(base_url, token, timeout=timeout)
+        return self._own
+
+    @property
+    def _aclient(self) -> AsyncClient:
+        if self._agiven is not None:
+            return self._agiven
+        if self._aown is None:
+            base_url, token, timeout = self._settings
+            self._aown = AsyncClient(base_url, token, timeout=timeout)
+        return self._aown
+
     def close(self) -> None:
-        self._client.close()
+        """Close the connections this history opened (not those of a client it was given)."""
+        if self._own is not None:
+            self._own.close()
 
     async def aclose(self) -> None:
-        await self._aclient.close()
+        if self._aown is not None:
+            await self._aown.close()
 
     # The conversation: made by the first message added, found before (a history nothing was
     # added to answers empty and makes no conversation in the user's list).

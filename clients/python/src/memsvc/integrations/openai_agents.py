@@ -30,8 +30,11 @@ from memsvc.integrations._messages import (
     METADATA_ITEM_BYTES,
     calls_of,
     checked_session_id,
+    exact_json,
+    holds_nul,
+    packed,
     refuse_oversize,
-    storable,
+    unpacked,
 )
 
 __all__ = ["MemorySession"]
@@ -68,6 +71,7 @@ except ImportError:  # the SDK before 0.25
 
 ITEM = "openai_agents_item"  # metadata key: the item, its text left out (it is the content)
 TEXT_AT = "openai_agents_text_at"  # where in the item its text goes back
+PACKED = "openai_agents_item_packed"  # what JSON text cannot hold exactly: packed (integrations/_messages.py)
 WHOLE = "openai_agents_item_json"  # the item too large for metadata: its JSON is the content
 TEXT_PARTS = ("input_text", "output_text", "text")
 
@@ -119,12 +123,15 @@ def _role_and_type(item: dict[str, Any]) -> tuple[str, str]:
 
 def encode(item: dict[str, Any]) -> dict[str, Any]:
     """An item as a message: role, type, content and what is needed to give it back whole. An
-    item holding text the service does not store as it is (a NUL, a lone surrogate) is kept as
-    its JSON with every such character escaped, and comes back the same."""
+    item holding a NUL, which the service stores in no text, is kept as its JSON (the NUL
+    escaped); one that JSON text cannot hold exactly (a lone surrogate, NaN) is kept packed
+    (``_messages.packed``); each comes back the same."""
     role, kind = _role_and_type(item)
-    whole = json.dumps(item, ensure_ascii=False)
-    if not storable(whole):
-        return {"role": role, "type": kind, "content": json.dumps(item), "metadata": {WHOLE: True}}
+    whole = exact_json(item)
+    if whole is None:
+        return {"role": role, "type": kind, "content": packed(item), "metadata": {PACKED: True}}
+    if holds_nul(whole):
+        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
     path = _text_path(item)
     text = _get(item, path) if path else ""
     if set(item) == {"role", "content"} and path == ["content"] and role == item["role"]:
@@ -141,6 +148,8 @@ def encode(item: dict[str, Any]) -> dict[str, Any]:
 def decode(message: dict[str, Any]) -> dict[str, Any]:
     """A message written by ``encode`` (or by anyone: a plain ``{"role", "content"}``)."""
     metadata = message.get("metadata") or {}
+    if metadata.get(PACKED):
+        return unpacked(message["content"])
     if metadata.get(WHOLE):
         return json.loads(message["content"])
     if isinstance(metadata.get(ITEM), dict):
