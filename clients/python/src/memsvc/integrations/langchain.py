@@ -4,7 +4,8 @@
     docs = retriever.invoke("what does Alice eat?")           # Documents, best first
 
     history = MemoryChatMessageHistory.from_env("support-42", user="alice")  # a service key
-    RunnableWithMessageHistory(chain, lambda session_id: MemoryChatMessageHistory.from_env(session_id, user="alice"))
+    client, aclient = memsvc.Client.from_env(), memsvc.AsyncClient.from_env()  # shared by the histories
+    RunnableWithMessageHistory(chain, lambda sid: MemoryChatMessageHistory(sid, user="alice", client=client, aclient=aclient))
 
 The retriever searches one user's own memories (``user``) or one project's (``project``), with
 the store's search (docs/integrations.md, "The store"): the ``k`` memories that match best, by
