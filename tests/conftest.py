@@ -38,7 +38,19 @@ ONE_WORKER_FOLDERS = ("tests/clients/",)
 # ... except the integrations' tests, which share a server of their own (``integrations``): a
 # group of their own, so both groups run at once on two workers.
 INTEGRATION_MODULES = tuple(
-    f"tests/clients/test_{name}_live.py" for name in ("mem0", "langgraph", "openai_agents", "langchain")
+    f"tests/clients/test_{name}_live.py"
+    for name in (
+        "mem0",
+        "mem0_older",
+        "mem0_js",
+        "langgraph",
+        "langmem",
+        "openai_agents",
+        "langchain",
+        "langchain_history",
+        "langchain_agent",
+        "connect_snippets",
+    )
 )
 
 
@@ -50,19 +62,25 @@ DATABASE_FIXTURES = {
     "django_db_serialized_rollback",
     "live_server",
 }
+# The servers of tests/clients/conftest.py: their database is the run's (PostgreSQL in its pass),
+# so a test of them is one of each database.
+SERVER_FIXTURES = {"live", "integrations"}
 
 
 def same_on_every_database(item) -> bool:
     """A test whose outcome does not depend on the test database: it never reaches it (pure
-    functions, subprocesses that bring their own database), or it drives the browser (the
-    pages' data rules are checked on both databases by the API, web and service tests).
+    functions, subprocesses that bring their own database; not the clients' live servers, which
+    run on the run's), or it drives the browser (the pages' data rules are checked on both
+    databases by the API, web and service tests).
     ``scripts/test.sh`` runs these in the SQLite pass only (``TEST_DB_AGNOSTIC=0`` leaves them
     out of the PostgreSQL pass); a PostgreSQL-only test is never one of them."""
     if item.get_closest_marker("postgres_only"):
         return False
     if item.get_closest_marker("browser"):
         return True
-    return item.get_closest_marker("django_db") is None and not DATABASE_FIXTURES & set(item.fixturenames)
+    return item.get_closest_marker("django_db") is None and not (DATABASE_FIXTURES | SERVER_FIXTURES) & set(
+        item.fixturenames
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks

@@ -7,7 +7,7 @@ import collections
 import subprocess
 import sys
 
-from tests.conftest import ONE_WORKER_MODULES
+from tests.conftest import INTEGRATION_MODULES, ONE_WORKER_MODULES
 from tests.serving import ROOT
 
 GROUPED = """
@@ -67,5 +67,5 @@ def test_a_group_runs_whole_on_one_worker(tmp_path):
 
 
 def test_the_server_modules_are_in_this_repository():
-    for module in ONE_WORKER_MODULES:
+    for module in ONE_WORKER_MODULES + INTEGRATION_MODULES:
         assert (ROOT / module).is_file(), module

@@ -47,6 +47,13 @@ def _database_url(name: str) -> str:
     return f"postgresql://{auth}@{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{name}"
 
 
+def _server_database(server: str) -> str:
+    """The PostgreSQL database of one of these servers: of this run (``DATABASE_TEST_NAME``) and
+    of this pytest-xdist worker (each worker that runs a test of the server starts its own)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"{os.environ.get('DATABASE_TEST_NAME') or 'test_memsvc'}_{server}{'_' + worker if worker else ''}"
+
+
 def _drop(name: str) -> None:
     with psycopg.connect(_admin_url(), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -67,7 +74,7 @@ def live(tmp_path_factory):
     }
     name = None
     if os.environ.get("DATABASE_URL"):
-        name = (os.environ.get("DATABASE_TEST_NAME") or "test_memsvc") + "_client"
+        name = _server_database("client")
         _drop(name)
         with psycopg.connect(_admin_url(), autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -118,7 +125,7 @@ def integrations(tmp_path_factory):
     overrides = {"WEB_CONCURRENCY": "1", "GUNICORN_THREADS": "8", "SERVE_WORKER": "0", "WORKER_EXPECTED": "0"}
     name = None
     if os.environ.get("DATABASE_URL"):
-        name = (os.environ.get("DATABASE_TEST_NAME") or "test_memsvc") + "_integrations"
+        name = _server_database("integrations")
         _drop(name)
         with psycopg.connect(_admin_url(), autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -44,7 +44,7 @@ def service_store(integrations):
 
 
 @pytest.fixture(params=["inmemory", "service"])
-def store(request):
+def store(request, integrations):  # integrations: named, so that both passes run these (tests/conftest.py)
     """(store, root): the same cases on langgraph's InMemoryStore and on the service, under a
     namespace of this test's own."""
     root = ("users", "alice", f"t{uuid.uuid4().hex[:10]}")
