@@ -37,6 +37,8 @@ def in_zone(moment: datetime, zone: tzinfo) -> datetime:
     of the years 1 to 9999 (9999-12-31T23:59:59Z kept before the writers held expiries to the
     range, or in the record of the change that set it, is the year 10000 in Tokyo), the nearest
     instant it can (``SHOWN_LAST``, ``SHOWN_FIRST``). What a page or a context line shows."""
+    if moment.tzinfo is None:  # astimezone would read it as this machine's local time
+        raise ValueError("in_zone() takes an aware date-time")
     try:
         return moment.astimezone(zone)
     except OverflowError:

@@ -19,7 +19,7 @@ from hypothesis import example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from config.instants import SHOWN_FIRST, SHOWN_LAST, OutOfRange, in_utc, shown_everywhere
+from config.instants import SHOWN_FIRST, SHOWN_LAST, OutOfRange, in_utc, in_zone, shown_everywhere
 from identity_app.models import ChatBinding, Project, Role
 from identity_app.services import profile_update
 from identity_app.templatetags import ui
@@ -321,5 +321,7 @@ def test_any_instant_kept_shows_in_any_zone(moment, zone):
             assert f">{moment.isoformat()[:10]} {moment.isoformat()[11:16]} UTC<" in ui.when(moment)
     label = timing.when_label(created_at=moment, expires_at=moment, zone=zoneinfo.ZoneInfo(zone))
     assert label.startswith("[") and "until" in label
+    with pytest.raises(ValueError, match="aware"):  # as Django's localtime: never read as local
+        in_zone(moment.replace(tzinfo=None), zoneinfo.ZoneInfo(zone))
     if zone == "UTC":
         assert label.startswith(f"[{moment.isoformat()[:10]}")
