@@ -11,8 +11,9 @@ def keep_instants_every_zone_shows(apps, schema_editor):
     """Rows written before every writer held expiries and ``sent_at`` to what every time zone can
     show (``config.instants``): an expiry later than ``SHOWN_LAST`` (9999-12-31T23:59:59Z, written
     for "never", is the year 10000 in Tokyo) becomes ``SHOWN_LAST``, which never comes either, as
-    the writers keep it now; a ``sent_at`` outside the range becomes its nearer end. Without this
-    the identity context and the memory pages of such a user east (or west) of UTC fail."""
+    the writers keep it now; a ``sent_at`` outside the range becomes its nearer end. The pages
+    and context lines show any instant (``config.instants.in_zone``); this keeps what the API
+    and the exports answer the same as what the writers keep."""
     Memory = apps.get_model("memory_app", "Memory")
     Memory.objects.filter(expires_at__gt=SHOWN_LAST).update(expires_at=SHOWN_LAST)
     Message = apps.get_model("memory_app", "Message")
