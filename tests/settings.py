@@ -1,12 +1,18 @@
 """Test settings: the production module plus explicit test overrides."""
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
 os.environ.setdefault("DEBUG", "0")
-os.environ.setdefault("WORKSPACE_ROOT", tempfile.mkdtemp(prefix="memsvc-ws-"))
+if "WORKSPACE_ROOT" not in os.environ:
+    # One folder for the process that made it and the processes it starts (they inherit the
+    # variable), removed when it exits: every process importing these settings made one, kept.
+    os.environ["WORKSPACE_ROOT"] = tempfile.mkdtemp(prefix="memsvc-ws-")
+    atexit.register(shutil.rmtree, os.environ["WORKSPACE_ROOT"], ignore_errors=True)
 
 from config.settings import *  # noqa: F403
 
