@@ -60,6 +60,33 @@ def unpacked(content: str) -> Any:
     return json.loads(base64.b64decode(content).decode("utf-8", "surrogatepass"))
 
 
+def kept_whole(value: Any, role: str, kind: str, *, packed_key: str, whole_key: str) -> tuple[dict[str, Any], bool]:
+    """The message that keeps ``value`` whole (``role``, ``type``): packed where JSON text cannot
+    hold it exactly, else its JSON (``whole_key`` in its metadata); and whether it must be kept
+    so — packed, or holding a NUL, which the service stores in no text — rather than as its text
+    with the rest in metadata."""
+    whole = exact_json(value)
+    if whole is None:
+        return {"role": role, "type": kind, "content": packed(value), "metadata": {packed_key: True}}, True
+    return {"role": role, "type": kind, "content": whole, "metadata": {whole_key: True}}, holds_nul(whole)
+
+
+def metadata_fits(metadata: dict[str, Any]) -> bool:
+    """The rest of an item or message fits the metadata (``METADATA_ITEM_BYTES``)."""
+    return len(json.dumps(metadata, ensure_ascii=False).encode()) <= METADATA_ITEM_BYTES
+
+
+def conversation_lookup(user: str, session_id: str) -> dict[str, Any]:
+    """The ``list_conversations`` arguments that find a session's conversation without making
+    one (reads of a session nothing was added to leave no empty conversation in the list)."""
+    return {"user": user, "external_id": session_id, "page_size": 1}
+
+
+def found_in(page: dict[str, Any]) -> str | None:
+    """The conversation id in a ``list_conversations`` page of ``conversation_lookup``, if any."""
+    return page["results"][0]["id"] if page["results"] else None
+
+
 def refuse_oversize(messages: list[dict[str, Any]], what: str) -> None:
     """``ValueError`` before anything is written when one of ``messages`` (``what``: "Item",
     "Message") is more content than the service keeps in a message: its text, or the whole of

@@ -32,12 +32,12 @@ from pydantic import ConfigDict, PrivateAttr
 from memsvc.aio import AsyncClient
 from memsvc.client import PAGE_SIZE, Client
 from memsvc.integrations._messages import (
-    METADATA_ITEM_BYTES,
     calls_of,
     checked_session_id,
-    exact_json,
-    holds_nul,
-    packed,
+    conversation_lookup,
+    found_in,
+    kept_whole,
+    metadata_fits,
     refuse_oversize,
     unpacked,
 )
@@ -186,18 +186,16 @@ def encode_message(message: BaseMessage) -> dict[str, Any]:
     (``_messages.packed``); each comes back the same."""
     written = message_to_dict(message)
     role, kind = _role_and_type(written)
-    whole = exact_json(written)
-    if whole is None:
-        return {"role": role, "type": kind, "content": packed(written), "metadata": {PACKED: True}}
-    if holds_nul(whole):
-        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
+    whole, must = kept_whole(written, role, kind, packed_key=PACKED, whole_key=WHOLE)
+    if must:
+        return whole
     content = written["data"].get("content")
     skeleton = copy.deepcopy(written)
     if isinstance(content, str):
         skeleton["data"]["content"] = None  # the message's content holds it
     metadata = {MESSAGE: skeleton}
-    if len(json.dumps(metadata, ensure_ascii=False).encode()) > METADATA_ITEM_BYTES:
-        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
+    if not metadata_fits(metadata):
+        return whole
     return {"role": role, "type": kind, "content": _text(content), "metadata": metadata}
 
 
@@ -304,16 +302,16 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     def _found(self) -> str | None:
         if self._conversation_id is None:
-            found = self._client.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
-            if found["results"]:
-                self._conversation_id = found["results"][0]["id"]
+            self._conversation_id = found_in(
+                self._client.list_conversations(**conversation_lookup(self.user, self.session_id))
+            )
         return self._conversation_id
 
     async def _afound(self) -> str | None:
         if self._conversation_id is None:
-            found = await self._aclient.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
-            if found["results"]:
-                self._conversation_id = found["results"][0]["id"]
+            self._conversation_id = found_in(
+                await self._aclient.list_conversations(**conversation_lookup(self.user, self.session_id))
+            )
         return self._conversation_id
 
     @property

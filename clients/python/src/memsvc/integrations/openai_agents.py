@@ -27,12 +27,12 @@ from memsvc.aio import AsyncClient
 from memsvc.client import PAGE_SIZE
 from memsvc.errors import NotFound
 from memsvc.integrations._messages import (
-    METADATA_ITEM_BYTES,
     calls_of,
     checked_session_id,
-    exact_json,
-    holds_nul,
-    packed,
+    conversation_lookup,
+    found_in,
+    kept_whole,
+    metadata_fits,
     refuse_oversize,
     unpacked,
 )
@@ -127,11 +127,9 @@ def encode(item: dict[str, Any]) -> dict[str, Any]:
     escaped); one that JSON text cannot hold exactly (a lone surrogate, NaN) is kept packed
     (``_messages.packed``); each comes back the same."""
     role, kind = _role_and_type(item)
-    whole = exact_json(item)
-    if whole is None:
-        return {"role": role, "type": kind, "content": packed(item), "metadata": {PACKED: True}}
-    if holds_nul(whole):
-        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
+    whole, must = kept_whole(item, role, kind, packed_key=PACKED, whole_key=WHOLE)
+    if must:
+        return whole
     path = _text_path(item)
     text = _get(item, path) if path else ""
     if set(item) == {"role", "content"} and path == ["content"] and role == item["role"]:
@@ -140,8 +138,8 @@ def encode(item: dict[str, Any]) -> dict[str, Any]:
     if path:
         _set(skeleton, path, None)
     metadata = {ITEM: skeleton, TEXT_AT: path}
-    if len(json.dumps(metadata, ensure_ascii=False).encode()) > METADATA_ITEM_BYTES:
-        return {"role": role, "type": kind, "content": whole, "metadata": {WHOLE: True}}
+    if not metadata_fits(metadata):
+        return whole
     return {"role": role, "type": kind, "content": text, "metadata": metadata}
 
 
@@ -209,9 +207,9 @@ class MemorySession(SessionABC):
         """The conversation this session is, if it was made already: reads of a session nothing
         was added to make no empty conversation in the user's list."""
         if self._conversation_id is None:
-            found = await self._client.list_conversations(user=self.user, external_id=self.session_id, page_size=1)
-            if found["results"]:
-                self._conversation_id = found["results"][0]["id"]
+            self._conversation_id = found_in(
+                await self._client.list_conversations(**conversation_lookup(self.user, self.session_id))
+            )
         return self._conversation_id
 
     async def _page(self, conversation: str, page: int, size: int, ordering: str) -> dict[str, Any]:
