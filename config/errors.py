@@ -21,11 +21,13 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     PERMISSION_DENIED = "permission_denied"
+    REPEATED_PARAMETER = "repeated_parameter"
     SERVER_ERROR = "server_error"
     THROTTLED = "throttled"
     TOO_DEEP = "too_deep"
     TOO_LARGE = "too_large"
     UNAVAILABLE = "unavailable"
+    UNKNOWN_PARAMETER = "unknown_parameter"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
 
 

@@ -333,7 +333,7 @@ if MEMORY_EMBEDDING_PROVIDER not in ("e5", "hashed", "openai"):
 MEMORY_EMBEDDING_THREADS = env_int("MEMORY_EMBEDDING_THREADS", 1)
 # What a server process loads before its first request (config/gunicorn.py, post_worker_init):
 # dotted paths of functions without arguments. SERVER_WARMUP=0 leaves it to the first requests.
-SERVER_WARMUPS = ["memory_app.search.warmup.warm"] if env_bool("SERVER_WARMUP", True) else []
+SERVER_WARMUPS = ["memory_app.search.warmup.warm", "config.api.query.warm"] if env_bool("SERVER_WARMUP", True) else []
 # Embed new documents in a background thread of the process that wrote them (off the request
 # path); the worker and `refresh_embeddings` catch up whatever a restart left behind.
 MEMORY_EMBED_IN_BACKGROUND = env_bool("MEMORY_EMBED_IN_BACKGROUND", True)
@@ -431,7 +431,10 @@ REST_FRAMEWORK: dict[str, Any] = {
         "identity_app.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "config.api.query.KnownQueryParameters",  # last: after the caller is known
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.validation.SafeJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["config.api.filters.ApiFilterBackend"],

@@ -117,6 +117,7 @@ class Mem0View(APIView):
     request: AuthenticatedRequest  # IsAuthenticated, the default permission
     authentication_classes = [ApiTokenAuthentication]
     query_names: dict[str, tuple[str, ...]] = {}
+    own_query_check = True  # not config.api.query's: mem0's clients read this error's ``detail``
     # The paths of mem0's clients before 2.0: there an answer of results is a bare list (mem0's
     # "v1.0" format, which those clients' types read) unless the call asks for
     # ``output_format="v1.1"`` ({"results": [...]}).

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from config.api.inputs import StrictCharField, StrictInputMixin, StrictIntegerField, documented, enum_schema, validated
 from config.api.output import PlannedListSerializer
 from config.api.pagination import ListPagination
+from config.api.query import KnownQueryParameters
 from config.api.routes import api_route
 from config.api.schema import is_schema_generation
 from config.budgets import truncate_json_text
@@ -221,7 +222,7 @@ class RunTokenView(APIView):
     """Base for endpoints authenticated by the run's own token."""
 
     authentication_classes = [RunTokenAuthentication]
-    permission_classes = [HasRunCredential]
+    permission_classes = [HasRunCredential, KnownQueryParameters]
 
     def credential(self, request: Request, run_id) -> leases.RunCredential:
         # HasRunCredential lets in only a request authenticated by a run token.

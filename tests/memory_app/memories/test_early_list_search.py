@@ -137,8 +137,10 @@ def test_a_list_without_a_question_keeps_the_credit_and_a_refused_question_start
     assert client.get(LIST, {"q": "   ", "kind": "fact"}).status_code == 200
     too_long = client.get(LIST, {"q": "x" * (SEARCH_MAX_CHARS + 1)})
     assert too_long.status_code == 400
+    # Not a search: the question in a write's address is not one (and a write takes no ``q``).
     created = client.post(f"{LIST}?q=porto", {"kind": "fact", "content": "Takes the tram"}, format="json")
-    assert created.status_code == 201  # not a search: the question in its address is not one
+    assert created.status_code == 400 and created.json()["error"]["code"] == "unknown_parameter"
+    assert not remembered.memories.filter(content="Takes the tram").exists()
     assert "soon" not in {event[0] for event in seen if isinstance(event, tuple)}
     assert hash_token(client.key) in early._credits  # not spent: nothing was started
     settings.MEMORY_SEARCH_MODE = "lexical"
