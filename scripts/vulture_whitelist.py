@@ -18,7 +18,7 @@ api_aware_500  # unused function (config/api/errors.py:114)
 api_aware_400  # unused function (config/api/errors.py:120)
 api_aware_403  # unused function (config/api/errors.py:126)
 schema_error_responses  # unused function (config/api/schema.py:39)
-path_regex  # unused attribute (config/api/query.py:65): drf-spectacular reads it
+path_regex  # unused attribute (config/api/query.py:80): drf-spectacular reads it
 generator  # unused variable (config/api/schema.py:39)
 public  # unused variable (config/api/schema.py:39)
 only_api_paths  # unused function (config/api/schema.py:65)

@@ -118,6 +118,15 @@ def test_authenticated_calls_are_limited_per_user_across_tokens(api, rates, alic
     assert api(bob).get("/api/users/me/memories").status_code == 200
 
 
+def test_a_request_refused_for_its_query_string_counts_and_a_throttled_one_is_a_429(api, rates, alice):
+    rates(user="2/minute")
+    client = api(alice)
+    refused = [client.get("/api/users/me/memories", {"kindd": "fact"}).status_code for _ in range(2)]
+    assert refused == [400, 400]
+    assert_throttled(client.get("/api/users/me/memories"))
+    assert_throttled(client.get("/api/users/me/memories", {"kindd": "fact"}))
+
+
 def test_the_window_ends_when_retry_after_says(api, rates, alice, throttle_clock):
     rates(user="2/minute")
     client = api(alice)

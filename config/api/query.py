@@ -19,7 +19,8 @@ from rest_framework.settings import api_settings
 
 from config.errors import ErrorCode, InvalidInput
 
-# At most this many unknown names are given in an error, each cut to NAME_SHOWN characters.
+# At most this many names are given in an error (its ``details``), each cut to NAME_SHOWN
+# characters in its message.
 NAMES_SHOWN = 10
 NAME_SHOWN = 40
 
@@ -50,9 +51,10 @@ def warm() -> None:
     imports what drf-spectacular reads a filter with (~0.2 s), which no request should wait for;
     each one after it takes about a millisecond."""
     for view_class in _views(get_resolver().url_patterns):
-        for method in view_class.http_method_names:
-            if method not in ("head", "options") and hasattr(view_class, method):
-                taken_query_params(view_class, method.upper())
+        if KnownQueryParameters in view_class.permission_classes and not getattr(view_class, "own_query_check", False):
+            for method in _handled(view_class):
+                if method not in ("head", "options"):
+                    taken_query_params(view_class, method.upper())
 
 
 def _views(patterns):
@@ -63,7 +65,7 @@ def _views(patterns):
             yield pattern.callback.cls
 
 
-def _documented(view_class, method: str) -> frozenset[str]:
+def _documented(view_class, method: str) -> Taken:
     # drf-spectacular imports DRF's views, which import this module (DEFAULT_PERMISSION_CLASSES).
     from drf_spectacular.drainage import GENERATOR_STATS  # noqa: PLC0415
     from drf_spectacular.generators import SchemaGenerator  # noqa: PLC0415
@@ -100,30 +102,39 @@ class KnownQueryParameters(BasePermission):
     a method the view does not have is left to DRF's 405, and OPTIONS takes any query string."""
 
     def has_permission(self, request, view) -> bool:
-        # OPTIONS is answered by DRF's metadata, which asks the permissions again as if the
-        # request were each of the view's writes: the request on the wire says what it is.
-        if request._request.method == "OPTIONS" or not request.query_params or getattr(view, "own_query_check", False):
-            return True
+        # DRF asks the permissions again as if the request were another method (OPTIONS' metadata
+        # and the browsable API ask for each write the view has): only the method on the wire is
+        # checked, and OPTIONS takes any query string.
         method = "GET" if request.method == "HEAD" else request.method
-        if not hasattr(view, method.lower()):
+        wire = request._request.method
+        if method != ("GET" if wire == "HEAD" else wire) or method == "OPTIONS" or not request.query_params:
             return True
+        if getattr(view, "own_query_check", False) or method.lower() not in _handled(view):
+            return True  # its own check; a method the view lacks is DRF's 405
         taken = taken_query_params(type(view), method)
         params = request.query_params
         unknown = sorted(set(params) - taken.names)
+        repeated = sorted(name for name in params if name not in taken.repeatable and len(params.getlist(name)) > 1)
+        if unknown or repeated:
+            view.check_throttles(request)  # a refused request counts, as every other one does
         if unknown:
             raise InvalidInput(
                 f"This endpoint does not take the query parameter(s) {_names(unknown)}.",
                 code=ErrorCode.UNKNOWN_PARAMETER,
-                details={name[:NAME_SHOWN]: ["Unknown query parameter."] for name in unknown[:NAMES_SHOWN]},
+                details={name: ["Unknown query parameter."] for name in unknown[:NAMES_SHOWN]},
             )
-        repeated = sorted(name for name in params if name not in taken.repeatable and len(params.getlist(name)) > 1)
         if repeated:
             raise InvalidInput(
                 f"Given more than once, and each takes one value: {_names(repeated)}.",
                 code=ErrorCode.REPEATED_PARAMETER,
-                details={name[:NAME_SHOWN]: ["Takes one value."] for name in repeated[:NAMES_SHOWN]},
+                details={name: ["Takes one value."] for name in repeated[:NAMES_SHOWN]},
             )
         return True
+
+
+def _handled(view) -> list[str]:
+    """The methods ``view`` answers (lower case), as DRF's dispatch finds a handler."""
+    return [method for method in view.http_method_names if hasattr(view, method)]
 
 
 def _names(names: list[str]) -> str:

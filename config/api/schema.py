@@ -40,20 +40,17 @@ _ERROR_STATUSES = {
 
 def schema_error_responses(result, generator, request: Request | None, public):
     """Every operation documents the JSON error shape for the statuses it may answer with:
-    401, 403, 404 and 429 everywhere; 400 where it takes a body or query parameters, and on every
-    mem0-compatible path (each refuses a query parameter it does not take); 409 for writes; 413
-    and 415 where it takes a body."""
+    400, 401, 403, 404 and 429 everywhere (400: every operation refuses a query parameter it does
+    not take, ``config.api.query``, besides what it refuses of its body or parameters); 409 for
+    writes; 413 and 415 where it takes a body."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            statuses = ["401", "403", "404", "429"]
+            statuses = ["400", "401", "403", "404", "429"]
             has_body = "requestBody" in operation
-            queried = any(p.get("in") == "query" for p in operation.get("parameters", []))
-            if has_body or queried or "mem0-compatible" in operation.get("tags", ()):
-                statuses.append("400")
             if method in ("post", "put", "patch", "delete"):
                 statuses.append("409")
             if has_body:

@@ -130,6 +130,14 @@ def test_conversations_and_messages(svc, alice):
     )
     assert conversation["id"] in {c["id"] for c in svc.iter_conversations(user="alice", page_size=1)}
     assert svc.list_conversations(user="alice", q="Lisbon")["count"] >= 1
+    # Several fields of ``ordering`` go as one value (repeated, the server refuses it), and a
+    # filter the list does not take is refused, not ignored.
+    by_title = svc.list_conversations(user="alice", ordering=["title", "-created_at"], page_size=200)["results"]
+    as_one = svc.list_conversations(user="alice", ordering="title,-created_at", page_size=200)["results"]
+    assert [c["id"] for c in by_title] == [c["id"] for c in as_one] and len(by_title) >= 1
+    with pytest.raises(memsvc.ValidationError) as misspelt:
+        svc.list_conversations(usr="alice")
+    assert misspelt.value.code == "unknown_parameter" and "usr" in misspelt.value.field_errors
     assert alice.get_conversation(conversation["id"])["id"] == conversation["id"]  # the owner reads it
 
     sent = [
