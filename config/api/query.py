@@ -58,11 +58,12 @@ def warm() -> None:
 
 
 def _views(patterns):
+    """The DRF view classes of a URLconf's patterns (``as_view()`` keeps its class as ``cls``)."""
     for pattern in patterns:
         if isinstance(pattern, URLResolver):
             yield from _views(pattern.url_patterns)
-        elif isinstance(pattern, URLPattern) and getattr(pattern.callback, "cls", None) is not None:
-            yield pattern.callback.cls
+        elif isinstance(pattern, URLPattern) and (view_class := getattr(pattern.callback, "cls", None)) is not None:
+            yield view_class
 
 
 def _documented(view_class, method: str) -> Taken:
