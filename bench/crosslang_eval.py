@@ -248,7 +248,7 @@ def main() -> None:
         "unrelated_fifth.json: 100 more, written before any change that followed the fourth set; "
         "unrelated_sixth.json: 100 more, written before any change that followed the fifth set; "
         "unrelated_seventh.json: 100 more, none asked before in any set, written after the last change to the "
-        "search and measured once, unchanged)",
+        "search and measured once, unchanged; unrelated_eighth.json: the same, a session later)",
     )
     parser.add_argument(
         "--set",
