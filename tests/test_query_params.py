@@ -131,7 +131,34 @@ def test_the_browsable_api_renders_a_list_with_its_filters_and_forms(alice, alic
     assert b"Lives in Lisbon" in response.content
     refused = APIRequestFactory().get(MEMORIES, {"kindd": "fact"}, HTTP_ACCEPT="text/html")
     force_authenticate(refused, user=alice)
-    assert view(refused).status_code == 400
+    response = view(refused)
+    response.render()
+    assert response.status_code == 400 and b"kindd" in response.content
+
+
+def test_a_refused_write_renders_in_the_browsable_api_and_counts_once(alice, alices, settings, throttle_clock):
+    """The renderer asks the permissions again as the same method, to draw that method's form:
+    the request is checked (and counted by the rate limits) once."""
+    settings.API_THROTTLE = True
+    settings.API_THROTTLE_RATES = {
+        **dict.fromkeys(("anon", "user", "run", "search"), "100000/minute"),
+        "user": "2/minute",
+    }
+    view = resolve(MEMORIES).func.cls.as_view(renderer_classes=[BrowsableAPIRenderer, JSONRenderer])
+    request = APIRequestFactory().post(
+        MEMORIES + "?kindd=fact", {"kind": "fact", "content": "Plays chess"}, format="json", HTTP_ACCEPT="text/html"
+    )
+    force_authenticate(request, user=alice)
+    response = view(request)
+    response.render()
+    assert response.status_code == 400 and b"kindd" in response.content
+    assert not Memory.objects.filter(content="Plays chess").exists()
+    second = APIRequestFactory().get(MEMORIES)
+    force_authenticate(second, user=alice)
+    assert view(second).status_code == 200  # the refused write counted once: this is the second
+    third = APIRequestFactory().get(MEMORIES)
+    force_authenticate(third, user=alice)
+    assert view(third).status_code == 429
 
 
 def test_many_unknown_names_are_shown_cut_and_counted(api, alice):

@@ -103,13 +103,20 @@ class KnownQueryParameters(BasePermission):
     a method the view does not have is left to DRF's 405, and OPTIONS takes any query string."""
 
     def has_permission(self, request, view) -> bool:
-        # DRF asks the permissions again as if the request were another method (OPTIONS' metadata
-        # and the browsable API ask for each write the view has): only the method on the wire is
-        # checked, and OPTIONS takes any query string.
+        # DRF asks the permissions again as if the request were this or another method (OPTIONS'
+        # metadata and the browsable API, for each form it may draw): only the method on the
+        # wire is checked, once a request, and OPTIONS takes any query string.
         method = "GET" if request.method == "HEAD" else request.method
-        wire = request._request.method
-        if method != ("GET" if wire == "HEAD" else wire) or method == "OPTIONS" or not request.query_params:
+        wire = request._request
+        if (
+            method != ("GET" if wire.method == "HEAD" else wire.method)
+            or method == "OPTIONS"
+            or not request.query_params
+        ):
             return True
+        if getattr(wire, "query_checked", False):
+            return True
+        wire.query_checked = True
         if getattr(view, "own_query_check", False) or method.lower() not in _handled(view):
             return True  # its own check; a method the view lacks is DRF's 405
         taken = taken_query_params(type(view), method)

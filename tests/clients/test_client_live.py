@@ -9,7 +9,7 @@ import uuid
 
 import memsvc
 import pytest
-from memsvc import AsyncClient, Client
+from memsvc import AsyncClient, Client, _api
 
 from tests.clients.conftest import SEARCH_RATE
 
@@ -289,6 +289,12 @@ def test_rate_limited_carries_retry_after_and_the_client_waits_it_out(live):
 # --- the async client -------------------------------------------------------------------
 def public_methods(cls) -> dict:
     return {name: member for name, member in inspect.getmembers(cls) if not name.startswith("_")}
+
+
+def test_an_ordering_list_is_sent_as_one_value_and_an_empty_one_not_at_all():
+    call = _api.conversations_list({"ordering": ["title", "-created_at"], "status": ["active", "archived"]})
+    assert call.params == {"ordering": "title,-created_at", "status": ["active", "archived"]}
+    assert _api.runs_list({"ordering": []}).params == {}
 
 
 def test_async_client_has_the_same_surface():

@@ -50,7 +50,8 @@ def _query(filters: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, bool):
             out[key] = "true" if value else "false"
         elif isinstance(value, (list, tuple)) and key == "ordering":
-            out[key] = ",".join(str(v) for v in value)  # one value, its fields comma separated
+            if value:  # one value, its fields comma separated (none: the list's own order)
+                out[key] = ",".join(str(v) for v in value)
         elif isinstance(value, (list, tuple, set, frozenset)):
             out[key] = [str(v) for v in value]  # repeatable filters: key=a&key=b
         else:
