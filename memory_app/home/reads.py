@@ -4,7 +4,8 @@ it, and the JSON form the API and the export share.
 A project memory's reads show every member that the project's agents read it, and when; which
 member's agent it was — the identity, the API key's name, the run — only to the memory's author,
 to the project's owners and admins (``manage``), and to the member whose own run read it
-(``ReadView.hidden``)."""
+(``ReadView.hidden``). Any other item's reads by another person's agents (a shared item, read by
+everyone's) show when and how, never whose."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,26 +40,40 @@ class ReadView:
     hidden: bool = False  # which member's agent read it is not this reader's to see
 
 
-def _hidden_reads(*, user: User, reads: list[MemoryRead]) -> set[int]:
-    """The reads (ids) of project memories whose reader is not the memory's author, not an owner
-    or admin of its project, and not the member whose run read it. Two queries at most."""
-    refs = {r.item_ref for r in reads if r.item_kind == ItemKind.MEMORY and r.user_id != user.pk}
-    if not refs:
-        return set()
-    projects = dict(
-        Memory.objects.filter(pk__in=refs, project__isnull=False)
-        .exclude(created_by=user)
-        .values_list("pk", "project_id")
+def _hidden_reads(*, user: User, reads: list[MemoryRead]) -> dict[int, bool]:
+    """The reads (ids) whose reader ``user`` may not be shown, each with whether its item is a
+    project memory. Of a project memory, every read not for ``user`` unless ``user`` wrote it or
+    owns or administers its project; of any other item, every read for another user (a shared
+    item, global, first said in ``user``'s chat, is read by everyone's agents: whose they were is
+    theirs; a bot's search of a chat is for nobody and stays shown). Two queries at most."""
+    others = [r for r in reads if r.user_id != user.pk]
+    if not others:
+        return {}
+    refs = {r.item_ref for r in others if r.item_kind == ItemKind.MEMORY}
+    projects = (
+        {
+            pk: (project_id, author)
+            for pk, project_id, author in Memory.objects.filter(pk__in=refs, project__isnull=False).values_list(
+                "pk", "project_id", "created_by_id"
+            )
+        }
+        if refs
+        else {}
     )
-    if not projects:
-        return set()
-    managed = set(
-        project_ids_with_permission(user=user, permission=MANAGE)
-        .filter(project_id__in=set(projects.values()))
-        .values_list("project_id", flat=True)
+    managed = (
+        set(
+            project_ids_with_permission(user=user, permission=MANAGE)
+            .filter(project_id__in={project_id for project_id, _ in projects.values()})
+            .values_list("project_id", flat=True)
+        )
+        if projects
+        else set()
     )
+    shown = {pk for pk, (project_id, author) in projects.items() if author == user.pk or project_id in managed}
     return {
-        r.pk for r in reads if r.item_ref in projects and projects[r.item_ref] not in managed and r.user_id != user.pk
+        r.pk: r.item_ref in projects
+        for r in others
+        if r.item_ref not in shown and (r.item_ref in projects or r.user_id is not None)
     }
 
 
@@ -77,7 +92,7 @@ def _read_views(*, user: User, reads: list[MemoryRead], memories: dict | None = 
                     at=read.at,
                     path=read.path,
                     path_label=read.get_path_display(),
-                    principal=_("an agent of the project"),
+                    principal=_("an agent of the project") if hidden[read.pk] else _("another person's agent"),
                     token_name="",
                     run_id="",
                     run_visible=False,

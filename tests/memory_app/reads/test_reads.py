@@ -31,6 +31,7 @@ from memory_app.scoped.services import scoped_item_create
 from memory_app.threads import services as thread_services
 from tests.factories import (
     ChatBindingFactory,
+    GlobalMemoryFactory,
     MembershipFactory,
     ProjectFactory,
     ProjectMemoryFactory,
@@ -420,3 +421,26 @@ def test_project_reads_show_members_that_agents_read_it_and_who_only_to_author_o
     exported = json.dumps(api(carol).get("/api/users/me/export").json())
     assert "run-of-carol" in exported and "run-of-bob" not in exported and "runtime-eu" in exported
     assert "run-of-bob" not in api(carol).get("/api/users/me/export/markdown").content.decode()
+
+
+def test_a_shared_item_s_reads_by_other_people_s_agents_show_when_and_how_never_whose(api, alice, bob, svc):
+    """A global item first said in alice's chat is read by everyone's agents: alice sees that it
+    was read, not by whom, through which key or in which run; bob sees his own reads whole."""
+    shared = GlobalMemoryFactory(content="Deploys happen on Fridays", source_chat_key="milky:private:777")
+    ChatBindingFactory(chat_key="milky:private:777", user=alice)
+    runtime, _ = token_issue(user=svc, name="runtime-eu")
+    _read(shared.pk, principal=svc, token=runtime, user=bob, run_ref="run-of-bob", run_generation=1)
+    _read(shared.pk, principal=alice, user=alice)
+    rows = api(alice).get("/api/users/me/memory-home/reads", {"source": "shared"}).json()["results"]
+    assert len(rows) == 2
+    others = [r for r in rows if r["details_hidden"]]
+    assert len(others) == 1 and others[0]["at"] and others[0]["path"] == ReadPath.API_SEARCH
+    assert {k: others[0][k] for k in ("principal", "token_name", "run_id", "run_generation")} == dict.fromkeys(
+        ("principal", "token_name", "run_id", "run_generation")
+    )
+    assert [r["principal"] for r in rows if not r["details_hidden"]] == ["alice"]
+    body = json.dumps(rows) + json.dumps(api(alice).get("/api/users/me/export").json())
+    body += api(alice).get("/api/users/me/export/markdown").content.decode()
+    assert "run-of-bob" not in body and "runtime-eu" not in body and '"bob"' not in body
+    last = api(alice).get(f"/api/users/me/memory-home/items/{shared.pk}").json()["last_read"]
+    assert last["principal"] == "alice" or last["details_hidden"] is True
