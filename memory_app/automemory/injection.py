@@ -10,7 +10,7 @@ from memory_app.automemory.selectors import effective_flags
 from memory_app.memories.identity_context import render_identity_text
 from memory_app.memories.selectors import latest_active_project_memories, latest_active_user_memories
 from memory_app.memories.timing import user_zone
-from memory_app.runs.models import RunKind, run_gets_memory
+from memory_app.runs.models import RunKind, run_gets_memory, run_reaches_user
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ def identity_injection_for_run(*, run, round_number: int) -> Injection | None:
     """
     if not _injects(run, round_number):
         return None
-    user_memories = latest_active_user_memories(user=run.user)
+    # A run held through a token limited to projects gets its project's memories only.
+    user_memories = latest_active_user_memories(user=run.user) if run_reaches_user(run) else []
     project_memories = []
     if run.project_id:
         try:

@@ -36,7 +36,7 @@ from memory_app.notes.workspace import (
 from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
-from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level
+from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level, run_reaches_user
 from memory_app.runs.services import run_context_round_next
 from memory_app.runs.tools import TOOL_SCHEMAS
 from memory_app.scoped import context as scoped_context
@@ -117,12 +117,15 @@ def context_round(value: str | None) -> int | None:
 
 def _memory_off_reason(run: AgentRun, *, gets_memory: bool, memory_enabled: bool) -> str:
     """Why the notes file and the memory tools are missing: ``""`` (they are not),
-    ``not_top_level``, ``conversation_no_memory`` or ``memory_disabled`` (the user's switch)."""
+    ``not_top_level``, ``conversation_no_memory``, ``project_only`` (held through a token limited
+    to projects: ``run_reaches_user``) or ``memory_disabled`` (the user's switch)."""
     if memory_enabled:
         return ""
     if not run_is_top_level(run):
         return "not_top_level"
-    return "conversation_no_memory" if not gets_memory else "memory_disabled"
+    if not gets_memory:
+        return "conversation_no_memory"
+    return "memory_disabled" if run_reaches_user(run) else "project_only"
 
 
 READ_PATHS = frozenset({ReadPath.CONTEXT_NOTES, ReadPath.CONTEXT_IDENTITY, ReadPath.CONTEXT_SCOPED})
@@ -156,7 +159,10 @@ def run_context_build(
     workspace = Workspace(run.user_id)
     warnings: list[str] = []
     sections = []
-    for name, section in ((AGENTS_FILE, "agents"), (USER_FILE, "user")):
+    # The workspace's files are the user's own: a run held through a token limited to projects
+    # gets none of them (``run_reaches_user``), nor the notes file below.
+    reaches_user = run_reaches_user(run)
+    for name, section in ((AGENTS_FILE, "agents"), (USER_FILE, "user")) if reaches_user else ():
         text = _read_text(workspace, name, INSTRUCTION_FILE_BYTES, warnings)
         if text:
             sections.append({"name": section, "trust": "system", "content": text})
@@ -164,7 +170,7 @@ def run_context_build(
     # Read fresh at each assembly; sub-agents and other non-top-level runs never get it, nor
     # does a run in a "don't remember this chat" conversation (2 to 5 all stay out).
     gets_memory = run_gets_memory(run)
-    memory_enabled = gets_memory and run_memory_enabled(run)
+    memory_enabled = gets_memory and reaches_user and run_memory_enabled(run)
 
     # Who read what (docs/home.md): buffered here, written after the response.
     def read(*, item_kind: str, refs: Iterable[str], path: str) -> None:

@@ -3,7 +3,8 @@
 The API token is resolved by the REST API's own ``ApiTokenAuthentication`` (hash lookup,
 expiry, revocation, ``last_used_at``, the reach of a limited token); this module only adds the
 MCP rule about whose memory a session works on: a user token acts as its user, a service token
-only for the user it names, checked by ``user_get_acting`` as ``POST /api/runs`` checks it.
+only for the user it names and whose own memories it may reach (``user_get_subject``, as the
+mem0-compatible API's ``user_id``: never through a token limited to projects).
 """
 
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from config.errors import DomainError, PermissionDenied
 from identity_app.authentication import ApiTokenAuthentication
 from identity_app.models import User
 from identity_app.permissions import is_service_principal
-from identity_app.selectors import user_get_acting
+from identity_app.selectors import user_get_subject
 from memory_app.mcp.errors import ErrorCode
 
 
@@ -68,8 +69,10 @@ def principal_resolve(*, authorization: str | None, acting_user: str | None = No
                 "A service token acts only for a named user; name one (MEMORY_MCP_USER, or the X-Memory-User header).",
                 code=ErrorCode.USER_REQUIRED,
             )
+        # Every tool of a session works on the user's own things (memories, notes file, history):
+        # a token limited to projects reaches none of them, so it opens no session for a user.
         return Principal(
-            actor=actor, user=user_get_acting(actor=actor, username=acting_user), service=True, token_id=token_id
+            actor=actor, user=user_get_subject(actor=actor, username=acting_user), service=True, token_id=token_id
         )
     if acting_user is not None and acting_user != actor.get_username():
         raise PermissionDenied("A user token acts only as its own user.", code=ErrorCode.NOT_YOUR_ACCOUNT)

@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     NOT_TOP_LEVEL_RUN = "not_top_level_run"
     PARENT_NOT_ALLOWED = "parent_not_allowed"
     PARENT_REQUIRED = "parent_required"
+    PROJECT_ONLY_RUN = "project_only_run"
     RUN_CONTEXT_MISMATCH = "run_context_mismatch"
     RUN_FINISHED = "run_finished"
     RUN_NOT_AUTHORIZED = "run_not_authorized"

@@ -17,6 +17,7 @@ __all__ = [
     "RunStatus",
     "run_gets_memory",
     "run_is_top_level",
+    "run_reaches_user",
 ]
 
 
@@ -96,6 +97,9 @@ class AgentRun(models.Model):
     # in that mode, and on every run not yet processed when the mode is turned on. Nothing is
     # ever extracted from such a run, whatever the mode says later (``run_never_extracted``).
     not_remembered = models.BooleanField(default=False, verbose_name=_("not remembered"))
+    # Started or last taken over through a token limited to projects, which works inside them
+    # only: the run reaches none of its user's own things (``run_reaches_user``).
+    within_project = models.BooleanField(default=False, verbose_name=_("within its project only"))
     # How many times the run's context was assembled: the server decides which call is the
     # first round (identity injection), whatever the runtime sends (docs/runs.md, Context).
     context_rounds = models.PositiveIntegerField(default=0, verbose_name=_("context rounds"))
@@ -136,6 +140,16 @@ def run_gets_memory(run: AgentRun) -> bool:
     "don't remember this chat" mode. Each switch (``enable_memory``, auto-memory ``use``) then
     gates its own source on top of this (docs/runs.md)."""
     return run_is_top_level(run) and not run.conversation.no_memory
+
+
+def run_reaches_user(run: AgentRun) -> bool:
+    """The one predicate for what is the user's own and no project's in a run's context and
+    tools: the workspace's files (``AGENTS.md``, ``USER.md``, the notes file), the user's own
+    memories, the history of the user's threads, and the notes the run writes. Not for a run
+    started or last taken over through a token limited to projects (``within_project``): such a
+    token reaches none of them itself (docs/API.md, "Limited service tokens"), so neither does
+    a run it holds. Its project's memories it gets (``run_gets_memory``)."""
+    return not run.within_project
 
 
 def run_never_extracted(run: AgentRun) -> bool:

@@ -20,6 +20,7 @@ from identity_app.permissions import (
     project_require_permission,
     reach_require_project,
     require_service_principal,
+    token_reach,
 )
 from identity_app.selectors import user_get_acting
 from identity_app.session_keys import InvalidSessionKey
@@ -150,6 +151,13 @@ def run_create(
     return issued
 
 
+def _within_project(actor: User) -> bool:
+    """``AgentRun.within_project`` for a run ``actor`` starts or takes over: its token is limited
+    to projects."""
+    reach = token_reach(actor)
+    return reach is not None and reach.project_ids is not None
+
+
 def _running_run(*, actor, user, conversation, lease_seconds: int, **fields) -> IssuedRun:
     """A new running run (not saved yet) holding its first lease, and that lease's token."""
     now = timezone.now()
@@ -162,6 +170,7 @@ def _running_run(*, actor, user, conversation, lease_seconds: int, **fields) -> 
         lease_expires_at=now + timedelta(seconds=lease_seconds),
         lease_generation=1,
         started_at=now,
+        within_project=_within_project(actor),
         **fields,
     )
     token = new_run_token(run.pk, 1)
@@ -257,6 +266,7 @@ def run_claim(*, actor: User, run_id: str, worker_id: str, lease_seconds: int = 
                 lease_generation=F("lease_generation") + 1,
                 run_token_hash=hash_run_token(token),
                 status=RunStatus.RUNNING,
+                within_project=_within_project(actor),  # the reach of whoever holds it now
                 updated_at=now,
             )
         )

@@ -21,7 +21,7 @@ from memory_app.reads import recorder as reads
 from memory_app.reads.models import ItemKind, ReadPath
 from memory_app.runs.errors import ErrorCode
 from memory_app.runs.leases import RunCredential, RunNotAuthorized, run_check_lease
-from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level
+from memory_app.runs.models import AgentRun, run_gets_memory, run_is_top_level, run_reaches_user
 from memory_app.threads import history
 
 logger = logging.getLogger(__name__)
@@ -95,6 +95,10 @@ class NotTopLevelRun(PermissionDenied):
     code = ErrorCode.NOT_TOP_LEVEL_RUN
 
 
+class ProjectOnlyRun(PermissionDenied):
+    code = ErrorCode.PROJECT_ONLY_RUN
+
+
 class RunContextMismatch(PermissionDenied):
     code = ErrorCode.RUN_CONTEXT_MISMATCH
 
@@ -108,6 +112,11 @@ def _check_tool_run(*, run: AgentRun | None, credential: RunCredential, claims: 
         raise NotTopLevelRun("Memory tools are only available to top-level chat and resume runs.")
     if not run_gets_memory(run):  # top level, so: a chat in "don't remember this chat" mode
         raise MemoryDisabled("Memory is turned off for this conversation.")
+    if not run_reaches_user(run):  # the notes file and the history are the user's own
+        raise ProjectOnlyRun(
+            "This run was started or taken over through a token limited to projects: "
+            "the user's notes file and history are not within its reach."
+        )
     # Optional assertions from the runtime about the context it is executing in.
     claims = claims or {}
     actual = {"thread_id": run.conversation_id, "request_id": run.request_id, "worker_id": run.worker_id}

@@ -4,11 +4,14 @@ answers as if the user, project, chat, conversation or run did not exist, and no
 Setup: alice (in reach) and bob (outside) share Apollo; bob alone is in Zeus; the service
 principal is a member of both projects. Alice's private chat A and bob's B are bound."""
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
 from identity_app.models import ChatBinding, Membership, Role
 from identity_app.services import token_issue
+from memory_app.automemory.services import auto_memory_settings_update
 from memory_app.memories.models import Memory
 from memory_app.runs.models import AgentRun
 from memory_app.scoped.models import MemoryCandidate
@@ -266,3 +269,62 @@ def test_a_limit_whose_project_was_deleted_reaches_nothing(world, svc):
     assert client.get("/api/projects").json()["results"] == []
     assert client.get("/api/runs").json()["results"] == []
     assert_not_found(client.get(f"/api/runs/{world['alice_apollo_run'].pk}"))
+
+
+def test_a_run_a_project_limited_token_holds_reaches_its_project_only(world, alice, svc, run_api, api, make_run):
+    """A token limited to projects reaches none of a user's own things (docs/API.md, "Limited
+    service tokens"), so neither does a run it starts or takes over: no notes file, no workspace
+    file, no user memory, no history, no notes written; its project's memories it gets."""
+    apollo = world["apollo"]
+    private = world["alice_run"].conversation  # in no project
+    Message.objects.create(conversation=private, role="user", content="My salary is 95000 euros")
+    notes = api(alice).put("/api/users/me/workspace/MEMORY.md", {"content": "- lawyer on Tuesday\n"}, format="json")
+    assert notes.status_code == 200
+    api(alice).put("/api/users/me/workspace/USER.md", {"content": "Alice lives at 12 Elm Street"}, format="json")
+    api(alice).post(
+        "/api/users/me/memories", {"kind": "fact", "content": "Alice is allergic to peanuts"}, format="json"
+    )
+    api(alice).post(
+        f"/api/projects/{apollo.pk}/identity-memories",
+        {"kind": "decision", "content": "Apollo ships on Fridays"},
+        format="json",
+    )
+    auto_memory_settings_update(user=alice, changes={"use": True})  # her memories at a chat's start
+    secrets = ("lawyer on Tuesday", "12 Elm Street", "allergic to peanuts")
+    # An unlimited token's run in the project gets them all: what the limited one's must not.
+    unlimited = make_run(alice, request_id="r8", project_id=apollo.pk)
+    whole = run_api(unlimited.token).get(f"/api/runs/{unlimited.id}/context").content.decode()
+    assert all(text in whole for text in (*secrets, "Apollo ships on Fridays")), whole
+    client = limited(svc, only_projects=[apollo.pk])
+    conv = client.post("/api/conversations", {"user": "alice", "title": "t", "project_id": apollo.pk}, format="json")
+    run = client.post(
+        "/api/runs",
+        {"user": "alice", "conversation_id": conv.json()["id"], "request_id": "r9", "worker_id": "w"},
+        format="json",
+    ).json()
+    assert AgentRun.objects.get(pk=run["id"]).within_project
+    worker, base = run_api(run["run_token"]), f"/api/runs/{run['id']}"
+    context = worker.get(f"{base}/context").content.decode()
+    for text in (*secrets, "95000"):
+        assert text not in context, text
+    assert "Apollo ships on Fridays" in context
+    assert json.loads(context)["memory_off_reason"] == "project_only"
+    for tool, arguments in (
+        ("search_thread_messages", {"query": "salary"}),
+        ("read_thread_messages", {"thread_id": private.pk}),
+        ("remember_memory", {"content": "written by a project-only key"}),
+    ):
+        response = worker.post(f"{base}/tools/{tool}", arguments, format="json")
+        assert response.status_code == 403 and response.json()["error"]["code"] == "project_only_run", tool
+    assert api(alice).get("/api/users/me/workspace/MEMORY.md").json()["content"] == "- lawyer on Tuesday\n"
+
+    # Taken over by an unlimited token, the run is the user's again; by a limited one, not.
+    AgentRun.objects.filter(pk=run["id"]).update(lease_expires_at=None)
+    claimed = api(svc).post(f"{base}/claim", {"worker_id": "w2"}, format="json")
+    assert claimed.status_code == 200, claimed.content
+    assert not AgentRun.objects.get(pk=run["id"]).within_project
+    assert "lawyer on Tuesday" in run_api(claimed.json()["run_token"]).get(f"{base}/context").content.decode()
+    AgentRun.objects.filter(pk=run["id"]).update(lease_expires_at=None)
+    again = client.post(f"{base}/claim", {"worker_id": "w3"}, format="json")
+    assert again.status_code == 200 and AgentRun.objects.get(pk=run["id"]).within_project
+    assert "lawyer on Tuesday" not in run_api(again.json()["run_token"]).get(f"{base}/context").content.decode()

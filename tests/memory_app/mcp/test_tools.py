@@ -105,6 +105,18 @@ def test_service_token_needs_a_user_within_its_reach(svc, alice, bob):
     # bob, outside the token's reach, gets exactly the answer of a user who does not exist.
     assert (outside.value.code, outside.value.status_code) == (unknown.value.code, unknown.value.status_code)
     assert outside.value.code == "unknown_user"
+    assert principal_resolve(authorization=f"Token {limited}", acting_user="alice").user == alice
+
+
+def test_a_token_limited_to_projects_opens_no_session_for_a_user(svc, alice, project):
+    """Every tool of a session works on the user's own memories, notes file or history, which
+    belong to no project: such a token reaches none of them, so it acts for nobody."""
+    with pytest.raises(DomainError) as refused:
+        principal_resolve(authorization=f"Token {key_for(svc, only_projects=[project.pk])}", acting_user="alice")
+    assert refused.value.code == "unknown_user"
+    both = key_for(svc, only_users=["alice"], only_projects=[project.pk])
+    with pytest.raises(DomainError):
+        principal_resolve(authorization=f"Token {both}", acting_user="alice")
 
 
 # --- tool lists and schemas ------------------------------------------------------------------
@@ -365,12 +377,11 @@ def test_chat_search_of_a_chat_not_bound_to_the_user_is_not_found(world, bob):
     assert refused.value.code == "not_found"
 
 
-def test_project_limited_service_token_cannot_open_a_run_without_a_project(world, svc, alice, workspace_root):
+def test_project_limited_service_token_opens_no_session_so_writes_nothing(world, svc, alice, workspace_root):
     limited = key_for(svc, only_projects=[world.project_memory.project_id])
-    ctx = session(principal_resolve(authorization=f"Token {limited}", acting_user="alice"))
-    with pytest.raises(InvalidInput) as refused:
-        call(ctx, "remember_memory", content="x")
-    assert refused.value.code == "project_required"
+    with pytest.raises(DomainError) as refused:
+        principal_resolve(authorization=f"Token {limited}", acting_user="alice")
+    assert refused.value.code == "unknown_user"
     assert notes(workspace_root, alice) is None
 
 
