@@ -15,7 +15,7 @@ class MemoryAppConfig(AppConfig):
         from identity_app.models import Project  # noqa: PLC0415
         from memory_app.automemory.services import auto_memory_log_forget  # noqa: PLC0415
         from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
-        from memory_app.notes import notes_index  # noqa: PLC0415 - registers the notes source
+        from memory_app.notes import notes_index, workspace  # noqa: PLC0415 - notes_index registers its source
         from memory_app.reads import recorder  # noqa: PLC0415
         from memory_app.search import checks  # noqa: F401, PLC0415 - registers the pgvector check
         from memory_app.threads import indexing  # noqa: PLC0415 - registers the message source
@@ -25,6 +25,7 @@ class MemoryAppConfig(AppConfig):
         post_delete.connect(derived.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
         post_delete.connect(indexing.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
         post_delete.connect(notes_index.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
+        post_delete.connect(workspace.on_user_deleted, sender=settings.AUTH_USER_MODEL, weak=False)
         post_delete.connect(derived.on_project_deleted, sender=Project, weak=False)
         # Forgetting a memory also forgets the auto-memory log's copy of its text.
         derived.register_forget_hook(auto_memory_log_forget)

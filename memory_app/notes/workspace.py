@@ -15,8 +15,10 @@ import re
 import secrets
 import stat
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils.translation import gettext as _
 
 from config.budgets import utf8_len
@@ -244,6 +246,37 @@ class Workspace:
         finally:
             os.close(dir_fd)
 
+    def delete_all(self) -> None:
+        """Remove the user's folder: every entry of ``<root>/<uid>/agents`` that is not a folder
+        (the files, a temporary file a crashed write left, a link itself and never what it points
+        to), then the two folders if they are empty. For an account that is deleted
+        (``on_user_deleted``); a folder that is not a plain one is left alone."""
+        dir_fd = self._open_agents_dir(create=False)
+        if dir_fd is not None:
+            try:
+                for name in os.listdir(dir_fd):
+                    found = self._lstat(dir_fd, name)
+                    if found is not None and not stat.S_ISDIR(found.st_mode):
+                        self._unlink_quietly(dir_fd, name)
+            finally:
+                os.close(dir_fd)
+        try:
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return
+        try:
+            user_fd = self._open_child_dir(root_fd, str(self.user_id), create=False)
+            if user_fd is not None:
+                try:
+                    with contextlib.suppress(OSError):  # missing, or not empty: left as it is
+                        os.rmdir(AGENTS_DIR, dir_fd=user_fd)
+                finally:
+                    os.close(user_fd)
+            with contextlib.suppress(OSError):
+                os.rmdir(str(self.user_id), dir_fd=root_fd)
+        finally:
+            os.close(root_fd)
+
     @staticmethod
     def _unlink_quietly(dir_fd: int, name: str) -> None:
         try:
@@ -305,3 +338,10 @@ def validate_base_sha256(value: object) -> str | None:
     if not isinstance(value, str) or not _SHA256_RE.fullmatch(value):
         raise InvalidInput("base_sha256 must be 64 lowercase hex characters.", code=ErrorCode.INVALID_BASE_SHA256)
     return value
+
+
+def on_user_deleted(sender: type, instance: Any, **kwargs: Any) -> None:
+    """An account deleted (the admin, a command): its workspace folder goes once the deletion
+    commits, so that no file of it is left on the disk (its rows go by the database's cascade)."""
+    user_id = instance.pk
+    transaction.on_commit(lambda: Workspace(user_id).delete_all(), robust=True)

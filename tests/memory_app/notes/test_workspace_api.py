@@ -116,3 +116,23 @@ def test_settings_bad_input_changes_nothing(api, alice, body):
     client.put("/api/users/me/settings", {"enable_memory": False}, format="json")
     assert client.put("/api/users/me/settings", body, format="json").status_code == 400
     assert UserSettings.objects.get(user=alice).enable_memory is False
+
+
+def test_a_deleted_account_leaves_no_workspace_file_on_disk(
+    api, alice, bob, workspace_root, django_capture_on_commit_callbacks
+):
+    for user, name in ((alice, "MEMORY.md"), (alice, "USER.md"), (bob, "MEMORY.md")):
+        response = api(user).put(
+            f"/api/users/me/workspace/{name}", {"content": f"{user.username} secret"}, format="json"
+        )
+        assert response.status_code == 200
+    folder = memory_path(workspace_root, alice).parent.parent  # <root>/<uid>
+    (folder / "agents" / "MEMORY.md.tmp-left").write_text("alice secret, half written")
+    outside = workspace_root / "kept.txt"
+    outside.write_text("not alice's")
+    (folder / "agents" / "link").symlink_to(outside)  # a link goes, never what it points to
+    with django_capture_on_commit_callbacks(execute=True):
+        alice.delete()
+    assert not folder.exists()
+    assert outside.read_text() == "not alice's"
+    assert memory_path(workspace_root, bob).read_text() == "bob secret"  # another account's stays
