@@ -30,7 +30,7 @@ from identity_app.selectors import user_get_subject
 from identity_app.session_keys import ChatAddress
 from memory_app.memories.derived import scope_key
 from memory_app.memories.keys import STORE_EVIDENCE, store_namespace_encode, store_namespace_labels
-from memory_app.memories.models import Memory, Tier, agent_q
+from memory_app.memories.models import Memory, Status, Tier, agent_q
 from memory_app.memories.selectors import memories_of_users, memories_visible, memory_visibility_q
 from memory_app.search import engine
 from memory_app.store.errors import ErrorCode
@@ -146,6 +146,18 @@ def item_get(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> M
     found = rows.filter(store_key=key).first()
     if found is None and not rest:
         found = rows.filter(store_key="", pk=key[:40]).first()
+    return found
+
+
+def items_to_forget(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> list[Memory]:
+    """Every active memory under ``key`` in the namespace, paused and expired ones too (what a
+    delete forgets: ``item_get`` sees only what agents may use, and a paused memory left behind
+    would come back when it is resumed); as ``item_get``, a memory written without a key by its
+    id in a scope's own namespace."""
+    rows = scope.memories(actor).filter(_in_namespace(rest, prefix=False), status=Status.ACTIVE)
+    found = list(rows.filter(store_key=key).order_by("pk"))
+    if not found and not rest:
+        found = list(rows.filter(store_key="", pk=key[:40]))
     return found
 
 

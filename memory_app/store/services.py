@@ -112,17 +112,17 @@ def item_put(
 
 
 def item_delete(*, actor: User, scope: Scope, rest: tuple[str, ...], key: str) -> list[str]:
-    """Forget the memory under ``key`` (nothing when there is none)."""
-    existing = selectors.item_get(actor=actor, scope=scope, rest=rest, key=key)
-    if existing is None:
-        return []
-    return memory_services.memory_forget(
-        actor=actor,
-        memory_id=existing.pk,
-        tier=scope.tier,
-        project_id=scope.project_id,
-        for_user=scope.for_user,
-    )
+    """Forget the memory under ``key``, paused or expired too (nothing when there is none)."""
+    forgotten: list[str] = []
+    for existing in selectors.items_to_forget(actor=actor, scope=scope, rest=rest, key=key):
+        forgotten += memory_services.memory_forget(
+            actor=actor,
+            memory_id=existing.pk,
+            tier=scope.tier,
+            project_id=scope.project_id,
+            for_user=scope.for_user,
+        )
+    return forgotten
 
 
 @dataclass

@@ -165,10 +165,17 @@ def messages_forget(*, actor: User, conversation_id: str, message_id: int | None
 
 
 def _follower(conversation: Conversation, ids: list[int]) -> list[Message]:
-    """The message after a forgotten one (none when it was the last)."""
+    """The turn after a forgotten one, whose vector holds its text (``indexing``: a turn is
+    embedded with the user or assistant text before it, whatever tool calls sit between); none
+    when it was the last."""
     gone = Message.objects.get(pk=ids[0])
     after = Q(created_at__gt=gone.created_at) | Q(created_at=gone.created_at, pk__gt=gone.pk)
-    following = conversation.messages.filter(after).select_related("conversation").order_by("created_at", "id").first()
+    following = (
+        conversation.messages.filter(after, role__in=indexing.HISTORY_ROLES, type=MessageType.TEXT)
+        .select_related("conversation")
+        .order_by("created_at", "id")
+        .first()
+    )
     return [following] if following is not None else []
 
 

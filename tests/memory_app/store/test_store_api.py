@@ -2,6 +2,8 @@
 their rules; a key is one memory and its corrections; values come back as they were put. The
 LangGraph adapter is driven against a live server in tests/clients/test_langgraph_live.py."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -378,3 +380,21 @@ def test_concurrent_puts_of_one_new_key_make_one_memory(alice):
     assert not errors
     rows = Memory.objects.filter(store_key="same")
     assert rows.filter(status=Status.ACTIVE).count() == 1 and rows.count() == 6
+
+
+def test_a_delete_forgets_a_paused_or_expired_item_too(api, alice):
+    """``item_get`` sees only what agents may use; a delete that missed a paused memory would
+    answer success and the memory would come back for every agent once resumed."""
+    namespace = ("users", "alice", "prefs")
+    agent = api(alice)
+    batch(agent, put(namespace, "allergy", {"content": "Alice is allergic to peanuts"}))
+    batch(agent, put(namespace, "city", {"content": "Alice lives in Lisbon"}))
+    paused = Memory.objects.get(store_key="allergy")
+    assert (
+        api(alice).patch(f"/api/users/me/memory-home/items/{paused.pk}", {"paused": True}, format="json").status_code
+        == 200
+    )
+    Memory.objects.filter(store_key="city").update(expires_at=timezone.now() - timedelta(seconds=1))
+    batch(agent, put(namespace, "allergy", None), put(namespace, "city", None))
+    assert not Memory.objects.filter(store_key__in=["allergy", "city"]).exists()
+    assert api(alice).get(f"/api/users/me/memory-home/items/{paused.pk}").status_code == 404

@@ -79,3 +79,31 @@ def test_the_client_forgets_them_all_in_as_many_calls_as_it_takes(api, svc, alic
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
     assert _texts(conversation_id) == []
+
+
+def test_forgetting_a_turn_indexes_again_the_next_turn_past_a_tool_call(api, svc, alice):
+    """The answer's vector was made with the user's turn before it, whatever tool calls sat
+    between: that answer is indexed again, so the forgotten text is in no vector."""
+    client = api(svc)
+    conversation_id = client.post("/api/conversations", {"user": "alice", "title": "t"}, format="json").json()["id"]
+    sent = client.post(
+        f"/api/conversations/{conversation_id}/messages/batch",
+        {
+            "messages": [
+                {"role": "user", "content": "My bank PIN hint is zanzibarquux"},
+                {
+                    "role": "assistant",
+                    "type": "tool_call",
+                    "content": "",
+                    "tool_calls": [{"name": "lookup", "input": {}}],
+                },
+                {"role": "assistant", "content": "Noted, I will remember that."},
+            ]
+        },
+        format="json",
+    )
+    assert sent.status_code == 201, sent.content
+    said = sent.json()["results"][0]["id"]
+    before = _documents(conversation_id)["Noted, I will remember that."]
+    assert client.delete(f"/api/conversations/{conversation_id}/messages/{said}").status_code in (200, 204)
+    assert _documents(conversation_id)["Noted, I will remember that."] != before
