@@ -17,6 +17,7 @@ class MemoryAppConfig(AppConfig):
         from memory_app.memories import derived  # noqa: PLC0415 - registers the memory source
         from memory_app.notes import notes_index, workspace  # noqa: PLC0415 - notes_index registers its source
         from memory_app.reads import recorder  # noqa: PLC0415
+        from memory_app.scoped.migration import migration_previews_forget  # noqa: PLC0415
         from memory_app.search import checks  # noqa: F401, PLC0415 - registers the pgvector check
         from memory_app.threads import indexing  # noqa: PLC0415 - registers the message source
 
@@ -29,5 +30,7 @@ class MemoryAppConfig(AppConfig):
         post_delete.connect(derived.on_project_deleted, sender=Project, weak=False)
         # Forgetting a memory also forgets the auto-memory log's copy of its text.
         derived.register_forget_hook(auto_memory_log_forget)
+        # ... and the scope-migration plans' copy of it (their previews, in the admin).
+        derived.register_forget_hook(migration_previews_forget)
         # Reads buffered while a request was answered are written once its response is out.
         request_finished.connect(recorder.flush_after_request, weak=False, dispatch_uid="memory_reads_flush")

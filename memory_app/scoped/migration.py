@@ -354,6 +354,17 @@ def _apply_one(*, entry: dict, target: str, actor) -> tuple[str, str]:
 
 
 # --- Plans under review in the admin --------------------------------------------------------
+def migration_previews_forget(memory_ids: list[str]) -> None:
+    """Memories are being forgotten: a plan under review keeps that an item was in it, not its
+    text. Registered with ``memory_app.memories.derived`` (apps.py), so every way of forgetting
+    does it."""
+    ids = list(memory_ids)
+    for start in range(0, len(ids), 500):
+        ScopeMigrationEntry.objects.filter(item_id__in=ids[start : start + 500]).exclude(content_preview="").update(
+            content_preview=""
+        )
+
+
 def plan_import(*, data, name: str, actor=None) -> ScopeMigrationPlan:
     entries = validate_plan(data)
     with transaction.atomic():

@@ -414,3 +414,14 @@ def test_the_plan_list_leads_to_apply(client, admin, plan):
     client.force_login(admin)
     page = client.get(reverse("admin:memory_app_scopemigrationplan_changelist")).text
     assert reverse("admin:memory_app_scopemigrationplan_apply", args=[plan.pk]) in page
+
+
+def test_forgetting_an_item_blanks_its_preview_in_a_plan_under_review(client, admin, plan):
+    forgotten = plan.ids["migrate"]
+    assert entry(plan, "migrate").content_preview == "I live in Lyon"
+    services.memory_forget(actor=admin, memory_id=forgotten, tier="global")
+    assert entry(plan, "migrate").content_preview == ""
+    assert entry(plan, "keep").content_preview == "We use tabs"  # the others keep theirs
+    client.force_login(admin)
+    found = client.get(reverse("admin:memory_app_scopemigrationentry_changelist"), {"q": "Lyon"})
+    assert found.status_code == 200 and found.context["cl"].result_count == 0
